@@ -4,6 +4,8 @@
 #ifndef EGPU_CORE_TOPO_TOPO_C_H
 #define EGPU_CORE_TOPO_TOPO_C_H
 
+/* C header in C pointer style; clang-format is set up for the C++ files. */
+/* clang-format off */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +34,20 @@ uint64_t egpu_topo_gpu_memory_bytes(const egpu_topo_t *topo, int i);
 const char *egpu_topo_gpu_cores(const egpu_topo_t *topo, int i);
 /* gres.conf Links= value: link count to every GPU, -1 for itself, e.g. "-1,2,1,0". */
 const char *egpu_topo_gpu_links(const egpu_topo_t *topo, int i);
+
+/* Additions to the contract above. */
+
+/* Receives core/topo's log lines (NVML absent, NVML errors); no newline. */
+typedef void (*egpu_topo_log_fn)(const char *line, void *ctx);
+
+/* egpu_topo_load with log lines sent to log(line, log_ctx) instead of stderr
+ * (log may be NULL: stderr). */
+int egpu_topo_load_ex(const char *xml_path, egpu_topo_log_fn log, void *log_ctx,
+                      egpu_topo_t **out, char *err, size_t errlen);
+
+/* Cores= widened to the whole sockets the GPU's cores are on: what Slurm
+ * accepts without SlurmdParameters=numa_node_as_socket. "" when unknown. */
+const char *egpu_topo_gpu_socket_cores(const egpu_topo_t *topo, int i);
 
 #ifdef __cplusplus
 }

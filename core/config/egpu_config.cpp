@@ -1,0 +1,258 @@
+#include "core/config/egpu_config.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "core/config/byte_size.h"
+#include "core/config/key_value_file.h"
+
+namespace egpu::config {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+Result<long long> parse_int(std::string_view v, long long min, long long max) {
+  long long out = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || ptr != v.data() + v.size()) {
+    return Error{"'" + std::string(v) + "' is not an integer"};
+  }
+  if (out < min || out > max) {
+    return Error{"must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                 ", got " + std::string(v)};
+  }
+  return out;
+}
+
+Result<double> parse_number(std::string_view v, double min, double max) {
+  std::string s(v);
+  char* end = nullptr;
+  double out = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || std::isspace(static_cast<unsigned char>(s[0]))) {
+    return Error{"'" + s + "' is not a number"};
+  }
+  if (!(out >= min && out <= max)) {
+    std::ostringstream msg;
+    msg << "must be between " << min << " and " << max << ", got " << s;
+    return Error{msg.str()};
+  }
+  return out;
+}
+
+Result<std::string> parse_absolute_path(std::string_view v) {
+  if (v.empty() || v[0] != '/')
+    return Error{"must be an absolute path, got '" + std::string(v) + "'"};
+  return std::string(v);
+}
+
+// Splits "host:port" (IPv6 as "[::1]:port") and insists on a loopback address:
+// metrics carry job names and shares and must not leave the node.
+Result<std::pair<std::string, int>> split_loopback_address(std::string_view v) {
+  std::string s(v);
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos) return Error{"must be HOST:PORT, got '" + s + "'"};
+  std::string host = s.substr(0, colon);
+  auto port = parse_int(std::string_view(s).substr(colon + 1), 1, 65535);
+  if (!port) return Error{"port " + port.error()};
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host == "localhost") host = "127.0.0.1";
+  unsigned char buf[16];
+  bool loopback = false;
+  if (inet_pton(AF_INET, host.c_str(), buf) == 1) {
+    loopback = buf[0] == 127;
+  } else if (inet_pton(AF_INET6, host.c_str(), buf) == 1) {
+    loopback = host == "::1";
+  } else {
+    return Error{"'" + host + "' is not an IP address"};
+  }
+  if (!loopback)
+    return Error{"must be a loopback address (127.0.0.0/8 or ::1), got '" + host + "'"};
+  return std::make_pair(host, static_cast<int>(*port));
+}
+
+using Setter = std::function<Status(EgpuConfig&, std::string_view)>;
+
+struct KeySpec {
+  const char* name;
+  Setter set;
+};
+
+template <typename Field>
+Setter int_field(Field EgpuConfig::*field, long long min, long long max) {
+  return [=](EgpuConfig& c, std::string_view v) -> Status {
+    auto r = parse_int(v, min, max);
+    if (!r) return Error{r.error()};
+    c.*field = static_cast<Field>(*r);
+    return {};
+  };
+}
+
+Setter path_field(std::string EgpuConfig::*field) {
+  return [=](EgpuConfig& c, std::string_view v) -> Status {
+    auto r = parse_absolute_path(v);
+    if (!r) return Error{r.error()};
+    c.*field = std::move(*r);
+    return {};
+  };
+}
+
+template <typename Enum>
+Setter enum_field(Enum EgpuConfig::*field, std::vector<std::pair<const char*, Enum>> choices) {
+  return [=](EgpuConfig& c, std::string_view v) -> Status {
+    std::string lv = lower(v);
+    std::string names;
+    for (const auto& [name, value] : choices) {
+      if (lv == name) {
+        c.*field = value;
+        return {};
+      }
+      names += names.empty() ? name : std::string("|") + name;
+    }
+    return Error{"must be one of " + names + ", got '" + std::string(v) + "'"};
+  };
+}
+
+const std::vector<KeySpec>& key_specs() {
+  static const std::vector<KeySpec> specs = {
+      {"SocketPath", path_field(&EgpuConfig::socket_path)},
+      {"RuntimeDir", path_field(&EgpuConfig::runtime_dir)},
+      {"SliceMs", int_field(&EgpuConfig::slice_ms, 1, 50)},
+      {"WindowMs", int_field(&EgpuConfig::window_ms, 50, 60000)},
+      {"PreemptThresholdPct",
+       [](EgpuConfig& c, std::string_view v) -> Status {
+         auto r = parse_number(v, 0, 100);
+         if (!r) return Error{r.error()};
+         c.preempt_threshold_pct = *r;
+         return {};
+       }},
+      {"MinHoldUs", int_field(&EgpuConfig::min_hold_us, 0, 50000)},
+      {"DefaultMode", enum_field(&EgpuConfig::default_mode,
+                                 {{"burst", ShareMode::kBurst}, {"cap", ShareMode::kCap}})},
+      {"FailMode", enum_field(&EgpuConfig::fail_mode,
+                              {{"open", FailMode::kOpen}, {"closed", FailMode::kClosed}})},
+      {"HeartbeatMs", int_field(&EgpuConfig::heartbeat_ms, 10, 10000)},
+      {"HeartbeatTimeoutMs", int_field(&EgpuConfig::heartbeat_timeout_ms, 50, 600000)},
+      {"InflightUs", int_field(&EgpuConfig::inflight_us, 100, 100000)},
+      {"MetricsAddress",
+       [](EgpuConfig& c, std::string_view v) -> Status {
+         if (v.empty()) {
+           c.metrics_address.clear();
+           return {};
+         }
+         auto r = split_loopback_address(v);
+         if (!r) return Error{r.error()};
+         c.metrics_address = std::string(v);
+         return {};
+       }},
+      {"LogTarget", enum_field(&EgpuConfig::log_target,
+                               {{"stderr", LogTarget::kStderr}, {"syslog", LogTarget::kSyslog}})},
+      {"LogLevel", enum_field(&EgpuConfig::log_level, {{"error", LogLevel::kError},
+                                                       {"warning", LogLevel::kWarning},
+                                                       {"info", LogLevel::kInfo},
+                                                       {"debug", LogLevel::kDebug}})},
+      {"GpuCount", int_field(&EgpuConfig::gpu_count, 1, 64)},
+      {"GpuMemory",
+       [](EgpuConfig& c, std::string_view v) -> Status {
+         auto r = parse_byte_size(v);
+         if (!r) return Error{r.error()};
+         if (*r == 0) return Error{"must be more than 0"};
+         c.gpu_memory_bytes = *r;
+         return {};
+       }},
+      {"TopologyXml", path_field(&EgpuConfig::topology_xml)},
+      {"MaxInstancesPerGpu", int_field(&EgpuConfig::max_instances_per_gpu, 1, 256)},
+      {"ShimLibrary", path_field(&EgpuConfig::shim_library)},
+  };
+  return specs;
+}
+
+}  // namespace
+
+std::string EgpuConfig::metrics_host() const {
+  auto r = split_loopback_address(metrics_address);
+  return r ? r->first : std::string();
+}
+
+int EgpuConfig::metrics_port() const {
+  auto r = split_loopback_address(metrics_address);
+  return r ? r->second : 0;
+}
+
+std::vector<std::string> egpu_config_keys() {
+  std::vector<std::string> keys;
+  for (const auto& spec : key_specs())
+    keys.emplace_back(spec.name);
+  return keys;
+}
+
+Result<EgpuConfig> parse_egpu_config(std::string_view text, std::string_view source) {
+  auto pairs = parse_key_values(text, source);
+  if (!pairs) return Error{pairs.error()};
+  EgpuConfig config;
+  std::vector<std::string> seen;
+  for (const auto& kv : *pairs) {
+    const std::string where = std::string(source) + ":" + std::to_string(kv.line) + ": ";
+    const std::string key = lower(kv.key);
+    auto spec = std::find_if(key_specs().begin(), key_specs().end(),
+                             [&](const KeySpec& s) { return lower(s.name) == key; });
+    if (spec == key_specs().end()) {
+      std::string known;
+      for (const auto& s : key_specs())
+        known += (known.empty() ? "" : ", ") + std::string(s.name);
+      return Error{where + "unknown key '" + kv.key + "' (known keys: " + known + ")"};
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return Error{where + "key '" + kv.key + "' is set twice"};
+    }
+    seen.push_back(key);
+    if (Status s = spec->set(config, kv.value); !s) {
+      return Error{where + spec->name + "=" + kv.value + ": " + s.error()};
+    }
+  }
+  if (config.heartbeat_timeout_ms < 2 * config.heartbeat_ms) {
+    return Error{std::string(source) + ": HeartbeatTimeoutMs (" +
+                 std::to_string(config.heartbeat_timeout_ms) +
+                 ") must be at least twice HeartbeatMs (" + std::to_string(config.heartbeat_ms) +
+                 ")"};
+  }
+  return config;
+}
+
+Result<EgpuConfig> load_egpu_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error{"cannot read configuration file " + path + ": " + std::strerror(errno)};
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_egpu_config(text.str(), path);
+}
+
+std::string to_string(ShareMode mode) {
+  return mode == ShareMode::kCap ? "cap" : "burst";
+}
+std::string to_string(FailMode mode) {
+  return mode == FailMode::kClosed ? "closed" : "open";
+}
+
+Result<ShareMode> parse_share_mode(std::string_view text) {
+  const std::string l = lower(text);
+  if (l == "burst") return ShareMode::kBurst;
+  if (l == "cap") return ShareMode::kCap;
+  return Error{"mode must be burst or cap, got '" + std::string(text) + "'"};
+}
+
+}  // namespace egpu::config

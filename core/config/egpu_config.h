@@ -1,0 +1,65 @@
+// egpu.conf: the node agent's and the plugins' configuration, in Slurm's
+// Key=Value style. Unknown keys and bad values are errors that name the line,
+// the key and what is accepted: a typo must never silently fall back to a default.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/util/result.h"
+
+namespace egpu::config {
+
+enum class ShareMode { kBurst, kCap };
+enum class FailMode { kOpen, kClosed };
+enum class LogTarget { kStderr, kSyslog };
+enum class LogLevel { kError, kWarning, kInfo, kDebug };
+
+struct EgpuConfig {
+  // Control socket and the directory of shared-memory pages (a tmpfs).
+  std::string socket_path = "/run/egpu/agent.sock";
+  std::string runtime_dir = "/run/egpu";
+  // FAA.
+  int slice_ms = 10;                 // 1..50
+  int window_ms = 500;               // decay time constant of achieved shares
+  double preempt_threshold_pct = 5;  // take the slice at once when this far below the holder
+  int min_hold_us = 1000;            // no preemption before the holder had this long
+  ShareMode default_mode = ShareMode::kBurst;
+  // Shim behaviour.
+  FailMode fail_mode = FailMode::kOpen;  // what shims do when the agent is gone
+  int heartbeat_ms = 100;                // agent heartbeat period
+  int heartbeat_timeout_ms = 1000;       // shims call the agent dead after this
+  int inflight_us = 2000;                // device time a process may have queued
+  // Metrics: Prometheus text over HTTP on a loopback address; empty = off.
+  std::string metrics_address;
+  // Logging.
+  LogTarget log_target = LogTarget::kStderr;
+  LogLevel log_level = LogLevel::kInfo;
+  // GPUs: -1 = from the topology. Memory 0 = from the topology or the driver.
+  int gpu_count = -1;
+  uint64_t gpu_memory_bytes = 0;
+  std::string topology_xml;  // hwloc XML instead of the live machine (test nodes)
+  int max_instances_per_gpu = 64;
+  // Where the SPANK plugin finds the shim to preload.
+  std::string shim_library = "/usr/lib/x86_64-linux-gnu/egpu/libegpu-shim.so";
+
+  // Metrics address split into host and port (valid only when set).
+  std::string metrics_host() const;
+  int metrics_port() const;
+};
+
+// Parses configuration text. `source` names it in error messages.
+Result<EgpuConfig> parse_egpu_config(std::string_view text, std::string_view source);
+// Reads and parses a file; a missing file is an error naming the path.
+Result<EgpuConfig> load_egpu_config(const std::string& path);
+
+// The keys egpu.conf accepts, for --help output and error messages.
+std::vector<std::string> egpu_config_keys();
+
+std::string to_string(ShareMode mode);
+std::string to_string(FailMode mode);
+Result<ShareMode> parse_share_mode(std::string_view text);
+
+}  // namespace egpu::config

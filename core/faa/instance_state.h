@@ -1,0 +1,51 @@
+// Everything the scheduler keeps about one instance (internal to core/faa).
+#ifndef EGPU_CORE_FAA_INSTANCE_STATE_H
+#define EGPU_CORE_FAA_INSTANCE_STATE_H
+
+#include <cstdint>
+
+#include "faa/token_bucket.h"
+#include "faa/types.h"
+
+namespace egpu::faa {
+
+// The fields every decision reads come first, so that they share one cache
+// line: a decision scans all instances.
+struct InstanceState {
+  InstanceState(InstanceId instance_id, double target_share, Mode instance_mode, Nanos slice,
+                Nanos now)
+      : target(target_share),
+        id(instance_id),
+        mode(instance_mode),
+        usage_per_grant(slice),
+        bucket(target_share, slice, now) {}
+
+  // Decayed device time, in the DecayClock's stored frame.
+  double used = 0.0;
+  // 1 / pre_grant_share(): the ordering key is used * order_weight.
+  double order_weight = 0.0;
+  Nanos waiting_since = 0;  // asking and not holding since (valid while so)
+  // Longest wait allowed between grants: (ceil(1 / target) + 1) slices.
+  Nanos patience = 0;
+  // Device time charged since its latest grant began.
+  Nanos usage_this_grant = 0;
+  double target;
+  InstanceId id;
+  Mode mode;
+  bool asking = false;
+
+  // What its latest grant used (feeds order_weight; a full slice at first).
+  Nanos usage_per_grant;
+  Nanos asking_since = 0;  // start of the current asking stretch
+
+  TokenBucket bucket;  // used in cap mode only
+
+  Nanos charged_total = 0;
+  Nanos throttled = 0;
+  Nanos longest_wait = 0;
+  std::uint64_t grants = 0;
+};
+
+}  // namespace egpu::faa
+
+#endif  // EGPU_CORE_FAA_INSTANCE_STATE_H

@@ -1,0 +1,186 @@
+// SliceScheduler: membership, asking and charging. Decisions are in
+// slice_scheduler_decide.cpp, statistics in slice_scheduler_stats.cpp.
+#include "faa/slice_scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "faa/grant_order.h"
+
+namespace egpu::faa {
+namespace {
+
+// Rounding slack when checking that targets add up to at most the whole GPU.
+constexpr double kShareEpsilon = 1e-9;
+
+std::string describe(InstanceId id) {
+  return "instance " + std::to_string(id);
+}
+
+}  // namespace
+
+Result<SliceScheduler> SliceScheduler::create(const Config& config, Nanos now) {
+  if (Status valid = config.validate(); !valid.ok()) {
+    return Status::Error("invalid FAA config: " + valid.message());
+  }
+  return SliceScheduler(config, now);
+}
+
+// The decayed elapsed time N of the GPU is taken to start at its steady state
+// tau (as if the GPU had always been observed), and then stays tau for ever:
+// achieved share = decayed used / tau. So a scheduler created just before its
+// instances behaves exactly like one that ran for hours.
+SliceScheduler::SliceScheduler(const Config& config, Nanos now)
+    : config_(config), clock_(config.tau, now), tau_(static_cast<double>(config.tau)) {}
+
+Result<std::size_t> SliceScheduler::find(InstanceId id, const char* action) const {
+  const auto found = index_.find(id);
+  if (found == index_.end()) {
+    return Status::Error(std::string("cannot ") + action + " " + describe(id) +
+                         ": no such instance on this GPU");
+  }
+  return found->second;
+}
+
+Status SliceScheduler::check_target(double target, double others) const {
+  if (!std::isfinite(target) || target <= 0.0 || target > 1.0) {
+    return Status::Error("target share " + std::to_string(target) +
+                         " is out of range: it must be in (0, 1] (units / 100)");
+  }
+  if (others + target > 1.0 + kShareEpsilon) {
+    return Status::Error("target share " + std::to_string(target) + " does not fit: " +
+                         std::to_string(others) + " of this GPU is already allocated");
+  }
+  return Status::Ok();
+}
+
+void SliceScheduler::advance(Nanos now) {
+  const double factor = clock_.advance(now);
+  if (factor == 1.0) return;
+  for (InstanceState& instance : instances_)
+    instance.used *= factor;
+  busy_ *= factor;
+}
+
+void SliceScheduler::set_order_weight(InstanceState& instance) const {
+  instance.order_weight =
+      1.0 / pre_grant_share(instance.target, instance.usage_per_grant, config_.tau);
+}
+
+void SliceScheduler::set_patience(InstanceState& instance) const {
+  // The bound FAA aims at: with everyone asking and using whole slices, an
+  // instance with share s waits at most ceil(1/s) + 1 slices between grants.
+  const auto slices = static_cast<Nanos>(std::ceil(1.0 / instance.target - kShareEpsilon)) + 1;
+  instance.patience = slices * config_.slice;
+}
+
+Status SliceScheduler::join(InstanceId id, double target, Mode mode, Nanos now) {
+  if (index_.contains(id)) {
+    return Status::Error("cannot join " + describe(id) + ": it is already on this GPU");
+  }
+  if (Status fits = check_target(target, allocated_); !fits.ok()) {
+    return Status::Error("cannot join " + describe(id) + ": " + fits.message());
+  }
+  advance(now);
+  InstanceState& instance = instances_.emplace_back(id, target, mode, config_.slice, now);
+  // Deviation 0: the decayed usage of an instance that always ran at target.
+  instance.used = target * tau_ * clock_.scale();
+  set_order_weight(instance);
+  set_patience(instance);
+  deadlines_.reserve(instances_.size());
+  index_.emplace(id, instances_.size() - 1);
+  allocated_ += target;
+  return Status::Ok();
+}
+
+Status SliceScheduler::leave(InstanceId id, Nanos now) {
+  const Result<std::size_t> found = find(id, "remove");
+  if (!found.ok()) return Status::Error(found.message());
+  advance(now);
+  const std::size_t index = found.value();
+  if (holder_ == index) holder_ = kNone;
+  allocated_ = std::max(0.0, allocated_ - instances_[index].target);
+  index_.erase(id);
+  const std::size_t last = instances_.size() - 1;
+  if (index != last) {
+    instances_[index] = std::move(instances_[last]);
+    index_[instances_[index].id] = index;
+    if (holder_ == last) holder_ = index;
+  }
+  instances_.pop_back();
+  return Status::Ok();
+}
+
+Status SliceScheduler::resize(InstanceId id, double target, Mode mode, Nanos now) {
+  const Result<std::size_t> found = find(id, "resize");
+  if (!found.ok()) return Status::Error(found.message());
+  InstanceState& instance = instances_[found.value()];
+  if (Status fits = check_target(target, allocated_ - instance.target); !fits.ok()) {
+    return Status::Error("cannot resize " + describe(id) + ": " + fits.message());
+  }
+  advance(now);
+  allocated_ += target - instance.target;
+  if (mode == Mode::kCap && instance.mode == Mode::kCap) {
+    instance.bucket.set_rate(target, now);
+  } else if (mode == Mode::kCap) {
+    instance.bucket = TokenBucket(target, config_.slice, now);
+    instance.usage_per_grant = config_.slice;
+  }
+  instance.target = target;
+  instance.mode = mode;
+  set_order_weight(instance);
+  set_patience(instance);
+  return Status::Ok();
+}
+
+Status SliceScheduler::set_asking(InstanceId id, bool asking, Nanos now) {
+  const Result<std::size_t> found = find(id, "update");
+  if (!found.ok()) return Status::Error(found.message());
+  const std::size_t index = found.value();
+  InstanceState& instance = instances_[index];
+  if (asking == instance.asking) return Status::Ok();
+  instance.asking = asking;
+  if (asking) {
+    instance.asking_since = now;
+    instance.waiting_since = now;
+    return Status::Ok();
+  }
+  if (holder_ == index) {
+    // Early yield: the rest of the slice goes to the next decision.
+    holder_ = kNone;
+    return Status::Ok();
+  }
+  const Nanos waited = std::max<Nanos>(0, now - instance.waiting_since);
+  instance.throttled += waited;
+  instance.longest_wait = std::max(instance.longest_wait, waited);
+  return Status::Ok();
+}
+
+Status SliceScheduler::charge(InstanceId id, Nanos device_time, Nanos now) {
+  const Result<std::size_t> found = find(id, "charge");
+  if (!found.ok()) return Status::Error(found.message());
+  if (device_time < 0) {
+    return Status::Error("cannot charge " + describe(id) + " a negative device time (" +
+                         std::to_string(device_time) + " ns)");
+  }
+  advance(now);
+  InstanceState& instance = instances_[found.value()];
+  const double scaled = static_cast<double>(device_time) * clock_.scale();
+  instance.used += scaled;
+  busy_ += scaled;
+  instance.charged_total += device_time;
+  instance.usage_this_grant += device_time;
+  // Its latest grant's usage sets the share jump its pre-grant level must
+  // match. A cap instance's grants are cut by its tokens, not by its demand:
+  // it keeps the full-slice level, or short grants would pull it ahead.
+  if (instance.mode == Mode::kBurst) {
+    instance.usage_per_grant = instance.usage_this_grant;
+    set_order_weight(instance);
+  }
+  if (instance.mode == Mode::kCap) instance.bucket.spend(device_time, now);
+  return Status::Ok();
+}
+
+}  // namespace egpu::faa

@@ -1,0 +1,163 @@
+// SliceScheduler: who holds the slice, and until when.
+//
+// 1. The preferred next holder is the asking, eligible instance with the lowest
+//    sawtooth-corrected deviation (grant_order.h); ties go to the one waiting
+//    longest, then to the earliest joined.
+// 2. Anti-starvation: giving it the slice must leave every other waiting
+//    instance able to start by its wait deadline, ceil(1/target) + 1 slices
+//    after it began waiting (deadline_check.h); if not, the earliest deadline
+//    goes first. Lowest deviation alone misses that bound in most random target
+//    sets (by up to ~4 slices); with this rule every named split meets it and
+//    random sets of 2-16 instances miss it rarely, by at most 2 slices (the
+//    check looks one decision ahead; an exact guarantee is a pinwheel
+//    scheduling problem, not attempted here).
+// 3. A holder keeps the slice to its end unless it stops asking, leaves, or an
+//    instance that started asking during the grant is preempt_threshold below
+//    it (after min_hold).
+// 4. Burst instances are always eligible; cap instances only with at least
+//    min_cap_grant in their token bucket, and never for longer than it holds.
+#include <algorithm>
+#include <limits>
+
+#include "faa/slice_scheduler.h"
+
+namespace egpu::faa {
+namespace {
+
+// The best candidate so far by one key; ties go to the one waiting longest,
+// then to the first offered.
+template <typename Key>
+struct Pick {
+  std::size_t index = std::numeric_limits<std::size_t>::max();
+  Key key = std::numeric_limits<Key>::max();
+  Nanos waiting_since = kNever;
+
+  void offer(std::size_t candidate, Key candidate_key, Nanos candidate_waiting_since) {
+    if (candidate_key < key || (candidate_key == key && candidate_waiting_since < waiting_since)) {
+      index = candidate;
+      key = candidate_key;
+      waiting_since = candidate_waiting_since;
+    }
+  }
+};
+
+}  // namespace
+
+double SliceScheduler::deviation(const InstanceState& instance) const {
+  return clock_.to_true(instance.used) / tau_ - instance.target;
+}
+
+inline bool SliceScheduler::eligible(const InstanceState& instance, Nanos now) const {
+  return instance.mode == Mode::kBurst || instance.bucket.holds(config_.min_cap_grant, now);
+}
+
+void SliceScheduler::start_grant(std::size_t index, Nanos now) {
+  InstanceState& instance = instances_[index];
+  instance.usage_this_grant = 0;
+  const Nanos waited = std::max<Nanos>(0, now - instance.waiting_since);
+  instance.throttled += waited;
+  instance.longest_wait = std::max(instance.longest_wait, waited);
+  ++instance.grants;
+  ++grants_;
+  holder_ = index;
+  grant_start_ = now;
+  Nanos length = config_.slice;
+  // A cap grant never outlasts its tokens: usage over any window stays within
+  // target * window + one slice.
+  if (instance.mode == Mode::kCap) length = std::min(length, instance.bucket.tokens(now));
+  grant_end_ = now + length;
+}
+
+void SliceScheduler::end_grant(Nanos now) {
+  instances_[holder_].waiting_since = now;
+  holder_ = kNone;
+}
+
+inline Nanos SliceScheduler::wait_deadline(const InstanceState& instance) const {
+  const Nanos deadline = instance.waiting_since + instance.patience;
+  // The bound assumes grants of one slice. Device time charged beyond that
+  // (kernels that overran their slice) is owed to the others first: at the
+  // instance's target rate, overrun / target of extra waiting.
+  if (instance.usage_this_grant <= config_.slice) return deadline;
+  const auto overrun = static_cast<double>(instance.usage_this_grant - config_.slice);
+  return deadline + static_cast<Nanos>(overrun / instance.target);
+}
+
+std::size_t SliceScheduler::next_holder(Nanos now) {
+  Pick<double> lowest;
+  Pick<Nanos> earliest;
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    const InstanceState& candidate = instances_[i];
+    if (!candidate.asking || !eligible(candidate, now)) continue;
+    lowest.offer(i, candidate.used * candidate.order_weight, candidate.waiting_since);
+    earliest.offer(i, wait_deadline(candidate), candidate.waiting_since);
+  }
+  const std::size_t preferred = lowest.index;
+  if (preferred == kNone || preferred == earliest.index) return preferred;
+  // Anti-starvation. Someone else must start before the next slot: no choice.
+  if (earliest.key < now + config_.slice) return earliest.index;
+  // Otherwise: if the preferred one takes this slice (and waits again from its
+  // end), can everyone else still start by their deadlines?
+  deadlines_.begin(now, config_.slice);
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    const InstanceState& candidate = instances_[i];
+    if (!candidate.asking || !eligible(candidate, now)) continue;
+    const Nanos period = config_.slice + candidate.patience;
+    deadlines_.add(i == preferred ? now + period : wait_deadline(candidate), period);
+  }
+  return deadlines_.feasible() ? preferred : earliest.index;
+}
+
+std::size_t SliceScheduler::preemptor(Nanos now) const {
+  const double bar = deviation(instances_[holder_]) - config_.preempt_threshold;
+  Pick<double> lowest;
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    const InstanceState& candidate = instances_[i];
+    // Only instances that started asking during this grant: the others already
+    // lost this decision and wait for the slice end.
+    if (i == holder_ || !candidate.asking || candidate.asking_since <= grant_start_) continue;
+    if (!eligible(candidate, now)) continue;
+    const double d = deviation(candidate);
+    if (d <= bar) lowest.offer(i, d, candidate.waiting_since);
+  }
+  return lowest.index;
+}
+
+Nanos SliceScheduler::next_cap_ready(Nanos now) const {
+  Nanos ready = kNever;
+  for (const InstanceState& instance : instances_) {
+    if (!instance.asking || instance.mode != Mode::kCap) continue;
+    ready = std::min(ready, instance.bucket.ready_at(config_.min_cap_grant, now));
+  }
+  return ready;
+}
+
+Grant SliceScheduler::current_grant(Nanos until) const {
+  Grant grant;
+  if (holder_ != kNone) grant.holder = instances_[holder_].id;
+  grant.until = until;
+  grant.sequence = grants_;
+  return grant;
+}
+
+Grant SliceScheduler::decide(Nanos now) {
+  advance(now);
+  now = clock_.now();
+  if (holder_ != kNone && now >= grant_end_) end_grant(now);
+  if (holder_ != kNone) {
+    const std::size_t challenger = preemptor(now);
+    if (challenger == kNone) return current_grant(grant_end_);
+    const Nanos hold_until = grant_start_ + config_.min_hold;
+    if (now < hold_until) return current_grant(std::min(grant_end_, hold_until));
+    ++preemptions_;
+    end_grant(now);
+    start_grant(challenger, now);
+    return current_grant(grant_end_);
+  }
+  const std::size_t next = next_holder(now);
+  if (next == kNone) return current_grant(next_cap_ready(now));
+  start_grant(next, now);
+  return current_grant(grant_end_);
+}
+
+}  // namespace egpu::faa

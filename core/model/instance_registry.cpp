@@ -1,0 +1,313 @@
+#include "core/model/instance_registry.h"
+
+#include <algorithm>
+
+namespace egpu::model {
+namespace {
+
+std::string step_name(uint64_t job_id, uint32_t step_id) {
+  std::string s = std::to_string(job_id) + ".";
+  switch (step_id) {
+    case protocol::kStepBatch:
+      return s + "batch";
+    case protocol::kStepExtern:
+      return s + "extern";
+    case protocol::kStepInteractive:
+      return s + "interactive";
+    default:
+      return s + std::to_string(step_id);
+  }
+}
+
+Outcome fail(ReplyStatus status, std::string message) {
+  return Outcome{status, std::move(message)};
+}
+
+}  // namespace
+
+InstanceRegistry::InstanceRegistry(std::vector<uint64_t> gpu_memory, uint32_t max_slots)
+    : gpu_memory_(std::move(gpu_memory)), max_slots_(max_slots) {}
+
+const Instance* InstanceRegistry::find(uint64_t id) const {
+  auto it = instances_.find(id);
+  return it == instances_.end() ? nullptr : &it->second;
+}
+
+const Instance* InstanceRegistry::find(uint64_t job_id, uint32_t step_id, uint32_t gpu) const {
+  for (const auto& [id, inst] : instances_) {
+    if (inst.job_id == job_id && inst.step_id == step_id && inst.gpu == gpu) return &inst;
+  }
+  return nullptr;
+}
+
+std::vector<const Instance*> InstanceRegistry::on_gpu(uint32_t gpu) const {
+  std::vector<const Instance*> out;
+  for (const auto& [id, inst] : instances_) {
+    if (inst.gpu == gpu) out.push_back(&inst);
+  }
+  return out;
+}
+
+std::vector<const Instance*> InstanceRegistry::all() const {
+  std::vector<const Instance*> out;
+  for (const auto& [id, inst] : instances_)
+    out.push_back(&inst);
+  return out;
+}
+
+uint32_t InstanceRegistry::job_allocation(uint64_t job_id, uint32_t gpu) const {
+  uint32_t alloc = 0;
+  for (const auto& [id, inst] : instances_) {
+    if (inst.job_id != job_id || inst.gpu != gpu) continue;
+    if (inst.umbrella) return inst.job_units;
+    alloc = std::max(alloc, inst.job_units);
+  }
+  return alloc;
+}
+
+bool InstanceRegistry::has_umbrella(uint64_t job_id, uint32_t gpu) const {
+  for (const auto& [id, inst] : instances_) {
+    if (inst.job_id == job_id && inst.gpu == gpu && inst.umbrella) return true;
+  }
+  return false;
+}
+
+uint32_t InstanceRegistry::job_steps_units(uint64_t job_id, uint32_t gpu,
+                                           uint64_t except_id) const {
+  uint32_t sum = 0;
+  for (const auto& [id, inst] : instances_) {
+    if (inst.job_id == job_id && inst.gpu == gpu && !inst.umbrella && id != except_id) {
+      sum += inst.units;
+    }
+  }
+  return sum;
+}
+
+uint32_t InstanceRegistry::allocated_units(uint32_t gpu) const {
+  std::map<uint64_t, uint32_t> per_job;
+  for (const auto& [id, inst] : instances_) {
+    if (inst.gpu == gpu) per_job[inst.job_id] = job_allocation(inst.job_id, gpu);
+  }
+  uint32_t total = 0;
+  for (const auto& [job, units] : per_job)
+    total += units;
+  return total;
+}
+
+std::optional<uint32_t> InstanceRegistry::free_slot(uint32_t gpu) const {
+  std::vector<bool> used(max_slots_, false);
+  for (const auto& [id, inst] : instances_) {
+    if (inst.gpu == gpu && inst.slot < max_slots_) used[inst.slot] = true;
+  }
+  for (uint32_t s = 0; s < max_slots_; ++s) {
+    if (!used[s]) return s;
+  }
+  return std::nullopt;
+}
+
+double InstanceRegistry::effective_share(const Instance& instance) const {
+  if (!instance.umbrella) return instance.units / 100.0;
+  const uint32_t steps = job_steps_units(instance.job_id, instance.gpu, instance.id);
+  return instance.job_units > steps ? (instance.job_units - steps) / 100.0 : 0.0;
+}
+
+Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Instance** created) {
+  const std::string name = step_name(spec.job_id, spec.step_id);
+  if (caller != 0) return fail(ReplyStatus::kDenied, "only root may create instances");
+  if (spec.gpu >= gpu_memory_.size()) {
+    return fail(ReplyStatus::kNotFound, "GPU " + std::to_string(spec.gpu) +
+                                            " does not exist on this node (" +
+                                            std::to_string(gpu_memory_.size()) + " GPUs)");
+  }
+  if (find(spec.job_id, spec.step_id, spec.gpu) != nullptr) {
+    return fail(ReplyStatus::kExists,
+                "step " + name + " already has an instance on GPU " + std::to_string(spec.gpu));
+  }
+  const uint32_t job_units = spec.umbrella ? spec.units : std::max(spec.units, spec.job_units);
+  const uint32_t old_alloc = job_allocation(spec.job_id, spec.gpu);
+  const bool umbrella_exists = has_umbrella(spec.job_id, spec.gpu);
+  if (spec.umbrella && umbrella_exists) {
+    return fail(ReplyStatus::kExists, "job " + std::to_string(spec.job_id) +
+                                          " already has a batch or interactive instance on GPU " +
+                                          std::to_string(spec.gpu));
+  }
+  // With an umbrella present the job's allocation is the umbrella's; a step
+  // cannot enlarge it by claiming a larger job allocation.
+  const uint32_t new_alloc = spec.umbrella     ? job_units
+                             : umbrella_exists ? old_alloc
+                                               : std::max(old_alloc, job_units);
+  const uint32_t gpu_total = allocated_units(spec.gpu) - old_alloc + new_alloc;
+  if (gpu_total > 100) {
+    return fail(ReplyStatus::kOverAllocation,
+                "GPU " + std::to_string(spec.gpu) + " has " +
+                    std::to_string(100 - (allocated_units(spec.gpu) - old_alloc)) +
+                    " units free for job " + std::to_string(spec.job_id) + ", step " + name +
+                    " needs " + std::to_string(new_alloc));
+  }
+  const uint32_t steps =
+      job_steps_units(spec.job_id, spec.gpu, 0) + (spec.umbrella ? 0 : spec.units);
+  if (steps > new_alloc) {
+    return fail(ReplyStatus::kOverAllocation,
+                "the steps of job " + std::to_string(spec.job_id) + " on GPU " +
+                    std::to_string(spec.gpu) + " would hold " + std::to_string(steps) +
+                    " units, the job has " + std::to_string(new_alloc));
+  }
+  const uint64_t mem = gpu_memory_[spec.gpu];
+  const uint64_t quota = spec.mem_quota != 0 ? spec.mem_quota : mem / 100 * spec.units;
+  if (mem != 0 && quota > mem) {
+    return fail(ReplyStatus::kOverAllocation, "memory quota of " + std::to_string(quota) +
+                                                  " bytes is more than GPU " +
+                                                  std::to_string(spec.gpu) + " has");
+  }
+  auto slot = free_slot(spec.gpu);
+  if (!slot) {
+    return fail(ReplyStatus::kFull, "GPU " + std::to_string(spec.gpu) + " already has " +
+                                        std::to_string(max_slots_) + " instances");
+  }
+  Instance inst;
+  inst.id = next_id_++;
+  inst.job_id = spec.job_id;
+  inst.step_id = spec.step_id;
+  inst.gpu = spec.gpu;
+  inst.slot = *slot;
+  inst.uid = spec.uid;
+  inst.gid = spec.gid;
+  inst.units = spec.units;
+  inst.job_units = job_units;
+  inst.mode = spec.mode;
+  inst.mem_quota = quota;
+  inst.mem_quota_explicit = spec.mem_quota != 0;
+  inst.umbrella = spec.umbrella;
+  // Non-umbrella siblings learn a larger allocation if this step brought one.
+  for (auto& [id, other] : instances_) {
+    if (other.job_id == spec.job_id && other.gpu == spec.gpu && !other.umbrella) {
+      other.job_units = std::max(other.job_units, new_alloc);
+    }
+  }
+  auto [it, inserted] = instances_.emplace(inst.id, inst);
+  if (created != nullptr) *created = &it->second;
+  return Outcome::Ok();
+}
+
+Outcome InstanceRegistry::restore(const Instance& instance) {
+  if (instance.id == 0 || instance.gpu >= gpu_memory_.size() || instance.slot >= max_slots_) {
+    return fail(ReplyStatus::kBadRequest, "instance record out of range");
+  }
+  if (find(instance.id) != nullptr) return fail(ReplyStatus::kExists, "duplicate instance id");
+  for (const auto& [id, other] : instances_) {
+    if (other.gpu == instance.gpu && other.slot == instance.slot) {
+      return fail(ReplyStatus::kExists, "duplicate slot");
+    }
+  }
+  instances_.emplace(instance.id, instance);
+  next_id_ = std::max(next_id_, instance.id + 1);
+  return Outcome::Ok();
+}
+
+Outcome InstanceRegistry::remove(uid_t caller, uint64_t job_id, uint32_t step_id,
+                                 std::vector<Instance>* removed) {
+  if (caller != 0) return fail(ReplyStatus::kDenied, "only root may remove instances");
+  bool any = false;
+  for (auto it = instances_.begin(); it != instances_.end();) {
+    if (it->second.job_id == job_id &&
+        (step_id == protocol::kAllSteps || it->second.step_id == step_id)) {
+      if (removed != nullptr) removed->push_back(it->second);
+      it = instances_.erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
+  }
+  if (!any) {
+    return fail(ReplyStatus::kNotFound,
+                step_id == protocol::kAllSteps
+                    ? "job " + std::to_string(job_id) + " has no instances"
+                    : "step " + step_name(job_id, step_id) + " has no instances");
+  }
+  return Outcome::Ok();
+}
+
+Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units, uint32_t mode,
+                                 Instance* updated) {
+  auto it = instances_.find(id);
+  if (it == instances_.end())
+    return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
+  Instance& inst = it->second;
+  const std::string name = "instance " + std::to_string(id) + " (step " +
+                           step_name(inst.job_id, inst.step_id) + " on GPU " +
+                           std::to_string(inst.gpu) + ")";
+  if (caller != 0 && caller != inst.uid) {
+    return fail(ReplyStatus::kDenied, name + " belongs to another user");
+  }
+  if (units != 0 && units != inst.units) {
+    const uint32_t alloc = job_allocation(inst.job_id, inst.gpu);
+    if (inst.umbrella) {
+      if (caller != 0) {
+        return fail(ReplyStatus::kDenied, name + " holds the job's allocation (" +
+                                              std::to_string(alloc) +
+                                              " units); only root may change it");
+      }
+      const uint32_t steps = job_steps_units(inst.job_id, inst.gpu, id);
+      if (units < steps) {
+        return fail(ReplyStatus::kOverAllocation, "the job's steps on GPU " +
+                                                      std::to_string(inst.gpu) + " hold " +
+                                                      std::to_string(steps) + " units");
+      }
+      if (allocated_units(inst.gpu) - alloc + units > 100) {
+        return fail(ReplyStatus::kOverAllocation,
+                    "GPU " + std::to_string(inst.gpu) + " has only " +
+                        std::to_string(100 - (allocated_units(inst.gpu) - alloc)) + " units free");
+      }
+      inst.units = units;
+      inst.job_units = units;
+    } else {
+      const bool umbrella_holds_allocation = has_umbrella(inst.job_id, inst.gpu);
+      const uint32_t steps = job_steps_units(inst.job_id, inst.gpu, id) + units;
+      if (caller != 0 || umbrella_holds_allocation) {
+        if (steps > alloc) {
+          return fail(ReplyStatus::kOverAllocation,
+                      "job " + std::to_string(inst.job_id) + " has " + std::to_string(alloc) +
+                          " units on GPU " + std::to_string(inst.gpu) + "; its steps would hold " +
+                          std::to_string(steps) + " (shrink another step first)");
+        }
+      } else {
+        // Root, and no umbrella holds the allocation: it follows the steps.
+        if (allocated_units(inst.gpu) - alloc + steps > 100) {
+          return fail(ReplyStatus::kOverAllocation,
+                      "GPU " + std::to_string(inst.gpu) + " has only " +
+                          std::to_string(100 - (allocated_units(inst.gpu) - alloc)) +
+                          " units free");
+        }
+        for (auto& [oid, o] : instances_) {
+          if (o.job_id == inst.job_id && o.gpu == inst.gpu) o.job_units = steps;
+        }
+      }
+      inst.units = units;
+    }
+  }
+  if (mode != protocol::kModeUnchanged) inst.mode = static_cast<Mode>(mode);
+  if (!inst.mem_quota_explicit) inst.mem_quota = gpu_memory_[inst.gpu] / 100 * inst.units;
+  if (updated != nullptr) *updated = inst;
+  return Outcome::Ok();
+}
+
+Outcome InstanceRegistry::authorize_attach(uid_t caller, uint64_t job_id, uint32_t step_id,
+                                           uint32_t gpu, const Instance** found) const {
+  const Instance* inst = find(job_id, step_id, gpu);
+  if (inst == nullptr) {
+    return fail(ReplyStatus::kNotFound, "no instance for step " + step_name(job_id, step_id) +
+                                            " on GPU " + std::to_string(gpu));
+  }
+  if (caller != 0 && caller != inst->uid) {
+    return fail(ReplyStatus::kDenied,
+                "step " + step_name(job_id, step_id) + " belongs to another user");
+  }
+  if (found != nullptr) *found = inst;
+  return Outcome::Ok();
+}
+
+bool InstanceRegistry::may_see_details(uid_t caller, const Instance& instance) const {
+  return caller == 0 || caller == instance.uid;
+}
+
+}  // namespace egpu::model

@@ -1,0 +1,110 @@
+// InstanceRegistry: the node's instances (one Slurm step's share of one GPU),
+// grouped by job and GPU, with the rules that keep them within what Slurm
+// allocated: slot assignment, each instance's effective share, and who may do
+// what (SO_PEERCRED uid checks). Pure logic: the agent does the I/O.
+//
+// Job groups: a job's batch or interactive step ("umbrella") holds the job's
+// whole allocation on a GPU while it runs alone; steps started inside the job
+// take their own units out of it, and the umbrella keeps the remainder. So a
+// job with egpu:60 running steps of 20 and 40 uses 60 units, not 120.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/protocol/messages.h"
+
+namespace egpu::model {
+
+using protocol::Mode;
+using protocol::ReplyStatus;
+
+struct Instance {
+  uint64_t id = 0;
+  uint64_t job_id = 0;
+  uint32_t step_id = 0;
+  uint32_t gpu = 0;
+  uint32_t slot = 0;  // index in the GPU page's slot table
+  uid_t uid = 0;
+  gid_t gid = 0;
+  uint32_t units = 0;      // the step's own units
+  uint32_t job_units = 0;  // the job's allocation on this GPU
+  Mode mode = Mode::kBurst;
+  uint64_t mem_quota = 0;           // bytes
+  bool mem_quota_explicit = false;  // set by --egpu-mem; else it follows the units
+  bool umbrella = false;
+};
+
+struct Outcome {
+  ReplyStatus status = ReplyStatus::kOk;
+  std::string message;
+  bool ok() const { return status == ReplyStatus::kOk; }
+  static Outcome Ok() { return {}; }
+};
+
+struct CreateSpec {
+  uint64_t job_id;
+  uint32_t step_id;
+  uint32_t gpu;
+  uid_t uid;
+  gid_t gid;
+  uint32_t units;
+  uint32_t job_units;
+  Mode mode;
+  uint64_t mem_quota;  // 0 = the units' share of the GPU's memory
+  bool umbrella;
+};
+
+class InstanceRegistry {
+ public:
+  // gpu_memory[i] = bytes of GPU i; max_slots = instances per GPU.
+  InstanceRegistry(std::vector<uint64_t> gpu_memory, uint32_t max_slots);
+
+  size_t gpu_count() const { return gpu_memory_.size(); }
+  uint64_t gpu_memory(uint32_t gpu) const { return gpu_memory_.at(gpu); }
+  uint32_t max_slots() const { return max_slots_; }
+
+  // Creates an instance (root only). Fails when the GPU's allocations would pass
+  // 100 units, the job's steps would pass the job's allocation, or no slot is free.
+  Outcome create(uid_t caller, const CreateSpec& spec, const Instance** created);
+  // Re-inserts an instance read back from the pages after an agent restart.
+  Outcome restore(const Instance& instance);
+  // Removes one step's instances (all GPUs), or every step of the job (root only).
+  Outcome remove(uid_t caller, uint64_t job_id, uint32_t step_id, std::vector<Instance>* removed);
+  // Changes units and/or mode. Root may set anything that fits the GPU; the
+  // owner may move units between the job's steps but never past the job's
+  // allocation, and may not change the allocation itself.
+  Outcome resize(uid_t caller, uint64_t id, uint32_t units, uint32_t mode, Instance* updated);
+
+  Outcome authorize_attach(uid_t caller, uint64_t job_id, uint32_t step_id, uint32_t gpu,
+                           const Instance** found) const;
+  bool may_see_details(uid_t caller, const Instance& instance) const;
+
+  const Instance* find(uint64_t id) const;
+  const Instance* find(uint64_t job_id, uint32_t step_id, uint32_t gpu) const;
+  std::vector<const Instance*> on_gpu(uint32_t gpu) const;
+  std::vector<const Instance*> all() const;
+
+  // The share FAA enforces for an instance, as a fraction of the GPU (0..1).
+  double effective_share(const Instance& instance) const;
+  // Units allocated on a GPU (sum of job allocations).
+  uint32_t allocated_units(uint32_t gpu) const;
+
+ private:
+  uint32_t job_steps_units(uint64_t job_id, uint32_t gpu, uint64_t except_id) const;
+  uint32_t job_allocation(uint64_t job_id, uint32_t gpu) const;
+  bool has_umbrella(uint64_t job_id, uint32_t gpu) const;
+  std::optional<uint32_t> free_slot(uint32_t gpu) const;
+
+  std::vector<uint64_t> gpu_memory_;
+  uint32_t max_slots_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Instance> instances_;  // by id
+};
+
+}  // namespace egpu::model

@@ -1,0 +1,103 @@
+#include "core/model/step_plan.h"
+
+#include <charconv>
+
+#include "core/config/byte_size.h"
+
+namespace egpu::model {
+namespace {
+
+Result<std::vector<uint64_t>> parse_list(const std::string& name, const std::string& text,
+                                         uint64_t max) {
+  std::vector<uint64_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(pos, comma - pos);
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || v > max) {
+      return Error{name + "='" + text + "' is not a comma list of numbers up to " +
+                   std::to_string(max)};
+    }
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_umbrella_step(uint32_t step_id) {
+  return step_id == protocol::kStepBatch || step_id == protocol::kStepInteractive;
+}
+
+Result<config::ShareMode> parse_mode_option(const std::string& text) {
+  auto m = config::parse_share_mode(text);
+  if (!m) return Error{"--egpu-mode must be burst or cap, got '" + text + "'"};
+  return *m;
+}
+
+Result<uint64_t> parse_mem_option(const std::string& text, uint64_t max_bytes) {
+  auto b = config::parse_byte_size(text);
+  if (!b) return Error{"--egpu-mem=" + text + ": " + b.error()};
+  if (*b == 0) return Error{"--egpu-mem must be more than 0"};
+  if (max_bytes != 0 && *b > max_bytes) {
+    return Error{"--egpu-mem=" + text + " is more than a GPU of this cluster has (" +
+                 config::format_byte_size(max_bytes) + ")"};
+  }
+  return *b;
+}
+
+Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& env,
+                                                                 const StepIdentity& id,
+                                                                 const StepOptions& options,
+                                                                 config::ShareMode default_mode) {
+  std::vector<protocol::CreateRequest> out;
+  if (env.units.empty() && env.gpu_indices.empty()) return out;  // no egpu in this step
+  auto gpus = parse_list("EGPU_GPU_INDICES", env.gpu_indices, protocol::kMaxGpus - 1);
+  if (!gpus) return Error{gpus.error()};
+  auto units = parse_list("EGPU_UNITS", env.units, protocol::kUnitsPerGpu);
+  if (!units) return Error{units.error()};
+  std::vector<uint64_t> quotas(gpus->size(), 0);
+  if (!env.mem_quota.empty()) {
+    auto q = parse_list("EGPU_MEM_QUOTA", env.mem_quota, UINT64_MAX);
+    if (!q) return Error{q.error()};
+    quotas = *q;
+  }
+  if (units->size() != gpus->size() || quotas.size() != gpus->size()) {
+    return Error{
+        "EGPU_GPU_INDICES, EGPU_UNITS and EGPU_MEM_QUOTA list different numbers of GPUs ('" +
+        env.gpu_indices + "', '" + env.units + "', '" + env.mem_quota + "')"};
+  }
+  const config::ShareMode mode = options.mode.value_or(default_mode);
+  for (size_t i = 0; i < gpus->size(); ++i) {
+    if ((*units)[i] == 0) continue;  // a GPU listed with nothing of ours on it
+    uint64_t quota = 0;              // 0: the agent derives it from the units
+    if (options.mem_bytes) {
+      if (quotas[i] != 0 && *options.mem_bytes > quotas[i]) {
+        return Error{"--egpu-mem=" + config::format_byte_size(*options.mem_bytes) +
+                     " is more than this step's share of GPU " + std::to_string((*gpus)[i]) + " (" +
+                     config::format_byte_size(quotas[i]) + " for " + std::to_string((*units)[i]) +
+                     " units)"};
+      }
+      quota = *options.mem_bytes;
+    }
+    protocol::CreateRequest r{};
+    r.job_id = id.job_id;
+    r.step_id = id.step_id;
+    r.gpu_index = static_cast<uint32_t>((*gpus)[i]);
+    r.uid = id.uid;
+    r.gid = id.gid;
+    r.units = static_cast<uint32_t>((*units)[i]);
+    r.job_units = r.units;
+    r.mem_quota = quota;
+    r.mode = mode == config::ShareMode::kCap ? 1 : 0;
+    r.flags = is_umbrella_step(id.step_id) ? protocol::kCreateUmbrella : 0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace egpu::model

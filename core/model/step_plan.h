@@ -1,0 +1,53 @@
+// StepPlan: from what Slurm told a step (the EGPU_* variables gres/egpu wrote
+// into its environment) and the user's --egpu-* options, the instances the
+// SPANK plugin asks the agent to create. Pure, so every rule is unit-tested
+// without Slurm.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/egpu_config.h"
+#include "core/protocol/messages.h"
+#include "core/util/result.h"
+
+namespace egpu::model {
+
+struct StepEnv {
+  std::string gpu_indices;  // EGPU_GPU_INDICES, e.g. "0,3"
+  std::string units;        // EGPU_UNITS, e.g. "100,20"
+  std::string mem_quota;    // EGPU_MEM_QUOTA, bytes per GPU ("0" = unknown)
+};
+
+struct StepIdentity {
+  uint64_t job_id;
+  uint32_t step_id;
+  uid_t uid;
+  gid_t gid;
+};
+
+struct StepOptions {
+  std::optional<config::ShareMode> mode;  // --egpu-mode
+  std::optional<uint64_t> mem_bytes;      // --egpu-mem, per GPU
+};
+
+// Whether a step id is the job's umbrella (batch or interactive step).
+bool is_umbrella_step(uint32_t step_id);
+
+// The create requests for the step; an empty list when the step has no egpu
+// allocation (no EGPU_UNITS). Errors name the variable or option at fault.
+Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& env,
+                                                                 const StepIdentity& id,
+                                                                 const StepOptions& options,
+                                                                 config::ShareMode default_mode);
+
+// --egpu-mode and --egpu-mem as users type them. `max_bytes` (0 = unknown)
+// is the largest GPU memory on the node, to refuse impossible sizes early.
+Result<config::ShareMode> parse_mode_option(const std::string& text);
+Result<uint64_t> parse_mem_option(const std::string& text, uint64_t max_bytes);
+
+}  // namespace egpu::model

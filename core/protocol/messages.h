@@ -1,0 +1,137 @@
+// The control protocol between egpuctl / the SPANK plugin / the shim and the
+// node agent, over a SOCK_SEQPACKET Unix socket: one message per packet, a fixed
+// header and a fixed-size payload per type. Requests carry no strings or
+// pointers, so validating one is checking a length and a few ranges. Replies may
+// carry text (errors, JSON status), which only the agent produces.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace egpu::protocol {
+
+inline constexpr uint32_t kMagic = 0x55504745;  // "EGPU" little-endian
+inline constexpr uint16_t kVersion = 1;
+inline constexpr size_t kMaxRequestSize = 256;
+inline constexpr size_t kMaxReplySize = 64 * 1024;  // a status reply is sent in chunks of this
+inline constexpr uint32_t kMaxGpus = 64;
+inline constexpr uint32_t kUnitsPerGpu = 100;
+
+enum class MessageType : uint16_t {
+  kAttach = 1,  // shim: attach this process to its instance
+  kCreate = 2,  // root (SPANK): create an instance for a step on a GPU
+  kRemove = 3,  // root (SPANK): remove a step's instances
+  kResize = 4,  // owner or root: change an instance's units and/or mode
+  kStatus = 5,  // anyone: JSON of the GPUs and the instances the caller may see
+  kShow = 6,    // owner or root: JSON of one instance in detail
+  kReply = 100,
+};
+
+enum class Mode : uint32_t { kBurst = 0, kCap = 1 };
+inline constexpr uint32_t kModeUnchanged = 0xffffffff;
+
+// Step ids Slurm uses for its special steps (slurm.h SLURM_BATCH_SCRIPT etc.).
+inline constexpr uint32_t kStepBatch = 0xfffffffb;
+inline constexpr uint32_t kStepExtern = 0xfffffffc;
+inline constexpr uint32_t kStepInteractive = 0xfffffffa;
+
+struct Header {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t type;
+  uint32_t length;  // whole message, header included
+  uint32_t request_id;
+};
+static_assert(sizeof(Header) == 16);
+
+struct AttachRequest {
+  uint64_t job_id;
+  uint32_t step_id;
+  uint32_t gpu_index;
+};
+static_assert(sizeof(AttachRequest) == 16);
+
+struct CreateRequest {
+  uint64_t job_id;
+  uint32_t step_id;
+  uint32_t gpu_index;
+  uint32_t uid;
+  uint32_t gid;
+  uint32_t units;      // this step's share of the GPU, 1..100
+  uint32_t job_units;  // the job's allocation on this GPU: ceiling for its steps
+  uint64_t mem_quota;  // bytes; 0 = units' share of the GPU's memory
+  uint32_t mode;       // Mode
+  uint32_t flags;      // kCreateUmbrella
+};
+static_assert(sizeof(CreateRequest) == 48);
+// The batch or interactive step: it holds whatever part of the job's
+// allocation its sibling steps do not.
+inline constexpr uint32_t kCreateUmbrella = 1u << 0;
+
+struct RemoveRequest {
+  uint64_t job_id;
+  uint32_t step_id;  // kAllSteps: every step of the job
+  uint32_t reserved;
+};
+static_assert(sizeof(RemoveRequest) == 16);
+inline constexpr uint32_t kAllSteps = 0xffffffff;
+
+struct ResizeRequest {
+  uint64_t instance_id;
+  uint32_t units;  // 1..100, or 0 = unchanged
+  uint32_t mode;   // Mode, or kModeUnchanged
+};
+static_assert(sizeof(ResizeRequest) == 16);
+
+struct StatusRequest {
+  uint32_t flags;  // reserved, must be 0
+  uint32_t reserved;
+};
+static_assert(sizeof(StatusRequest) == 8);
+
+struct ShowRequest {
+  uint64_t instance_id;
+};
+static_assert(sizeof(ShowRequest) == 8);
+
+using Request = std::variant<AttachRequest, CreateRequest, RemoveRequest, ResizeRequest,
+                             StatusRequest, ShowRequest>;
+
+// Reply: a status code, a message or JSON text, and for an attach the instance
+// coordinates (the page and event file descriptors travel as SCM_RIGHTS).
+enum class ReplyStatus : int32_t {
+  kOk = 0,
+  kBadRequest = 1,       // malformed, truncated, oversized, unknown type, bad field
+  kDenied = 2,           // SO_PEERCRED says the caller may not do this
+  kNotFound = 3,         // no such instance / job / GPU
+  kOverAllocation = 4,   // a resize or create beyond what Slurm allocated
+  kExists = 5,           // the instance already exists
+  kFull = 6,             // no free instance or process slot
+  kVersionMismatch = 7,  // protocol version mismatch
+  kInternal = 8,
+};
+
+struct ReplyFixed {
+  int32_t status;
+  uint32_t flags;  // kReplyMore: more chunks of text follow
+  uint64_t instance_id;
+  uint32_t gpu_slot;   // attach: the instance's slot on the GPU page
+  uint32_t proc_slot;  // attach: this process's slot on the instance page
+};
+static_assert(sizeof(ReplyFixed) == 24);
+inline constexpr uint32_t kReplyMore = 1u << 0;
+
+struct Reply {
+  ReplyStatus status = ReplyStatus::kOk;
+  uint32_t flags = 0;
+  uint64_t instance_id = 0;
+  uint32_t gpu_slot = 0;
+  uint32_t proc_slot = 0;
+  std::string text;  // error message or JSON
+};
+
+const char* to_string(MessageType type);
+const char* to_string(ReplyStatus status);
+
+}  // namespace egpu::protocol

@@ -1,0 +1,35 @@
+// MemoryQuota: device-memory accounting of one instance across all its
+// processes, on the instance page. A reservation checks and adds under one
+// robust process-shared lock, so two processes allocating at once can never
+// together pass the quota, and a process killed while holding the lock does not
+// block the others. The total is the sum over attached processes, so reclaiming
+// a dead process is a single store of its pid (by the agent).
+#pragma once
+
+#include <cstdint>
+
+#include "core/shm/pages.h"
+
+namespace egpu::quota {
+
+enum class Reservation {
+  kGranted,
+  kOverQuota,
+  kLockUnavailable,  // lock held too long by a stopped process, or unrecoverable
+};
+
+// Initialises the lock of a new page (agent, at creation).
+bool init_instance_lock(shm::InstancePage* page);
+
+// Reserves `bytes` for process slot `proc` if the instance's total stays within
+// `quota`. Never blocks longer than `lock_timeout_ns`.
+Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes, uint64_t quota,
+                    int64_t lock_timeout_ns = 2'000'000'000);
+
+// Returns `bytes` previously reserved by slot `proc` (saturating at zero).
+void release(shm::InstancePage* page, uint32_t proc, uint64_t bytes);
+
+// Bytes held by the instance's attached processes.
+uint64_t used(const shm::InstancePage* page);
+
+}  // namespace egpu::quota

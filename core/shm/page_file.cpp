@@ -1,0 +1,77 @@
+#include "core/shm/page_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace egpu::shm {
+namespace {
+
+std::string errno_text(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+Mapping& Mapping::operator=(Mapping&& o) noexcept {
+  if (this != &o) {
+    if (addr_ != nullptr) ::munmap(addr_, size_);
+    addr_ = std::exchange(o.addr_, nullptr);
+    size_ = o.size_;
+  }
+  return *this;
+}
+
+Mapping::~Mapping() {
+  if (addr_ != nullptr) ::munmap(addr_, size_);
+}
+
+Result<Mapping> map_fd(int fd, size_t size, Access access) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error{errno_text("fstat of a page")};
+  if (!S_ISREG(st.st_mode)) return Error{"page descriptor is not a regular file"};
+  if (static_cast<size_t>(st.st_size) < size) {
+    return Error{"page file has " + std::to_string(st.st_size) + " bytes, expected " +
+                 std::to_string(size)};
+  }
+  const int prot = access == Access::kReadOnly ? PROT_READ : PROT_READ | PROT_WRITE;
+  void* addr = ::mmap(nullptr, size, prot, MAP_SHARED, fd, 0);
+  if (addr == MAP_FAILED) return Error{errno_text("mmap of a page")};
+  return Mapping(addr, size);
+}
+
+Result<PageFile> open_page_file(const std::string& path, size_t size, uid_t uid, gid_t gid,
+                                mode_t mode) {
+  PageFile page;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd >= 0) {
+    page.created = true;
+  } else if (errno == EEXIST) {
+    fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return Error{errno_text("open " + path)};
+  } else {
+    return Error{errno_text("create " + path)};
+  }
+  page.fd.reset(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error{errno_text("fstat " + path)};
+  if (!S_ISREG(st.st_mode)) return Error{path + " is not a regular file"};
+  if (page.created || static_cast<size_t>(st.st_size) != size) {
+    if (!page.created) page.created = true;  // wrong size: start over with a fresh page
+    if (::ftruncate(fd, 0) != 0 || ::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      return Error{errno_text("size " + path)};
+    }
+  }
+  // Ownership and mode are enforced on every open, not only at creation.
+  if (::fchown(fd, uid, gid) != 0) return Error{errno_text("chown " + path)};
+  if (::fchmod(fd, mode) != 0) return Error{errno_text("chmod " + path)};
+  auto mapping = map_fd(fd, size, Access::kReadWrite);
+  if (!mapping) return Error{path + ": " + mapping.error()};
+  page.mapping = std::move(*mapping);
+  return page;
+}
+
+}  // namespace egpu::shm

@@ -1,0 +1,98 @@
+// Shared-memory page layouts between the node agent and the shims.
+//
+// Pages are split by writer (DESIGN.md "Shared memory and the control socket"):
+// - GpuPage, one per physical GPU, is written only by the agent (root, 0644):
+//   who holds the slice, the instances' quotas and shares, the heartbeat.
+// - InstancePage, one per instance, is owned by the job's uid (0600) and written
+//   by that instance's processes: their activity, device time, memory. The agent
+//   reads it, and writes only a process slot's pid (attach, reclaim).
+// Fields are fixed-size atomics: no pointers, and readers validate what they read.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace egpu::shm {
+
+inline constexpr uint32_t kGpuPageMagic = 0x47504745;       // "EGPG"
+inline constexpr uint32_t kInstancePageMagic = 0x49504745;  // "EGPI"
+inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kMaxSlotsPerGpu = 256;
+inline constexpr uint32_t kMaxProcsPerInstance = 64;
+inline constexpr uint32_t kNoHolder = 0xffffffff;
+
+// SlotControl.flags bit beyond the protocol's create flags.
+inline constexpr uint32_t kSlotQuotaExplicit = 1u << 16;
+
+enum class SlotState : uint32_t { kFree = 0, kActive = 1 };
+enum class PageFailMode : uint32_t { kOpen = 0, kClosed = 1 };
+
+// Per instance, in the GPU page (agent-written).
+struct alignas(64) SlotControl {
+  std::atomic<uint64_t> instance_id;  // 0 while free
+  std::atomic<uint64_t> mem_quota;    // bytes
+  std::atomic<uint64_t> job_id;
+  std::atomic<uint32_t> step_id;
+  std::atomic<uint32_t> state;      // SlotState
+  std::atomic<uint32_t> units;      // the step's units (1..100)
+  std::atomic<uint32_t> job_units;  // the job's allocation on this GPU
+  std::atomic<uint32_t> mode;       // protocol::Mode
+  std::atomic<uint32_t> uid;
+  std::atomic<uint32_t> gid;
+  std::atomic<uint32_t> flags;  // protocol::kCreateUmbrella | kSlotQuotaExplicit
+};
+static_assert(sizeof(SlotControl) == 64);
+
+struct GpuPage {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t gpu_index;
+  uint32_t max_slots;
+  uint64_t gpu_memory_bytes;
+  std::atomic<uint64_t> agent_epoch;  // new value on every agent start
+
+  alignas(64) std::atomic<int64_t> heartbeat_ns;  // agent's CLOCK_MONOTONIC at its last beat
+  std::atomic<int64_t> heartbeat_timeout_ns;
+  std::atomic<int64_t> inflight_limit_ns;  // device time a process may have queued
+  std::atomic<uint32_t> fail_mode;         // PageFailMode
+
+  // The hot line: shims read `holder` on every launch; waiters sleep on
+  // `grant_seq` (a futex word), which the agent bumps on every holder change.
+  alignas(64) std::atomic<uint32_t> holder;  // slot index, or kNoHolder
+  std::atomic<uint32_t> grant_seq;
+  std::atomic<int64_t> slice_end_ns;
+
+  alignas(64) SlotControl slots[kMaxSlotsPerGpu];
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<uint32_t>) == 4, "futex word must be 32 bits");
+
+// Per process, in the instance page.
+struct alignas(64) ProcSlot {
+  std::atomic<int32_t> pid;         // agent-written: attached process, 0 = free
+  std::atomic<uint32_t> busy;       // threads blocked at the gate, in the in-flight bound or a sync
+  std::atomic<uint64_t> launches;   // launches so far: activity the agent can see
+  std::atomic<uint64_t> device_ns;  // device time measured so far
+  std::atomic<uint64_t> mem_bytes;  // device memory accounted to this process
+  std::atomic<uint64_t> throttled_ns;  // time spent waiting at the gate
+  std::atomic<uint64_t> inflight_ns;   // device time estimated queued now
+  std::atomic<uint64_t> mem_denied;    // allocations refused for the quota
+};
+static_assert(sizeof(ProcSlot) == 64);
+
+struct InstancePage {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t instance_id;
+  uint32_t gpu_index;
+  uint32_t gpu_slot;
+  // Serialises quota checks across the instance's processes (robust: a process
+  // killed while holding it does not block the others).
+  alignas(64) pthread_mutex_t alloc_lock;
+  alignas(64) ProcSlot procs[kMaxProcsPerInstance];
+};
+
+}  // namespace egpu::shm

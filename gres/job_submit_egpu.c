@@ -1,0 +1,141 @@
+/* job_submit/egpu: the slurmctld side of egpu.
+ *
+ * 1. At slurmctld start (before state recovery and before nodes register) it
+ *    tells Slurm's GRES layer that gres/egpu is a *shared* GRES on gpu. Slurm
+ *    knows this by name only for mps and shard; for any other name it learns
+ *    it from the first slurmd registration, which is too late:
+ *    - the gpu<->egpu link is built when node GRES state is created, so on a
+ *      fresh cluster a gpu:1 job could be placed on a GPU full of egpu jobs;
+ *    - 22.05 rebuilds running jobs' GRES state before any node registers and
+ *      kills egpu jobs on restart ("count mismatch").
+ *    It does so through the exported gres_node_config_unpack(), feeding it one
+ *    egpu record flagged shared, the same message a registering slurmd sends.
+ * 2. It refuses requests Slurm would accept but never run, with a message:
+ *    egpu:0, and more than 100 units per node unless SelectTypeParameters has
+ *    MULTIPLE_SHARING_GRES_PJ (24.11), without which a job's units must fit on
+ *    one GPU and it would pend forever. */
+#include "egpu_request.h"
+#include "egpu_slurm.h"
+#include "src/common/run_in_daemon.h"
+#include "src/slurmctld/slurmctld.h"
+
+const char plugin_name[] = "egpu job submit plugin";
+const char plugin_type[] = "job_submit/egpu";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+/* The registration record format of gres_node_config_pack() (same on 22.05
+ * and 24.11 for the current protocol version). */
+static buf_t* registration_message(bool with_egpu_record) {
+  buf_t* buf = init_buf(256);
+  pack16(SLURM_PROTOCOL_VERSION, buf);
+  pack16(with_egpu_record ? 1 : 0, buf);
+  if (with_egpu_record) {
+    pack32(GRES_MAGIC, buf);
+    pack64(1, buf); /* count: non-zero or the record is skipped */
+    pack32(0, buf); /* cpu_cnt */
+    pack32(GRES_CONF_SHARED, buf);
+    pack32(gres_build_id("egpu"), buf);
+    packnull(buf); /* cpus */
+    packnull(buf); /* links */
+    packstr("egpu", buf);
+    packnull(buf); /* type */
+    packnull(buf); /* unique_id */
+  }
+  set_buf_offset(buf, 0);
+  return buf;
+}
+
+static void mark_egpu_shared(void) {
+  buf_t* buf = registration_message(true);
+  int rc = gres_node_config_unpack(buf, "job_submit/egpu");
+  FREE_NULL_BUFFER(buf);
+  /* Leave the "last registration" list empty again. */
+  buf = registration_message(false);
+  (void)gres_node_config_unpack(buf, "job_submit/egpu");
+  FREE_NULL_BUFFER(buf);
+  if (rc != SLURM_SUCCESS)
+    error("job_submit/egpu: could not mark gres/egpu as shared (is egpu in GresTypes?)");
+  else
+    info("job_submit/egpu: gres/egpu marked as a shared GRES on gpu");
+}
+
+extern int init(void) {
+  if (running_in_slurmctld() && slurm_conf.gres_plugins &&
+      xstrcasestr(slurm_conf.gres_plugins, "egpu"))
+    mark_egpu_shared();
+  return SLURM_SUCCESS;
+}
+
+extern int fini(void) {
+  return SLURM_SUCCESS;
+}
+
+static bool multiple_sharing_per_job(void) {
+#ifdef MULTIPLE_SHARING_GRES_PJ
+  return slurm_conf.select_type_param & MULTIPLE_SHARING_GRES_PJ;
+#else
+  return false;
+#endif
+}
+
+/* Checks one TRES string; per_node says it is tres_per_node. */
+static int check_tres(const char* tres, bool per_node, char** err_msg) {
+  uint64_t units = 0;
+  egpu_request_status_t st = egpu_request_units(tres, &units);
+  if (st == EGPU_REQUEST_NONE) return SLURM_SUCCESS;
+  if (st == EGPU_REQUEST_BAD) {
+    xstrfmtcat(*err_msg, "egpu: cannot read the egpu count in '%s'", tres);
+    return ESLURM_INVALID_GRES;
+  }
+  if (units == 0) {
+    xstrfmtcat(*err_msg,
+               "egpu: a request for 0 egpu units is invalid; ask for 1-%d units per GPU (1 unit = "
+               "1%% of a GPU), e.g. --gres=egpu:30",
+               EGPU_UNITS_PER_GPU);
+    return ESLURM_INVALID_GRES;
+  }
+  if (per_node && units > EGPU_UNITS_PER_GPU && !multiple_sharing_per_job()) {
+    xstrfmtcat(
+        *err_msg,
+        "egpu: %" PRIu64
+        " egpu units per node exceed one GPU (%d units); this cluster places a job's egpu units on "
+        "a single GPU per node (SelectTypeParameters lacks MULTIPLE_SHARING_GRES_PJ). Ask for at "
+        "most %d units per node, or whole GPUs with --gres=gpu:N",
+        units, EGPU_UNITS_PER_GPU, EGPU_UNITS_PER_GPU);
+    return ESLURM_INVALID_GRES;
+  }
+  return SLURM_SUCCESS;
+}
+
+static int check_job(job_desc_msg_t* job_desc, char** err_msg) {
+  int rc = check_tres(job_desc->tres_per_node, true, err_msg);
+  if (rc == SLURM_SUCCESS) rc = check_tres(job_desc->tres_per_job, false, err_msg);
+  if (rc == SLURM_SUCCESS) rc = check_tres(job_desc->tres_per_socket, false, err_msg);
+  if (rc == SLURM_SUCCESS) rc = check_tres(job_desc->tres_per_task, false, err_msg);
+  return rc;
+}
+
+extern int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
+  (void)submit_uid;
+  return check_job(job_desc, err_msg);
+}
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+extern int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid,
+                      char** err_msg) {
+  (void)job_ptr;
+  (void)submit_uid;
+  return check_job(job_desc, err_msg);
+}
+#else
+/* 22.05's job_modify has no message channel: refuse with the error code. */
+extern int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
+  (void)job_ptr;
+  (void)submit_uid;
+  char* err_msg = NULL;
+  int rc = check_job(job_desc, &err_msg);
+  if (err_msg) info("%s", err_msg);
+  xfree(err_msg);
+  return rc;
+}
+#endif

@@ -1,0 +1,433 @@
+#include "nodeagent/agent.h"
+
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/protocol/codec.h"
+#include "core/util/clock.h"
+#include "core/util/log.h"
+#include "nodeagent/gpu_inventory.h"
+#include "nodeagent/metrics_server.h"
+#include "nodeagent/status_report.h"
+
+namespace egpu::agent {
+namespace {
+
+using protocol::Reply;
+using protocol::ReplyStatus;
+
+// FAA needs a positive target: an umbrella whose steps hold the whole job
+// allocation keeps this sliver (it may still burst into idle capacity).
+constexpr double kMinShare = 0.001;
+
+Reply error_reply(ReplyStatus status, std::string message) {
+  Reply r;
+  r.status = status;
+  r.text = std::move(message);
+  return r;
+}
+
+Status make_runtime_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Error{"cannot create runtime directory " + dir + ": " + std::strerror(errno)};
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Error{"runtime directory " + dir + " is not a directory"};
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    return Error{"runtime directory " + dir +
+                 " must be owned by the agent's user and writable by it alone"};
+  }
+  return {};
+}
+
+uint64_t random_epoch() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != sizeof v) v = static_cast<uint64_t>(monotonic_ns());
+  return v | 1;
+}
+
+}  // namespace
+
+Agent::Agent(const config::EgpuConfig& config) : config_(config) {}
+
+Agent::~Agent() {
+  // Members holding events go before the base.
+  metrics_.reset();
+  control_.reset();
+  tracker_.reset();
+  gpu_events_.clear();
+  heartbeat_.reset();
+  signals_.clear();
+  arbiters_.clear();
+}
+
+Result<std::unique_ptr<Agent>> Agent::create(const config::EgpuConfig& config) {
+  std::unique_ptr<Agent> agent(new Agent(config));
+  if (Status s = agent->init(); !s) return Error{s.error()};
+  return agent;
+}
+
+Status Agent::init() {
+  started_ns_ = monotonic_ns();
+  epoch_ = random_epoch();
+  if (Status s = make_runtime_dir(config_.runtime_dir); !s) return s;
+  auto inventory = discover_gpus(config_);
+  if (!inventory) return Error{inventory.error()};
+  base_.reset(event_base_new());
+  if (!base_) return Error{"cannot create the event loop"};
+  registry_ = std::make_unique<model::InstanceRegistry>(
+      inventory->memory_bytes, static_cast<uint32_t>(config_.max_instances_per_gpu));
+  tracker_ = std::make_unique<ProcessTracker>(base_.get(),
+                                              [this](const Attachment& a) { on_process_exit(a); });
+  ArbiterSettings settings;
+  settings.runtime_dir = config_.runtime_dir;
+  settings.faa.slice = static_cast<int64_t>(config_.slice_ms) * 1'000'000;
+  settings.faa.tau = static_cast<int64_t>(config_.window_ms) * 1'000'000;
+  settings.faa.preempt_threshold = config_.preempt_threshold_pct / 100.0;
+  settings.faa.min_hold = static_cast<int64_t>(config_.min_hold_us) * 1000;
+  settings.heartbeat_timeout_ns = static_cast<int64_t>(config_.heartbeat_timeout_ms) * 1'000'000;
+  settings.inflight_limit_ns = static_cast<int64_t>(config_.inflight_us) * 1000;
+  settings.fail_mode = config_.fail_mode == config::FailMode::kClosed ? shm::PageFailMode::kClosed
+                                                                      : shm::PageFailMode::kOpen;
+  settings.epoch = epoch_;
+  settings.max_slots = static_cast<uint32_t>(config_.max_instances_per_gpu);
+  for (uint32_t gpu = 0; gpu < inventory->memory_bytes.size(); ++gpu) {
+    std::vector<model::Instance> recovered;
+    auto arb = GpuArbiter::open(gpu, inventory->memory_bytes[gpu], settings, &recovered);
+    if (!arb) return Error{"GPU " + std::to_string(gpu) + ": " + arb.error()};
+    arbiters_.push_back(std::move(*arb));
+    auto ev = std::make_unique<GpuEvents>();
+    ev->agent = this;
+    ev->gpu = gpu;
+    ev->tick_timer.reset(evtimer_new(base_.get(), &Agent::on_tick_timer, ev.get()));
+    ev->kick.reset(event_new(base_.get(), arbiters_.back()->event_fd(), EV_READ | EV_PERSIST,
+                             &Agent::on_kick, ev.get()));
+    if (!ev->tick_timer || !ev->kick || event_add(ev->kick.get(), nullptr) != 0) {
+      return Error{"cannot add GPU " + std::to_string(gpu) + " to the event loop"};
+    }
+    gpu_events_.push_back(std::move(ev));
+    if (Status s = recover(gpu, recovered); !s) return s;
+  }
+  auto control = ControlServer::listen(
+      base_.get(), config_.socket_path,
+      [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); });
+  if (!control) return Error{control.error()};
+  control_ = std::move(*control);
+  if (!config_.metrics_address.empty()) {
+    auto m = MetricsServer::start(base_.get(), config_.metrics_host(), config_.metrics_port(),
+                                  [this] { return metrics_text(*this); });
+    if (!m) return Error{m.error()};
+    metrics_ = std::move(*m);
+  }
+  heartbeat_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_heartbeat, this));
+  timeval hb{config_.heartbeat_ms / 1000, (config_.heartbeat_ms % 1000) * 1000};
+  if (!heartbeat_ || event_add(heartbeat_.get(), &hb) != 0)
+    return Error{"cannot start the heartbeat"};
+  for (int sig : {SIGTERM, SIGINT}) {
+    EventHandle ev(evsignal_new(base_.get(), sig, &Agent::on_signal, this));
+    if (!ev || event_add(ev.get(), nullptr) != 0) return Error{"cannot handle signals"};
+    signals_.push_back(std::move(ev));
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  EGPU_LOG_INFO("serving %zu GPU(s) on %s (slice %d ms, window %d ms, fail mode %s)",
+                arbiters_.size(), config_.socket_path.c_str(), config_.slice_ms, config_.window_ms,
+                config::to_string(config_.fail_mode).c_str());
+  return {};
+}
+
+Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovered) {
+  GpuArbiter& arb = *arbiters_[gpu];
+  std::vector<model::Instance> restored;
+  for (const model::Instance& inst : recovered) {
+    if (auto o = registry_->restore(inst); !o.ok()) {
+      EGPU_LOG_WARN("GPU %u: dropping recorded instance %llu: %s", gpu,
+                    static_cast<unsigned long long>(inst.id), o.message.c_str());
+      continue;
+    }
+    restored.push_back(inst);
+  }
+  // Targets once every instance is known: an umbrella's share depends on its steps.
+  for (const model::Instance& inst : restored) {
+    if (Status s = arb.add(inst, targets(gpu).at(inst.id).first, /*reopen=*/true); !s) {
+      EGPU_LOG_WARN("GPU %u: cannot recover instance %llu: %s", gpu,
+                    static_cast<unsigned long long>(inst.id), s.error().c_str());
+      std::vector<model::Instance> gone;
+      (void)registry_->remove(0, inst.job_id, inst.step_id, &gone);
+      continue;
+    }
+    // Its processes: watch the living, reclaim the dead.
+    uint32_t alive = 0;
+    for (uint32_t slot = 0; slot < shm::kMaxProcsPerInstance; ++slot) {
+      const pid_t pid = arb.process_in_slot(inst.id, slot);
+      if (pid <= 0) continue;
+      if (tracker_->track(Attachment{pid, inst.id, gpu, slot})) {
+        ++alive;
+      } else {
+        arb.reclaim(inst.id, slot, pid);
+      }
+    }
+    EGPU_LOG_INFO("recovered instance %llu (job %llu, GPU %u, %u units) with %u live process(es)",
+                  static_cast<unsigned long long>(inst.id),
+                  static_cast<unsigned long long>(inst.job_id), gpu, inst.units, alive);
+  }
+  return restored.empty() ? Status{} : retarget(gpu);
+}
+
+int Agent::run() {
+  for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
+    tick(gpu);
+  event_base_dispatch(base_.get());
+  for (auto& arb : arbiters_)
+    arb->shutdown();
+  EGPU_LOG_INFO("stopped");
+  return exit_code_;
+}
+
+std::map<uint64_t, std::pair<double, protocol::Mode>> Agent::targets(uint32_t gpu) const {
+  std::map<uint64_t, std::pair<double, protocol::Mode>> out;
+  double sum = 0;
+  for (const model::Instance* inst : registry_->on_gpu(gpu)) {
+    const double share = std::max(kMinShare, registry_->effective_share(*inst));
+    out[inst->id] = {share, inst->mode};
+    sum += share;
+  }
+  if (sum > 1.0) {
+    for (auto& [id, t] : out)
+      t.first /= sum;
+  }
+  return out;
+}
+
+Status Agent::retarget(uint32_t gpu) {
+  return arbiters_[gpu]->retarget(targets(gpu));
+}
+
+void Agent::schedule_tick(uint32_t gpu, int64_t at) {
+  GpuEvents& ev = *gpu_events_[gpu];
+  if (at == std::numeric_limits<int64_t>::max()) {
+    evtimer_del(ev.tick_timer.get());
+    ev.scheduled = 0;
+    return;
+  }
+  const int64_t delay = std::max<int64_t>(0, at - monotonic_ns());
+  timeval tv{static_cast<time_t>(delay / 1'000'000'000),
+             static_cast<suseconds_t>((delay % 1'000'000'000) / 1000)};
+  evtimer_add(ev.tick_timer.get(), &tv);
+  ev.scheduled = at;
+}
+
+void Agent::tick(uint32_t gpu) {
+  schedule_tick(gpu, arbiters_[gpu]->tick(monotonic_ns()));
+}
+
+void Agent::on_tick_timer(evutil_socket_t, short, void* arg) {
+  auto* ev = static_cast<GpuEvents*>(arg);
+  ev->agent->tick(ev->gpu);
+}
+
+void Agent::on_kick(evutil_socket_t, short, void* arg) {
+  auto* ev = static_cast<GpuEvents*>(arg);
+  ev->agent->tick(ev->gpu);
+}
+
+void Agent::on_heartbeat(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<Agent*>(arg);
+  const int64_t now = monotonic_ns();
+  for (auto& arb : self->arbiters_)
+    arb->heartbeat(now);
+}
+
+void Agent::on_signal(evutil_socket_t sig, short, void* arg) {
+  auto* self = static_cast<Agent*>(arg);
+  EGPU_LOG_INFO("signal %d: stopping", static_cast<int>(sig));
+  event_base_loopbreak(self->base_.get());
+}
+
+void Agent::on_process_exit(const Attachment& a) {
+  EGPU_LOG_DEBUG("process %d of instance %llu exited", a.pid,
+                 static_cast<unsigned long long>(a.instance_id));
+  if (a.gpu >= arbiters_.size()) return;
+  arbiters_[a.gpu]->reclaim(a.instance_id, a.proc_slot, a.pid);
+  tick(a.gpu);
+}
+
+Outgoing Agent::reply(const Reply& r, uint32_t request_id, std::vector<int> fds) {
+  return Outgoing{protocol::encode_reply(r, request_id), std::move(fds)};
+}
+
+std::vector<Outgoing> Agent::text_chunks(const std::string& text, uint32_t request_id) {
+  const size_t room =
+      protocol::kMaxReplySize - sizeof(protocol::Header) - sizeof(protocol::ReplyFixed);
+  std::vector<Outgoing> out;
+  size_t pos = 0;
+  do {
+    Reply r;
+    r.text = text.substr(pos, room);
+    pos += r.text.size();
+    r.flags = pos < text.size() ? protocol::kReplyMore : 0;
+    out.push_back(reply(r, request_id));
+  } while (pos < text.size());
+  return out;
+}
+
+std::vector<Outgoing> Agent::handle(const PeerCred& peer, std::span<const uint8_t> bytes) {
+  auto decoded = protocol::decode_request(bytes);
+  if (!decoded) {
+    EGPU_LOG_DEBUG("bad request from pid %d uid %u: %s", peer.pid, peer.uid,
+                   decoded.error().c_str());
+    const bool version = decoded.error().find("protocol version") != std::string::npos;
+    return {reply(error_reply(version ? ReplyStatus::kVersionMismatch : ReplyStatus::kBadRequest,
+                              decoded.error()),
+                  protocol::peek_request_id(bytes))};
+  }
+  const uint32_t id = decoded->request_id;
+  return std::visit(
+      [&](const auto& r) -> std::vector<Outgoing> {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, protocol::AttachRequest>) return handle_attach(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::CreateRequest>) return handle_create(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::RemoveRequest>) return handle_remove(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::ResizeRequest>) return handle_resize(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::StatusRequest>) return handle_status(peer, id);
+        if constexpr (std::is_same_v<T, protocol::ShowRequest>) return handle_show(peer, r, id);
+      },
+      decoded->request);
+}
+
+std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol::AttachRequest& r,
+                                           uint32_t id) {
+  const model::Instance* inst = nullptr;
+  auto o = registry_->authorize_attach(peer.uid, r.job_id, r.step_id, r.gpu_index, &inst);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  GpuArbiter& arb = *arbiters_[inst->gpu];
+  const int slot = arb.attach(inst->id, peer.pid);
+  if (slot < 0) {
+    return {reply(error_reply(ReplyStatus::kFull, "instance " + std::to_string(inst->id) + " has " +
+                                                      std::to_string(shm::kMaxProcsPerInstance) +
+                                                      " processes attached already"),
+                  id)};
+  }
+  Attachment a{peer.pid, inst->id, inst->gpu, static_cast<uint32_t>(slot)};
+  if (Status s = tracker_->track(a); !s) {
+    arb.reclaim(inst->id, a.proc_slot, peer.pid);
+    return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
+  }
+  EGPU_LOG_DEBUG("process %d attached to instance %llu slot %d", peer.pid,
+                 static_cast<unsigned long long>(inst->id), slot);
+  Reply ok;
+  ok.instance_id = inst->id;
+  ok.gpu_slot = inst->slot;
+  ok.proc_slot = static_cast<uint32_t>(slot);
+  return {
+      reply(ok, id, {arb.gpu_page_readonly_fd(), arb.instance_page_fd(inst->id), arb.event_fd()})};
+}
+
+std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol::CreateRequest& r,
+                                           uint32_t id) {
+  model::CreateSpec spec{r.job_id,    r.step_id,
+                         r.gpu_index, r.uid,
+                         r.gid,       r.units,
+                         r.job_units, static_cast<protocol::Mode>(r.mode),
+                         r.mem_quota, (r.flags & protocol::kCreateUmbrella) != 0};
+  const model::Instance* inst = nullptr;
+  auto o = registry_->create(peer.uid, spec, &inst);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  const model::Instance created = *inst;
+  GpuArbiter& arb = *arbiters_[created.gpu];
+  // The others shrink first (an umbrella gives its steps their units), then
+  // the new instance joins with its own share.
+  const auto all = targets(created.gpu);
+  Status s = arb.retarget(all);
+  if (s) s = arb.add(created, all.at(created.id).first, /*reopen=*/false);
+  if (!s) {
+    std::vector<model::Instance> undo;
+    (void)registry_->remove(0, created.job_id, created.step_id, &undo);
+    (void)retarget(created.gpu);
+    return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
+  }
+  tick(created.gpu);
+  EGPU_LOG_INFO(
+      "created instance %llu: job %llu step %u on GPU %u, %u units (job %u), %s, quota %llu MiB",
+      static_cast<unsigned long long>(created.id), static_cast<unsigned long long>(created.job_id),
+      created.step_id, created.gpu, created.units, created.job_units,
+      created.mode == protocol::Mode::kCap ? "cap" : "burst",
+      static_cast<unsigned long long>(created.mem_quota >> 20));
+  Reply ok;
+  ok.instance_id = created.id;
+  ok.gpu_slot = created.slot;
+  return {reply(ok, id)};
+}
+
+std::vector<Outgoing> Agent::handle_remove(const PeerCred& peer, const protocol::RemoveRequest& r,
+                                           uint32_t id) {
+  std::vector<model::Instance> removed;
+  auto o = registry_->remove(peer.uid, r.job_id, r.step_id, &removed);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  for (const auto& inst : removed) {
+    tracker_->forget_instance(inst.id);
+    arbiters_[inst.gpu]->remove(inst.id);
+    EGPU_LOG_INFO("removed instance %llu (job %llu step %u, GPU %u)",
+                  static_cast<unsigned long long>(inst.id),
+                  static_cast<unsigned long long>(inst.job_id), inst.step_id, inst.gpu);
+  }
+  for (const auto& inst : removed) {
+    (void)retarget(inst.gpu);
+    tick(inst.gpu);
+  }
+  Reply ok;
+  ok.text = "removed " + std::to_string(removed.size()) + " instance(s)";
+  return {reply(ok, id)};
+}
+
+std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
+                                           uint32_t id) {
+  model::Instance updated;
+  auto o = registry_->resize(peer.uid, r.instance_id, r.units, r.mode, &updated);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  GpuArbiter& arb = *arbiters_[updated.gpu];
+  // The job's other instances on the GPU may have a new job allocation too.
+  for (const model::Instance* inst : registry_->on_gpu(updated.gpu))
+    arb.update_control(*inst);
+  if (Status s = retarget(updated.gpu); !s) {
+    return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
+  }
+  tick(updated.gpu);
+  EGPU_LOG_INFO("resized instance %llu to %u units, %s (by uid %u)",
+                static_cast<unsigned long long>(updated.id), updated.units,
+                updated.mode == protocol::Mode::kCap ? "cap" : "burst", peer.uid);
+  Reply ok;
+  ok.instance_id = updated.id;
+  ok.text = instance_json(*this, updated.id, peer.uid);
+  return {reply(ok, id)};
+}
+
+std::vector<Outgoing> Agent::handle_status(const PeerCred& peer, uint32_t id) {
+  return text_chunks(status_json(*this, peer.uid), id);
+}
+
+std::vector<Outgoing> Agent::handle_show(const PeerCred& peer, const protocol::ShowRequest& r,
+                                         uint32_t id) {
+  const model::Instance* inst = registry_->find(r.instance_id);
+  if (inst == nullptr) {
+    return {reply(
+        error_reply(ReplyStatus::kNotFound, "no instance " + std::to_string(r.instance_id)), id)};
+  }
+  if (!registry_->may_see_details(peer.uid, *inst)) {
+    return {reply(error_reply(ReplyStatus::kDenied, "instance " + std::to_string(r.instance_id) +
+                                                        " belongs to another user"),
+                  id)};
+  }
+  return text_chunks(instance_json(*this, r.instance_id, peer.uid), id);
+}
+
+}  // namespace egpu::agent

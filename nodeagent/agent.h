@@ -1,0 +1,100 @@
+// Agent: the node agent. It wires the configuration, one GpuArbiter per GPU,
+// the InstanceRegistry, the ProcessTracker, the control socket and the metrics
+// endpoint into one libevent loop, and handles the control requests.
+#pragma once
+
+#include <event2/event.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/config/egpu_config.h"
+#include "core/model/instance_registry.h"
+#include "core/protocol/messages.h"
+#include "core/util/result.h"
+#include "nodeagent/control_server.h"
+#include "nodeagent/event_handle.h"
+#include "nodeagent/gpu_arbiter.h"
+#include "nodeagent/process_tracker.h"
+
+namespace egpu::agent {
+
+class MetricsServer;
+
+class Agent {
+ public:
+  static Result<std::unique_ptr<Agent>> create(const config::EgpuConfig& config);
+  ~Agent();
+
+  // Runs until SIGTERM or SIGINT; returns the exit code.
+  int run();
+
+  // For the status report and metrics.
+  const model::InstanceRegistry& registry() const { return *registry_; }
+  const std::vector<std::unique_ptr<GpuArbiter>>& arbiters() const { return arbiters_; }
+  const config::EgpuConfig& config() const { return config_; }
+  uint64_t epoch() const { return epoch_; }
+  int64_t started_ns() const { return started_ns_; }
+  const ControlServer* control() const { return control_.get(); }
+  const ProcessTracker* tracker() const { return tracker_.get(); }
+
+ private:
+  explicit Agent(const config::EgpuConfig& config);
+  Status init();
+  Status recover(uint32_t gpu, const std::vector<model::Instance>& recovered);
+
+  std::vector<Outgoing> handle(const PeerCred& peer, std::span<const uint8_t> bytes);
+  Outgoing reply(const protocol::Reply& r, uint32_t request_id, std::vector<int> fds = {});
+  std::vector<Outgoing> handle_attach(const PeerCred& peer, const protocol::AttachRequest& r,
+                                      uint32_t id);
+  std::vector<Outgoing> handle_create(const PeerCred& peer, const protocol::CreateRequest& r,
+                                      uint32_t id);
+  std::vector<Outgoing> handle_remove(const PeerCred& peer, const protocol::RemoveRequest& r,
+                                      uint32_t id);
+  std::vector<Outgoing> handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
+                                      uint32_t id);
+  std::vector<Outgoing> handle_status(const PeerCred& peer, uint32_t id);
+  std::vector<Outgoing> handle_show(const PeerCred& peer, const protocol::ShowRequest& r,
+                                    uint32_t id);
+  std::vector<Outgoing> text_chunks(const std::string& text, uint32_t request_id);
+
+  // The FAA target of every instance on a GPU (fractions summing to <= 1).
+  std::map<uint64_t, std::pair<double, protocol::Mode>> targets(uint32_t gpu) const;
+  // Applies targets() to the GPU's arbiter after a create, remove or resize.
+  Status retarget(uint32_t gpu);
+  void schedule_tick(uint32_t gpu, int64_t at);
+  void tick(uint32_t gpu);
+  void on_process_exit(const Attachment& a);
+
+  static void on_tick_timer(evutil_socket_t, short, void* arg);
+  static void on_kick(evutil_socket_t, short, void* arg);
+  static void on_heartbeat(evutil_socket_t, short, void* arg);
+  static void on_signal(evutil_socket_t, short, void* arg);
+
+  config::EgpuConfig config_;
+  uint64_t epoch_ = 0;
+  int64_t started_ns_ = 0;
+  EventBaseHandle base_;
+  std::unique_ptr<model::InstanceRegistry> registry_;
+  std::vector<std::unique_ptr<GpuArbiter>> arbiters_;
+  struct GpuEvents {
+    Agent* agent;
+    uint32_t gpu;
+    EventHandle tick_timer;
+    EventHandle kick;
+    int64_t scheduled = 0;
+  };
+  std::vector<std::unique_ptr<GpuEvents>> gpu_events_;
+  std::unique_ptr<ProcessTracker> tracker_;
+  std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<MetricsServer> metrics_;
+  EventHandle heartbeat_;
+  std::vector<EventHandle> signals_;
+  int exit_code_ = 0;
+};
+
+}  // namespace egpu::agent

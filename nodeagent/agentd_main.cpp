@@ -1,0 +1,85 @@
+// egpu-agentd: the egpu node agent.
+#include <getopt.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/config/egpu_config.h"
+#include "core/util/log.h"
+#include "nodeagent/agent.h"
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: egpu-agentd [-f CONFIG] [--check]\n"
+               "  -f, --config FILE   configuration (default /etc/egpu/egpu.conf; a missing\n"
+               "                      default file means built-in defaults)\n"
+               "  --check             validate the configuration and exit\n"
+               "  -v, --verbose       debug logging\n"
+               "  -h, --help          this text\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string path = "/etc/egpu/egpu.conf";
+  bool explicit_path = false;
+  bool check_only = false;
+  bool verbose = false;
+  static const option kOptions[] = {{"config", required_argument, nullptr, 'f'},
+                                    {"check", no_argument, nullptr, 'c'},
+                                    {"verbose", no_argument, nullptr, 'v'},
+                                    {"help", no_argument, nullptr, 'h'},
+                                    {nullptr, 0, nullptr, 0}};
+  int opt;
+  while ((opt = getopt_long(argc, argv, "f:vh", kOptions, nullptr)) != -1) {
+    switch (opt) {
+      case 'f':
+        path = optarg;
+        explicit_path = true;
+        break;
+      case 'c':
+        check_only = true;
+        break;
+      case 'v':
+        verbose = true;
+        break;
+      case 'h':
+        usage(stdout);
+        return 0;
+      default:
+        usage(stderr);
+        return 2;
+    }
+  }
+  if (optind != argc) {
+    std::fprintf(stderr, "egpu-agentd: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  egpu::config::EgpuConfig config;
+  if (explicit_path || access(path.c_str(), F_OK) == 0) {
+    auto loaded = egpu::config::load_egpu_config(path);
+    if (!loaded) {
+      std::fprintf(stderr, "egpu-agentd: %s\n", loaded.error().c_str());
+      return 2;
+    }
+    config = *loaded;
+  }
+  if (check_only) {
+    std::printf("%s: ok\n", path.c_str());
+    return 0;
+  }
+  using egpu::log::Level;
+  Level level = verbose ? Level::kDebug : static_cast<Level>(static_cast<int>(config.log_level));
+  egpu::log::init("egpu-agentd", config.log_target == egpu::config::LogTarget::kSyslog, level);
+  auto agent = egpu::agent::Agent::create(config);
+  if (!agent) {
+    EGPU_LOG_ERROR("%s", agent.error().c_str());
+    return 1;
+  }
+  return (*agent)->run();
+}

@@ -1,0 +1,118 @@
+#include <cstdio>
+
+#include "core/config/byte_size.h"
+#include "nodeagent/egpuctl/agent_query.h"
+#include "nodeagent/egpuctl/commands.h"
+
+namespace egpu::ctl {
+namespace {
+
+using nlohmann::json;
+
+std::string pct(const json& j, const char* key) {
+  if (!j.contains(key)) return "-";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f%%", j[key].get<double>());
+  return buf;
+}
+
+std::string ms(const json& j, const char* key) {
+  if (!j.contains(key)) return "-";
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%.1f ms", j[key].get<double>());
+  return buf;
+}
+
+void print_instance_header() {
+  std::printf("  %-6s %-16s %-6s %5s %-5s %7s %8s  %-22s %12s %12s %5s\n", "ID", "JOB.STEP", "UID",
+              "UNITS", "MODE", "TARGET", "ACHIEVED", "MEMORY USED/QUOTA", "THROTTLED",
+              "LONGEST WAIT", "PROCS");
+}
+
+void print_instance(const json& i) {
+  const std::string step =
+      std::to_string(i.value("job", uint64_t{0})) + "." + i.value("step", std::string());
+  const std::string mem = config::format_byte_size(i.value("memory_used_bytes", uint64_t{0})) +
+                          "/" +
+                          config::format_byte_size(i.value("memory_quota_bytes", uint64_t{0}));
+  std::printf("  %-6llu %-16s %-6u %5u %-5s %7s %8s  %-22s %12s %12s %5u\n",
+              static_cast<unsigned long long>(i.value("id", uint64_t{0})), step.c_str(),
+              i.value("uid", 0u), i.value("units", 0u), i.value("mode", std::string()).c_str(),
+              pct(i, "target_pct").c_str(), pct(i, "achieved_pct").c_str(), mem.c_str(),
+              ms(i, "throttled_ms").c_str(), ms(i, "longest_wait_ms").c_str(),
+              i.value("processes", 0u));
+}
+
+}  // namespace
+
+int fail(const std::string& message, int code) {
+  std::fprintf(stderr, "egpuctl: %s\n", message.c_str());
+  return code;
+}
+
+int cmd_status(const Globals& g, const std::vector<std::string>& args) {
+  if (!args.empty()) return fail("status takes no arguments (got '" + args[0] + "')", 2);
+  auto status = fetch_status(g.socket_path);
+  if (!status) return fail(status.error());
+  if (g.json) {
+    std::printf("%s\n", status->dump(2).c_str());
+    return 0;
+  }
+  const json& s = *status;
+  std::printf("node %s  agent pid %d  slice %d ms  window %d ms  fail mode %s\n",
+              s.value("node", std::string("?")).c_str(), s["agent"].value("pid", 0),
+              s["agent"].value("slice_ms", 0), s["agent"].value("window_ms", 0),
+              s["agent"].value("fail_mode", std::string("?")).c_str());
+  for (const auto& gpu : s.value("gpus", json::array())) {
+    const std::string holder =
+        gpu["holder"].is_null() ? "-" : std::to_string(gpu["holder"].get<uint64_t>());
+    std::printf("\nGPU %u  memory %s  allocated %u/100 units  utilisation %s  holder %s",
+                gpu.value("index", 0u),
+                config::format_byte_size(gpu.value("memory_bytes", uint64_t{0})).c_str(),
+                gpu.value("allocated_units", 0u), pct(gpu, "utilisation_pct").c_str(),
+                holder.c_str());
+    if (gpu.value("other_users_instances", 0u) > 0) {
+      std::printf("  (+%u instance(s) of other users)", gpu.value("other_users_instances", 0u));
+    }
+    std::printf("\n");
+    const auto& list = gpu.value("instances", json::array());
+    if (list.empty()) continue;
+    print_instance_header();
+    for (const auto& inst : list)
+      print_instance(inst);
+  }
+  return 0;
+}
+
+int cmd_show(const Globals& g, const std::vector<std::string>& args) {
+  if (args.size() != 1) return fail("usage: egpuctl show INSTANCE", 2);
+  auto sel = parse_selector(args[0]);
+  if (!sel) return fail(sel.error(), 2);
+  std::vector<json> found;
+  if (sel->id != 0) {
+    // By id the agent itself decides whether the caller may see it.
+    auto text = call_for_text(g.socket_path, protocol::ShowRequest{sel->id});
+    if (!text) return fail(text.error());
+    auto j = json::parse(*text, nullptr, false);
+    if (j.is_discarded()) return fail("the agent sent an instance that is not JSON");
+    found.push_back(std::move(j));
+  } else {
+    auto status = fetch_status(g.socket_path);
+    if (!status) return fail(status.error());
+    auto matched = resolve(*status, *sel);
+    if (!matched) return fail(matched.error());
+    found = std::move(*matched);
+  }
+  for (const auto& inst : found) {
+    if (g.json) {
+      std::printf("%s\n", inst.dump(2).c_str());
+      continue;
+    }
+    for (const auto& [key, value] : inst.items())
+      std::printf("%-20s %s\n", key.c_str(), value.dump().c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace egpu::ctl

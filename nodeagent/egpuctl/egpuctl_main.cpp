@@ -1,0 +1,78 @@
+// egpuctl: the egpu command line for admins and users.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/protocol/control_client.h"
+#include "nodeagent/egpuctl/commands.h"
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: egpuctl [--socket PATH] [--json] COMMAND [ARGS]\n"
+               "commands:\n"
+               "  status                          GPUs and your instances (root: all)\n"
+               "  show INSTANCE                   one instance in detail\n"
+               "  resize INSTANCE=UNITS[:MODE]... change shares (e.g. 12=30 5.0=70 5.1=burst);\n"
+               "                                  shrinks are applied before grows\n"
+               "  create --job J --step S --gpu G --units U [--job-units N] [--uid U] [--gid G]\n"
+               "         [--mode burst|cap] [--mem SIZE] [--umbrella]      (root)\n"
+               "  remove --job J [--step S]                                (root)\n"
+               "  topo [--xml FILE] [--gres-conf] [--whole-sockets]\n"
+               "INSTANCE is an instance id, or JOB.STEP or JOB.STEP@GPU (STEP: a number,\n"
+               "batch or interactive).\n"
+               "The socket is $EGPU_SOCKET, else /run/egpu/agent.sock.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  egpu::ctl::Globals g;
+  g.socket_path = egpu::protocol::default_socket_path();
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; ++i) {
+    const std::string a = argv[i];
+    if (a == "--socket" && i + 1 < argc) {
+      g.socket_path = argv[++i];
+    } else if (a == "--json") {
+      g.json = true;
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "egpuctl: unknown option '%s'\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string cmd = argv[i++];
+  std::vector<std::string> args(argv + i, argv + argc);
+  // --json may follow the command too.
+  for (auto it = args.begin(); it != args.end();) {
+    if (*it == "--json") {
+      g.json = true;
+      it = args.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (cmd == "status") return egpu::ctl::cmd_status(g, args);
+  if (cmd == "show") return egpu::ctl::cmd_show(g, args);
+  if (cmd == "create") return egpu::ctl::cmd_create(g, args);
+  if (cmd == "remove") return egpu::ctl::cmd_remove(g, args);
+  if (cmd == "resize") return egpu::ctl::cmd_resize(g, args);
+  if (cmd == "topo") return egpu::ctl::cmd_topo(g, args);
+  if (cmd == "help") {
+    usage(stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "egpuctl: unknown command '%s'\n", cmd.c_str());
+  usage(stderr);
+  return 2;
+}

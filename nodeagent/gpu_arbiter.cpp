@@ -1,0 +1,349 @@
+#include "nodeagent/gpu_arbiter.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "core/util/clock.h"
+#include "core/util/log.h"
+
+namespace egpu::agent {
+namespace {
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+faa::Mode to_faa(protocol::Mode m) {
+  return m == protocol::Mode::kCap ? faa::Mode::kCap : faa::Mode::kBurst;
+}
+
+// Charges lag the work by up to the in-flight bound plus a marker interval;
+// credit up to this much covers that lag.
+constexpr int64_t kMaxChargeCreditNs = 50'000'000;
+
+}  // namespace
+
+std::vector<int64_t> trim_overcharge(const std::vector<int64_t>& charges, int64_t* credit_ns) {
+  std::vector<int64_t> out = charges;
+  int64_t total = 0;
+  for (int64_t c : charges)
+    total += std::max<int64_t>(c, 0);
+  int64_t excess = total - *credit_ns;
+  // Water-filling: take the excess equally from everyone charged, never more
+  // than an instance's own charge.
+  while (excess > 0) {
+    int64_t charged = 0;
+    int64_t smallest = INT64_MAX;
+    for (int64_t c : out) {
+      if (c > 0) {
+        ++charged;
+        smallest = std::min(smallest, c);
+      }
+    }
+    if (charged == 0) break;
+    const int64_t each = std::min(smallest, (excess + charged - 1) / charged);
+    for (int64_t& c : out) {
+      if (c > 0 && excess > 0) {
+        const int64_t take = std::min({each, c, excess});
+        c -= take;
+        excess -= take;
+      }
+    }
+  }
+  int64_t used = 0;
+  for (int64_t c : out)
+    used += std::max<int64_t>(c, 0);
+  *credit_ns = std::max<int64_t>(0, *credit_ns - used);
+  return out;
+}
+
+std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) {
+  return runtime_dir + "/gpu" + std::to_string(gpu);
+}
+
+GpuArbiter::GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings,
+                       shm::PageFile page, faa::SliceScheduler scheduler, UniqueFd event_fd)
+    : gpu_(gpu),
+      memory_bytes_(memory),
+      settings_(settings),
+      path_(page_path(settings.runtime_dir, gpu)),
+      page_(std::move(page)),
+      scheduler_(std::move(scheduler)),
+      event_fd_(std::move(event_fd)) {}
+
+GpuArbiter::~GpuArbiter() = default;
+
+Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memory_bytes,
+                                                     const ArbiterSettings& settings,
+                                                     std::vector<model::Instance>* recovered) {
+  const std::string path = page_path(settings.runtime_dir, gpu);
+  auto file = shm::open_page_file(path, sizeof(shm::GpuPage), 0, 0, 0644);
+  if (!file) return Error{file.error()};
+  auto* page = file->mapping.as<shm::GpuPage>();
+  const bool reuse = !file->created && page->magic == shm::kGpuPageMagic &&
+                     page->version == shm::kLayoutVersion && page->gpu_index == gpu &&
+                     page->max_slots == settings.max_slots;
+  if (reuse) {
+    // Keep the file (shims map it) and the holder until the first decision.
+    for (uint32_t s = 0; s < settings.max_slots; ++s) {
+      const auto& c = page->slots[s];
+      if (c.state.load() != static_cast<uint32_t>(shm::SlotState::kActive)) continue;
+      model::Instance inst;
+      inst.id = c.instance_id.load();
+      inst.job_id = c.job_id.load();
+      inst.step_id = c.step_id.load();
+      inst.gpu = gpu;
+      inst.slot = s;
+      inst.uid = c.uid.load();
+      inst.gid = c.gid.load();
+      inst.units = c.units.load();
+      inst.job_units = c.job_units.load();
+      inst.mode = static_cast<protocol::Mode>(c.mode.load());
+      inst.mem_quota = c.mem_quota.load();
+      inst.umbrella = (c.flags.load() & protocol::kCreateUmbrella) != 0;
+      inst.mem_quota_explicit = (c.flags.load() & shm::kSlotQuotaExplicit) != 0;
+      if (recovered != nullptr) recovered->push_back(inst);
+    }
+  } else {
+    new (page) shm::GpuPage();
+    page->gpu_index = gpu;
+    page->max_slots = settings.max_slots;
+    page->holder.store(shm::kNoHolder);
+  }
+  page->gpu_memory_bytes = memory_bytes;
+  page->heartbeat_timeout_ns.store(settings.heartbeat_timeout_ns);
+  page->inflight_limit_ns.store(settings.inflight_limit_ns);
+  page->fail_mode.store(static_cast<uint32_t>(settings.fail_mode));
+  page->heartbeat_ns.store(monotonic_ns());
+  page->agent_epoch.store(settings.epoch, std::memory_order_release);
+  if (!reuse) {
+    page->version = shm::kLayoutVersion;
+    std::atomic_thread_fence(std::memory_order_release);
+    page->magic = shm::kGpuPageMagic;
+  }
+  auto scheduler = faa::SliceScheduler::create(settings.faa, monotonic_ns());
+  if (!scheduler.ok()) return Error{scheduler.message()};
+  UniqueFd efd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!efd.valid()) return Error{std::string("eventfd: ") + std::strerror(errno)};
+  std::unique_ptr<GpuArbiter> arbiter(new GpuArbiter(gpu, memory_bytes, settings, std::move(*file),
+                                                     scheduler.value(), std::move(efd)));
+  arbiter->published_ = page->holder.load();
+  arbiter->last_tick_ns_ = monotonic_ns();
+  arbiter->readonly_fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!arbiter->readonly_fd_.valid()) return Error{"open " + path + ": " + std::strerror(errno)};
+  return arbiter;
+}
+
+void GpuArbiter::write_control(const model::Instance& inst) {
+  auto& c = page()->slots[inst.slot];
+  c.mem_quota.store(inst.mem_quota, std::memory_order_relaxed);
+  c.job_id.store(inst.job_id, std::memory_order_relaxed);
+  c.step_id.store(inst.step_id, std::memory_order_relaxed);
+  c.units.store(inst.units, std::memory_order_relaxed);
+  c.job_units.store(inst.job_units, std::memory_order_relaxed);
+  c.mode.store(static_cast<uint32_t>(inst.mode), std::memory_order_relaxed);
+  c.uid.store(inst.uid, std::memory_order_relaxed);
+  c.gid.store(inst.gid, std::memory_order_relaxed);
+  c.flags.store((inst.umbrella ? protocol::kCreateUmbrella : 0) |
+                    (inst.mem_quota_explicit ? shm::kSlotQuotaExplicit : 0),
+                std::memory_order_relaxed);
+  c.instance_id.store(inst.id, std::memory_order_release);
+  c.state.store(static_cast<uint32_t>(shm::SlotState::kActive), std::memory_order_release);
+}
+
+Status GpuArbiter::add(const model::Instance& instance, double target, bool reopen) {
+  if (instance.slot >= settings_.max_slots || members_.contains(instance.slot)) {
+    return Error{"slot " + std::to_string(instance.slot) + " of GPU " + std::to_string(gpu_) +
+                 " is not free"};
+  }
+  auto runtime = InstanceRuntime::open(settings_.runtime_dir, instance, reopen);
+  if (!runtime) return Error{runtime.error()};
+  const int64_t now = monotonic_ns();
+  if (faa::Status s = scheduler_.join(instance.slot, target, to_faa(instance.mode), now); !s.ok()) {
+    ::unlink(runtime->path().c_str());
+    return Error{s.message()};
+  }
+  write_control(instance);
+  members_.emplace(instance.slot, Member{instance, std::move(*runtime), target, now, false});
+  slot_of_[instance.id] = instance.slot;
+  return {};
+}
+
+void GpuArbiter::remove(uint64_t instance_id) {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return;
+  const uint32_t slot = it->second;
+  (void)scheduler_.leave(slot, monotonic_ns());
+  auto& c = page()->slots[slot];
+  c.state.store(static_cast<uint32_t>(shm::SlotState::kFree), std::memory_order_release);
+  c.instance_id.store(0, std::memory_order_release);
+  if (published_ == slot) publish(std::nullopt, 0);
+  auto m = members_.find(slot);
+  if (m != members_.end()) {
+    ::unlink(m->second.runtime.path().c_str());
+    members_.erase(m);
+  }
+  slot_of_.erase(it);
+}
+
+void GpuArbiter::update_control(const model::Instance& instance) {
+  auto it = slot_of_.find(instance.id);
+  if (it == slot_of_.end()) return;
+  members_.at(it->second).instance = instance;
+  write_control(instance);
+}
+
+Status GpuArbiter::retarget(const std::map<uint64_t, std::pair<double, protocol::Mode>>& targets) {
+  const int64_t now = monotonic_ns();
+  // Two passes: shrinking first keeps the sum of targets within the GPU.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [id, tm] : targets) {
+      auto it = slot_of_.find(id);
+      if (it == slot_of_.end()) continue;
+      Member& m = members_.at(it->second);
+      const bool shrink = tm.first <= m.target;
+      if ((pass == 0) != shrink) continue;
+      if (faa::Status s = scheduler_.resize(it->second, tm.first, to_faa(tm.second), now);
+          !s.ok()) {
+        return Error{s.message()};
+      }
+      m.target = tm.first;
+    }
+  }
+  return {};
+}
+
+int GpuArbiter::attach(uint64_t instance_id, pid_t pid) {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return -1;
+  return members_.at(it->second).runtime.attach(pid);
+}
+
+void GpuArbiter::reclaim(uint64_t instance_id, uint32_t proc_slot, pid_t pid) {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return;
+  members_.at(it->second).runtime.reclaim(proc_slot, pid);
+}
+
+pid_t GpuArbiter::process_in_slot(uint64_t instance_id, uint32_t proc_slot) const {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end() || proc_slot >= shm::kMaxProcsPerInstance) return 0;
+  return members_.at(it->second)
+      .runtime.page()
+      ->procs[proc_slot]
+      .pid.load(std::memory_order_acquire);
+}
+
+int GpuArbiter::instance_page_fd(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  return it == slot_of_.end() ? -1 : members_.at(it->second).runtime.fd();
+}
+
+std::optional<uint64_t> GpuArbiter::holder() const {
+  if (published_ == shm::kNoHolder) return std::nullopt;
+  auto it = members_.find(published_);
+  if (it == members_.end()) return std::nullopt;
+  return it->second.instance.id;
+}
+
+void GpuArbiter::publish(std::optional<faa::InstanceId> holder, int64_t until) {
+  const uint32_t slot = holder ? *holder : shm::kNoHolder;
+  page()->slice_end_ns.store(until, std::memory_order_relaxed);
+  if (slot == published_) return;
+  published_ = slot;
+  page()->holder.store(slot, std::memory_order_release);
+  page()->grant_seq.fetch_add(1, std::memory_order_release);
+  futex_wake_all(&page()->grant_seq);
+}
+
+int64_t GpuArbiter::tick(int64_t now) {
+  uint64_t kicks = 0;
+  while (::read(event_fd_.get(), &kicks, sizeof kicks) > 0) {
+  }
+  bool others_asking = false;
+  if (last_tick_ns_ != 0 && now > last_tick_ns_) {
+    // Credit is bounded: idle time is not banked for later overcharges.
+    charge_credit_ns_ = std::min(charge_credit_ns_ + (now - last_tick_ns_), kMaxChargeCreditNs);
+  }
+  last_tick_ns_ = now;
+  std::vector<InstanceActivity> activity;
+  std::vector<int64_t> charges;
+  activity.reserve(members_.size());
+  charges.reserve(members_.size());
+  for (auto& [slot, m] : members_) {
+    activity.push_back(m.runtime.scan());
+    charges.push_back(activity.back().device_ns);
+  }
+  charges = trim_overcharge(charges, &charge_credit_ns_);
+  size_t i = 0;
+  for (auto& [slot, m] : members_) {
+    const InstanceActivity& a = activity[i];
+    const int64_t charge = charges[i++];
+    if (charge > 0) (void)scheduler_.charge(slot, charge, now);
+    if (a.launched || a.busy > 0) m.last_activity = now;
+    // A waiting instance asks exactly while a thread is blocked (gate, bound
+    // or sync). The holder keeps asking for a short grace after its last
+    // launch: a process between a sync and its next launch is not idle.
+    const bool holding = published_ == slot;
+    const bool asking =
+        a.processes > 0 &&
+        (a.busy > 0 || (holding && now - m.last_activity < settings_.idle_grace_ns));
+    if (asking != m.asking) {
+      (void)scheduler_.set_asking(slot, asking, now);
+      m.asking = asking;
+    }
+  }
+  const faa::Grant grant = scheduler_.decide(now);
+  publish(grant.holder, grant.until);
+  for (const auto& [slot, m] : members_) {
+    if (m.asking && (!grant.holder || *grant.holder != slot)) others_asking = true;
+  }
+  int64_t next = grant.until;
+  // A contended holder is checked often so an idle one yields early; any
+  // asking instance keeps the scan going so charges and asks are seen.
+  if (others_asking || (grant.holder && members_.at(*grant.holder).asking)) {
+    next = std::min(next, now + settings_.poll_ns);
+  }
+  return next;
+}
+
+void GpuArbiter::heartbeat(int64_t now) {
+  page()->heartbeat_ns.store(now, std::memory_order_release);
+}
+
+void GpuArbiter::shutdown() {
+  // A stopped agent must not leave the gate shut: a zero heartbeat is stale at
+  // once, so shims apply their fail mode without waiting for the timeout.
+  page()->heartbeat_ns.store(0, std::memory_order_release);
+  page()->grant_seq.fetch_add(1, std::memory_order_release);
+  futex_wake_all(&page()->grant_seq);
+}
+
+std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) const {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return std::nullopt;
+  const Member& m = members_.at(it->second);
+  auto stats = scheduler_.stats(it->second, now);
+  if (!stats.ok()) return std::nullopt;
+  InstanceView v;
+  v.faa = stats.value();
+  v.memory_used = m.runtime.memory_used();
+  v.throttled_ns = m.runtime.throttled_ns();
+  v.device_ns = m.runtime.device_ns_total();
+  v.mem_denied = m.runtime.mem_denied();
+  v.processes = m.runtime.processes();
+  v.target = m.target;
+  return v;
+}
+
+}  // namespace egpu::agent

@@ -1,0 +1,67 @@
+// InstanceRuntime: the agent's side of one instance's page: it creates the
+// page (owned by the job's uid, 0600), hands process slots to attaching
+// processes, reads what their shims publish (activity, device time, memory) and
+// reclaims the slots of processes that died.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "core/model/instance_registry.h"
+#include "core/shm/page_file.h"
+#include "core/shm/pages.h"
+#include "core/util/result.h"
+
+namespace egpu::agent {
+
+// What one scan of the page found since the previous scan.
+struct InstanceActivity {
+  int64_t device_ns = 0;   // device time newly reported by the shims
+  bool launched = false;   // launches advanced
+  uint32_t busy = 0;       // threads blocked at the gate / in-flight bound / sync
+  uint32_t processes = 0;  // attached processes
+};
+
+class InstanceRuntime {
+ public:
+  // Creates (or, after an agent restart, reopens) the page of `instance`.
+  static Result<InstanceRuntime> open(const std::string& runtime_dir,
+                                      const model::Instance& instance, bool reopen);
+  InstanceRuntime(InstanceRuntime&&) = default;
+  InstanceRuntime& operator=(InstanceRuntime&&) = default;
+
+  static std::string page_path(const std::string& runtime_dir, uint64_t instance_id);
+
+  // A slot for `pid`: its existing one when it attaches again, else a free one
+  // with zeroed counters. -1 when all are taken.
+  int attach(pid_t pid);
+  // The process in `slot` exited: its device time is collected by the next
+  // scan, its memory stops counting at once.
+  void reclaim(uint32_t slot, pid_t pid);
+
+  InstanceActivity scan();
+
+  shm::InstancePage* page() const { return page_.mapping.as<shm::InstancePage>(); }
+  int fd() const { return page_.fd.get(); }
+  const std::string& path() const { return path_; }
+  uint64_t memory_used() const;
+  uint64_t throttled_ns() const;
+  uint64_t device_ns_total() const { return device_ns_total_; }
+  uint64_t mem_denied() const;
+  uint32_t processes() const;
+
+ private:
+  InstanceRuntime(shm::PageFile page, std::string path);
+
+  shm::PageFile page_;
+  std::string path_;
+  std::array<uint64_t, shm::kMaxProcsPerInstance> seen_device_ns_{};
+  std::array<uint64_t, shm::kMaxProcsPerInstance> seen_launches_{};
+  uint64_t device_ns_total_ = 0;
+  int64_t pending_device_ns_ = 0;  // from reclaimed slots, charged at the next scan
+};
+
+}  // namespace egpu::agent

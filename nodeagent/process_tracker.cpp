@@ -1,0 +1,57 @@
+#include "nodeagent/process_tracker.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace egpu::agent {
+
+ProcessTracker::ProcessTracker(event_base* base, ExitCallback on_exit)
+    : base_(base), on_exit_(std::move(on_exit)) {}
+
+ProcessTracker::~ProcessTracker() = default;
+
+Status ProcessTracker::track(const Attachment& a) {
+  const auto key = std::make_pair(a.pid, a.instance_id);
+  if (watches_.contains(key)) return {};
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, a.pid, 0));
+  if (fd < 0) {
+    return Error{"cannot watch process " + std::to_string(a.pid) + ": " + std::strerror(errno)};
+  }
+  auto w = std::make_unique<Watch>();
+  w->attachment = a;
+  w->pidfd.reset(fd);
+  w->owner = this;
+  w->ev.reset(event_new(base_, fd, EV_READ, &ProcessTracker::on_readable, w.get()));
+  if (!w->ev || event_add(w->ev.get(), nullptr) != 0) {
+    return Error{"cannot add a process watch to the event loop"};
+  }
+  watches_.emplace(key, std::move(w));
+  return {};
+}
+
+void ProcessTracker::on_readable(evutil_socket_t, short, void* arg) {
+  auto* w = static_cast<Watch*>(arg);
+  ProcessTracker* self = w->owner;
+  const Attachment a = w->attachment;
+  self->watches_.erase(std::make_pair(a.pid, a.instance_id));  // frees w
+  self->on_exit_(a);
+}
+
+void ProcessTracker::forget_instance(uint64_t instance_id) {
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    if (it->first.second == instance_id) {
+      it = watches_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool ProcessTracker::tracked(pid_t pid, uint64_t instance_id) const {
+  return watches_.contains(std::make_pair(pid, instance_id));
+}
+
+}  // namespace egpu::agent

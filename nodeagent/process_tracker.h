@@ -1,0 +1,56 @@
+// ProcessTracker: watches every attached process with a pidfd in the event
+// loop, and reports its exit so its slot, memory and share are reclaimed at
+// once (DESIGN.md: a crashed instance's share goes to the others at once).
+#pragma once
+
+#include <event2/event.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "core/util/result.h"
+#include "core/util/unique_fd.h"
+#include "nodeagent/event_handle.h"
+
+namespace egpu::agent {
+
+struct Attachment {
+  pid_t pid;
+  uint64_t instance_id;
+  uint32_t gpu;
+  uint32_t proc_slot;
+};
+
+class ProcessTracker {
+ public:
+  using ExitCallback = std::function<void(const Attachment&)>;
+  ProcessTracker(event_base* base, ExitCallback on_exit);
+  ~ProcessTracker();
+
+  // Starts watching; a process already gone is reported as an error (the
+  // caller reclaims its slot at once).
+  Status track(const Attachment& attachment);
+  // Forgets the attachments of a removed instance.
+  void forget_instance(uint64_t instance_id);
+  bool tracked(pid_t pid, uint64_t instance_id) const;
+  size_t size() const { return watches_.size(); }
+
+ private:
+  struct Watch {
+    Attachment attachment;
+    UniqueFd pidfd;
+    EventHandle ev;
+    ProcessTracker* owner;
+  };
+  static void on_readable(evutil_socket_t fd, short what, void* arg);
+
+  event_base* base_;
+  ExitCallback on_exit_;
+  std::map<std::pair<pid_t, uint64_t>, std::unique_ptr<Watch>> watches_;
+};
+
+}  // namespace egpu::agent

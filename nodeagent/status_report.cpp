@@ -1,0 +1,195 @@
+#include "nodeagent/status_report.h"
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/util/clock.h"
+#include "nodeagent/agent.h"
+
+namespace egpu::agent {
+namespace {
+
+using nlohmann::json;
+
+std::string step_label(uint32_t step) {
+  switch (step) {
+    case protocol::kStepBatch:
+      return "batch";
+    case protocol::kStepExtern:
+      return "extern";
+    case protocol::kStepInteractive:
+      return "interactive";
+    default:
+      return std::to_string(step);
+  }
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+json instance_object(const model::Instance& inst, const GpuArbiter& arb, int64_t now) {
+  json j;
+  j["id"] = inst.id;
+  j["job"] = inst.job_id;
+  j["step"] = step_label(inst.step_id);
+  j["gpu"] = inst.gpu;
+  j["uid"] = inst.uid;
+  j["units"] = inst.units;
+  j["job_units"] = inst.job_units;
+  j["umbrella"] = inst.umbrella;
+  j["mode"] = inst.mode == protocol::Mode::kCap ? "cap" : "burst";
+  j["memory_quota_bytes"] = inst.mem_quota;
+  if (auto v = arb.view(inst.id, now)) {
+    j["target_pct"] = v->target * 100.0;
+    j["achieved_pct"] = v->faa.achieved * 100.0;
+    j["memory_used_bytes"] = v->memory_used;
+    j["throttled_ms"] = static_cast<double>(v->faa.throttled) / 1e6;
+    j["longest_wait_ms"] = static_cast<double>(v->faa.longest_wait) / 1e6;
+    j["device_s"] = static_cast<double>(v->device_ns) / 1e9;
+    j["grants"] = v->faa.grants;
+    j["asking"] = v->faa.asking;
+    j["holding"] = v->faa.holding;
+    j["processes"] = v->processes;
+    j["memory_denied"] = v->mem_denied;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string status_json(const Agent& agent, uid_t caller) {
+  const int64_t now = monotonic_ns();
+  json root;
+  root["node"] = hostname();
+  root["agent"] = {{"pid", getpid()},
+                   {"epoch", agent.epoch()},
+                   {"uptime_s", static_cast<double>(now - agent.started_ns()) / 1e9},
+                   {"slice_ms", agent.config().slice_ms},
+                   {"window_ms", agent.config().window_ms},
+                   {"fail_mode", config::to_string(agent.config().fail_mode)},
+                   {"default_mode", config::to_string(agent.config().default_mode)}};
+  json gpus = json::array();
+  for (const auto& arb : agent.arbiters()) {
+    const auto stats = arb->gpu_stats(now);
+    json g;
+    g["index"] = arb->gpu();
+    g["memory_bytes"] = arb->memory_bytes();
+    g["allocated_units"] = agent.registry().allocated_units(arb->gpu());
+    g["utilisation_pct"] = stats.utilisation * 100.0;
+    const auto holder = arb->holder();
+    g["holder"] =
+        holder && agent.registry().may_see_details(caller, *agent.registry().find(*holder))
+            ? json(*holder)
+            : json(nullptr);
+    json list = json::array();
+    uint32_t other_count = 0;
+    uint32_t other_units = 0;
+    for (const model::Instance* inst : agent.registry().on_gpu(arb->gpu())) {
+      if (agent.registry().may_see_details(caller, *inst)) {
+        list.push_back(instance_object(*inst, *arb, now));
+      } else {
+        ++other_count;
+        other_units += inst->umbrella ? 0 : inst->units;
+      }
+    }
+    g["instances"] = std::move(list);
+    g["other_users_instances"] = other_count;
+    gpus.push_back(std::move(g));
+  }
+  root["gpus"] = std::move(gpus);
+  return root.dump();
+}
+
+std::string instance_json(const Agent& agent, uint64_t instance_id, uid_t caller) {
+  const model::Instance* inst = agent.registry().find(instance_id);
+  if (inst == nullptr || !agent.registry().may_see_details(caller, *inst)) return "";
+  for (const auto& arb : agent.arbiters()) {
+    if (arb->gpu() == inst->gpu) return instance_object(*inst, *arb, monotonic_ns()).dump();
+  }
+  return "";
+}
+
+std::string metrics_text(const Agent& agent) {
+  const int64_t now = monotonic_ns();
+  std::ostringstream out;
+  out << "# HELP egpu_agent_up The egpu node agent is running.\n# TYPE egpu_agent_up gauge\n"
+      << "egpu_agent_up 1\n";
+  out << "# HELP egpu_gpu_utilisation Decayed share of the GPU's time charged to instances.\n"
+         "# TYPE egpu_gpu_utilisation gauge\n";
+  for (const auto& arb : agent.arbiters()) {
+    out << "egpu_gpu_utilisation{gpu=\"" << arb->gpu() << "\"} " << arb->gpu_stats(now).utilisation
+        << "\n";
+  }
+  out << "# HELP egpu_gpu_allocated_units Units allocated on the GPU (100 = whole).\n"
+         "# TYPE egpu_gpu_allocated_units gauge\n";
+  for (const auto& arb : agent.arbiters()) {
+    out << "egpu_gpu_allocated_units{gpu=\"" << arb->gpu() << "\"} "
+        << agent.registry().allocated_units(arb->gpu()) << "\n";
+  }
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+  };
+  static constexpr Series kSeries[] = {
+      {"egpu_instance_target_share", "gauge",
+       "Share of the GPU the instance is entitled to (0-1)."},
+      {"egpu_instance_achieved_share", "gauge",
+       "Decayed share of the GPU the instance used (0-1)."},
+      {"egpu_instance_memory_used_bytes", "gauge", "Device memory held by the instance."},
+      {"egpu_instance_memory_quota_bytes", "gauge", "Device memory quota of the instance."},
+      {"egpu_instance_device_seconds_total", "counter", "Device time charged to the instance."},
+      {"egpu_instance_throttled_seconds_total", "counter",
+       "Time the instance asked for the GPU without holding it."},
+      {"egpu_instance_processes", "gauge", "Processes attached to the instance."},
+  };
+  for (size_t s = 0; s < std::size(kSeries); ++s) {
+    out << "# HELP " << kSeries[s].name << " " << kSeries[s].help << "\n# TYPE " << kSeries[s].name
+        << " " << kSeries[s].type << "\n";
+    for (const auto& arb : agent.arbiters()) {
+      for (const model::Instance* inst : agent.registry().on_gpu(arb->gpu())) {
+        auto v = arb->view(inst->id, now);
+        if (!v) continue;
+        out << kSeries[s].name << "{gpu=\"" << inst->gpu << "\",job=\"" << inst->job_id
+            << "\",step=\"" << step_label(inst->step_id) << "\",instance=\"" << inst->id << "\"} ";
+        switch (s) {
+          case 0:
+            out << v->target;
+            break;
+          case 1:
+            out << v->faa.achieved;
+            break;
+          case 2:
+            out << v->memory_used;
+            break;
+          case 3:
+            out << inst->mem_quota;
+            break;
+          case 4:
+            out << static_cast<double>(v->device_ns) / 1e9;
+            break;
+          case 5:
+            out << static_cast<double>(v->faa.throttled) / 1e9;
+            break;
+          case 6:
+            out << v->processes;
+            break;
+        }
+        out << "\n";
+      }
+    }
+  }
+  if (const auto* c = agent.control()) {
+    out << "# HELP egpu_control_requests_total Control socket requests served.\n"
+           "# TYPE egpu_control_requests_total counter\negpu_control_requests_total "
+        << c->requests() << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace egpu::agent

@@ -1,0 +1,36 @@
+// AllocationTable: the process's live device allocations on managed GPUs, so a
+// free releases exactly what its allocation reserved. Pointers, arrays and VMM
+// handles are separate key spaces. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+namespace egpu::shim {
+
+enum class AllocationKind { kPointer, kArray, kMipmappedArray, kVmmHandle };
+
+struct LiveAllocation {
+  uint64_t bytes = 0;
+  int ordinal = 0;  // CUDA device ordinal it is accounted on
+};
+
+class AllocationTable {
+ public:
+  void insert(AllocationKind kind, uint64_t key, LiveAllocation allocation);
+  // Removes and returns the entry (before the driver frees it, so that a
+  // recycled address can never meet a stale entry).
+  std::optional<LiveAllocation> take(AllocationKind kind, uint64_t key);
+  // Bytes live on `ordinal` (what a fresh attach must account).
+  uint64_t live_bytes(int ordinal) const;
+  size_t size() const;
+
+ private:
+  static constexpr int kKinds = 4;
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, LiveAllocation> maps_[kKinds];
+};
+
+}  // namespace egpu::shim

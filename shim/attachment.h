@@ -1,0 +1,43 @@
+// Attachment: this process's coordinates on one GPU after a successful attach:
+// the GPU page (read-only), the instance page (read-write), its slots and the
+// agent's wake-up eventfd. Immutable once published and never unmapped: after a
+// re-attach, threads still holding the old one read a stale but valid page.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "core/shm/page_file.h"
+#include "core/shm/pages.h"
+#include "core/util/result.h"
+#include "core/util/unique_fd.h"
+#include "shim/attach_client.h"
+
+namespace egpu::shim {
+
+struct Attachment {
+  shm::Mapping gpu_mapping;
+  shm::Mapping instance_mapping;
+  UniqueFd wake;
+  const shm::GpuPage* gpu = nullptr;
+  shm::InstancePage* instance = nullptr;
+  shm::ProcSlot* me = nullptr;
+  uint32_t gpu_slot = 0;
+  uint32_t proc_slot = 0;
+  uint64_t instance_id = 0;
+  uint64_t epoch = 0;
+  // EGPU_FAIL_MODE, when set, wins over the page's value.
+  std::optional<shm::PageFailMode> fail_mode_override;
+
+  const shm::SlotControl& control() const { return gpu->slots[gpu_slot]; }
+  shm::PageFailMode fail_mode() const {
+    if (fail_mode_override) return *fail_mode_override;
+    return static_cast<shm::PageFailMode>(gpu->fail_mode.load(std::memory_order_relaxed));
+  }
+};
+
+// Maps and validates what the agent sent for physical GPU `gpu_index`.
+Result<std::unique_ptr<Attachment>> make_attachment(AttachReply reply, uint32_t gpu_index);
+
+}  // namespace egpu::shim

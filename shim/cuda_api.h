@@ -1,0 +1,13 @@
+// cuda.h as the shim sees it: every ABI name declared (versioned, unversioned,
+// _ptsz/_ptds) so each wrapper is defined under its exact exported name, with
+// default visibility for the CUDA API while the rest of the shim is hidden.
+// Include this before anything else that includes cuda.h.
+#pragma once
+
+#ifndef __CUDA_API_VERSION_INTERNAL
+#define __CUDA_API_VERSION_INTERNAL 1
+#endif
+#ifndef __CUDA_API_PUSH_VISIBILITY_DEFAULT
+#define __CUDA_API_PUSH_VISIBILITY_DEFAULT 1
+#endif
+#include <cuda.h>

@@ -1,0 +1,74 @@
+#include "shim/gate.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/util/clock.h"
+
+namespace egpu::shim {
+
+bool agent_alive(const shm::GpuPage& gpu, int64_t now) {
+  const int64_t timeout = gpu.heartbeat_timeout_ns.load(std::memory_order_relaxed);
+  if (timeout <= 0) return true;
+  return now - gpu.heartbeat_ns.load(std::memory_order_acquire) <= timeout;
+}
+
+void futex_wait_shared(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
+  timespec ts{};
+  ts.tv_sec = timeout_ns / 1'000'000'000;
+  ts.tv_nsec = timeout_ns % 1'000'000'000;
+  // Not FUTEX_PRIVATE_FLAG: waker and waiters are different processes.
+  ::syscall(SYS_futex, reinterpret_cast<const uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr,
+            0);
+}
+
+SliceWait wait_for_slice(const Attachment& a) {
+  const shm::GpuPage& gpu = *a.gpu;
+  const int64_t start = monotonic_ns();
+  a.me->busy.fetch_add(1, std::memory_order_acq_rel);
+  bool asked = false;
+  SliceWait outcome = SliceWait::kGranted;
+  for (;;) {
+    const uint32_t seq = gpu.grant_seq.load(std::memory_order_acquire);
+    if (gpu.holder.load(std::memory_order_acquire) == a.gpu_slot) break;
+    if (gpu.agent_epoch.load(std::memory_order_acquire) != a.epoch) {
+      outcome = SliceWait::kEpochChanged;
+      break;
+    }
+    const int64_t now = monotonic_ns();
+    if (!agent_alive(gpu, now)) {
+      outcome = SliceWait::kAgentDead;
+      break;
+    }
+    if (!asked) {
+      // Once per wait: the agent re-decides now instead of at its next tick.
+      const uint64_t one = 1;
+      ssize_t ignored = ::write(a.wake.get(), &one, sizeof one);
+      (void)ignored;
+      asked = true;
+    }
+    // Wake no later than the heartbeat could go stale.
+    const int64_t timeout = gpu.heartbeat_timeout_ns.load(std::memory_order_relaxed);
+    int64_t wait = kMaxFutexWaitNs;
+    if (timeout > 0) {
+      const int64_t stale_at = gpu.heartbeat_ns.load(std::memory_order_relaxed) + timeout;
+      wait = std::clamp<int64_t>(stale_at - now + 1'000'000, 1'000'000, kMaxFutexWaitNs);
+    }
+    futex_wait_shared(&gpu.grant_seq, seq, wait);
+  }
+  a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
+  a.me->throttled_ns.fetch_add(static_cast<uint64_t>(monotonic_ns() - start),
+                               std::memory_order_relaxed);
+  return outcome;
+}
+
+void sleep_on_grant(const Attachment& a, int64_t ns) {
+  const uint32_t seq = a.gpu->grant_seq.load(std::memory_order_acquire);
+  futex_wait_shared(&a.gpu->grant_seq, seq, std::clamp<int64_t>(ns, 1'000, kMaxFutexWaitNs));
+}
+
+}  // namespace egpu::shim

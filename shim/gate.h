@@ -1,0 +1,35 @@
+// The slice gate's slow path: waiting until this instance holds the GPU's
+// slice, and telling a live agent from a dead one. Free of CUDA: it works on
+// the shared pages only (futex on GpuPage.grant_seq, eventfd to ask).
+#pragma once
+
+#include <cstdint>
+
+#include "shim/attachment.h"
+
+namespace egpu::shim {
+
+// Longest single futex sleep: liveness is re-checked at least this often.
+inline constexpr int64_t kMaxFutexWaitNs = 50'000'000;
+
+// The agent's heartbeat is fresh (a zero timeout means "never declare dead").
+bool agent_alive(const shm::GpuPage& gpu, int64_t now);
+
+enum class SliceWait {
+  kGranted,       // this instance holds the slice
+  kAgentDead,     // the heartbeat stopped: apply the fail mode
+  kEpochChanged,  // the agent restarted: re-attach
+};
+
+// Blocks (counted in ProcSlot.busy, the time in throttled_ns) until one of the
+// outcomes above. Asks the agent once through the eventfd.
+SliceWait wait_for_slice(const Attachment& a);
+
+// Sleeps up to `ns` (at most kMaxFutexWaitNs) on the grant word, waking early
+// when the holder changes: used while duty-cycling without an agent.
+void sleep_on_grant(const Attachment& a, int64_t ns);
+
+// FUTEX_WAIT (shared: the page is a file mapping seen by several processes).
+void futex_wait_shared(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns);
+
+}  // namespace egpu::shim

@@ -1,0 +1,164 @@
+#include "shim/launch_admission.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+#include "core/util/clock.h"
+#include "shim/fast_clock.h"
+#include "shim/gate.h"
+#include "shim/log.h"
+#include "shim/stream_lookup.h"
+
+namespace egpu::shim {
+namespace {
+
+constexpr int64_t kCheckPeriodNs = 10'000'000;    // holder's liveness check
+constexpr int64_t kInflightPollNs = 100'000;      // sleep between marker polls
+constexpr int64_t kNoProgressNs = 5'000'000'000;  // give up on a stuck estimate
+
+void sleep_ns(int64_t ns) {
+  timespec ts{ns / 1'000'000'000, ns % 1'000'000'000};
+  clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+}
+
+// The device time this instance's processes measured (the closed-mode duty
+// cycle's input).
+uint64_t instance_device_ns(const Attachment& a) {
+  uint64_t total = 0;
+  for (const shm::ProcSlot& p : a.instance->procs) {
+    if (p.pid.load(std::memory_order_relaxed) != 0) {
+      total += p.device_ns.load(std::memory_order_relaxed);
+    }
+  }
+  return total;
+}
+
+void sync_limit(GpuBinding& b, const Attachment& a) {
+  const int64_t limit = a.gpu->inflight_limit_ns.load(std::memory_order_relaxed);
+  if (limit > 0 && limit != b.pacer().inflight_limit_ns()) b.pacer().set_inflight_limit_ns(limit);
+}
+
+void stop_duty_cycle(GpuBinding& b) {
+  std::lock_guard lock(b.duty_mutex());
+  b.duty().stop();
+}
+
+// The agent is gone (or restarted and will not take us back): apply the fail
+// mode until it returns.
+void admit_without_agent(GpuBinding& b, const Attachment& a) {
+  const shm::PageFailMode mode = a.fail_mode();
+  if (b.said_agent_gone.first()) {
+    if (mode == shm::PageFailMode::kClosed) {
+      log_line(
+          "GPU %u: the egpu agent stopped responding; fail mode closed: holding instance "
+          "%llu at its share (%u units) locally until it returns",
+          b.physical_index(), static_cast<unsigned long long>(a.instance_id),
+          a.control().units.load(std::memory_order_relaxed));
+    } else {
+      log_line(
+          "GPU %u: the egpu agent stopped responding; fail mode open: running unenforced "
+          "until it returns",
+          b.physical_index());
+    }
+  }
+  if (mode != shm::PageFailMode::kClosed) return;
+  const int64_t start = monotonic_ns();
+  bool waited = false;
+  for (;;) {
+    const int64_t now = monotonic_ns();  // the duty cycle runs on the agent's clock
+    if (agent_alive(*a.gpu, now) && a.gpu->agent_epoch.load(std::memory_order_acquire) == a.epoch) {
+      break;
+    }
+    int64_t wait = 0;
+    {
+      std::lock_guard lock(b.duty_mutex());
+      if (!b.duty().started()) {
+        const double share = a.control().units.load(std::memory_order_relaxed) / 100.0;
+        b.duty().start(share, instance_device_ns(a), now);
+      }
+      wait = b.duty().wait_ns(instance_device_ns(a), now);
+    }
+    if (wait <= 0) break;
+    if (!waited) {
+      a.me->busy.fetch_add(1, std::memory_order_acq_rel);
+      waited = true;
+    }
+    // Poll the markers meanwhile so the device time the bucket reads advances.
+    add_charge(a, b.pacer().poll_all(launch_clock_ns(), thread_token()));
+    sleep_on_grant(a, std::min<int64_t>(wait, kMaxFutexWaitNs));
+  }
+  if (waited) {
+    a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
+    a.me->throttled_ns.fetch_add(static_cast<uint64_t>(monotonic_ns() - start),
+                                 std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+void wait_inflight(GpuBinding& b, const Attachment& a) {
+  pacing::DevicePacer& pacer = b.pacer();
+  if (pacer.under_limit()) return;
+  const uint64_t token = thread_token();
+  const int64_t start = launch_clock_ns();
+  a.me->busy.fetch_add(1, std::memory_order_acq_rel);
+  int64_t last_progress = start;
+  int64_t lowest = pacer.queued_ns();
+  for (;;) {
+    const int64_t now = launch_clock_ns();
+    add_charge(a, pacer.poll_all(now, token));
+    const int64_t queued = pacer.queued_ns();
+    if (queued < pacer.inflight_limit_ns()) break;
+    if (queued < lowest) {
+      lowest = queued;
+      last_progress = now;
+    } else if (now - last_progress > kNoProgressNs) {
+      // Never hang a program on our own bookkeeping.
+      EGPU_SHIM_LOG_ONCE("GPU %u: in-flight estimate stuck for 5 s; resetting it",
+                         b.physical_index());
+      pacer.abandon_all();
+      break;
+    }
+    sleep_ns(kInflightPollNs);
+  }
+  a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
+  a.me->throttled_ns.fetch_add(static_cast<uint64_t>(launch_clock_ns() - start),
+                               std::memory_order_relaxed);
+  a.me->inflight_ns.store(static_cast<uint64_t>(std::max<int64_t>(pacer.queued_ns(), 0)),
+                          std::memory_order_relaxed);
+}
+
+Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
+  for (;;) {
+    const int64_t now = launch_clock_ns();
+    b.set_next_check_ns(now + kCheckPeriodNs);
+    sync_limit(b, *a);
+    const bool restarted = a->gpu->agent_epoch.load(std::memory_order_acquire) != a->epoch;
+    if (restarted || !agent_alive(*a->gpu, monotonic_ns())) {
+      Attachment* fresh = s.reattach(b, a, now);
+      if (fresh != a) {
+        a = fresh;
+        continue;
+      }
+      admit_without_agent(b, *a);
+      wait_inflight(b, *a);
+      return a;
+    }
+    stop_duty_cycle(b);
+    if (a->gpu->holder.load(std::memory_order_acquire) == a->gpu_slot) {
+      if (b.pacer().under_limit()) return a;
+      wait_inflight(b, *a);
+      if (a->gpu->holder.load(std::memory_order_acquire) == a->gpu_slot) return a;
+      continue;
+    }
+    switch (wait_for_slice(*a)) {
+      case SliceWait::kGranted:
+      case SliceWait::kEpochChanged:
+      case SliceWait::kAgentDead:
+        continue;  // the top of the loop sorts out which
+    }
+  }
+}
+
+}  // namespace egpu::shim

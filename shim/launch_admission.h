@@ -1,0 +1,31 @@
+// The launch gate's slow path: whatever stands between a launch and the GPU
+// when the fast test (this instance holds the slice, the in-flight estimate is
+// under the limit, no liveness check due) fails: waiting for the slice, the
+// in-flight bound, re-attaching to a restarted agent, and the fail modes.
+#pragma once
+
+#include <cstdint>
+
+#include "core/pacing/charge.h"
+#include "shim/attachment.h"
+#include "shim/gpu_binding.h"
+#include "shim/process_state.h"
+
+namespace egpu::shim {
+
+// Returns the attachment the launch is accounted to (possibly a new one after
+// a re-attach) once it may go.
+Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a);
+
+// Blocks (asking: busy counted) until the process's queued device time on `b`
+// is under the limit, polling its streams' markers.
+void wait_inflight(GpuBinding& b, const Attachment& a);
+
+// Adds measured or estimated device time to the process's slot.
+inline void add_charge(const Attachment& a, const pacing::Charge& c) {
+  if (c.total() > 0) {
+    a.me->device_ns.fetch_add(static_cast<uint64_t>(c.total()), std::memory_order_relaxed);
+  }
+}
+
+}  // namespace egpu::shim

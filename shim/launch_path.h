@@ -1,0 +1,64 @@
+// What every launch wrapper does around the real launch. The fast path: this
+// instance holds the slice and its queued device time is under the limit ->
+// a few atomic loads, a clock read and the stream's marker bookkeeping, no
+// syscall and no shared lock. Anything else goes to admit_launch().
+#pragma once
+
+#include "shim/call_counters.h"
+#include "shim/fast_clock.h"
+#include "shim/launch_admission.h"
+#include "shim/log.h"
+#include "shim/process_state.h"
+#include "shim/stream_lookup.h"
+
+namespace egpu::shim {
+
+template <typename RealLaunch>
+CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
+                      RealLaunch&& launch) noexcept {
+  ProcessState* s = process_state();
+  note_call(id);
+  if (s == nullptr || !s->usable()) return launch();
+  bool launched = false;
+  CUresult result = CUDA_ERROR_UNKNOWN;
+  try {
+    GpuBinding* b = s->current_binding();
+    if (b == nullptr) {
+      launched = true;
+      return result = launch();
+    }
+    const int64_t now = launch_clock_ns();
+    Attachment* a = s->ensure_attached(*b, now);
+    if (a == nullptr) {
+      launched = true;
+      return result = launch();  // unattached: the fail mode was said at attach
+    }
+    if (a->gpu->holder.load(std::memory_order_acquire) != a->gpu_slot ||
+        !b->pacer().under_limit() || b->check_due(now)) {
+      a = admit_launch(*s, *b, a);
+    }
+    pacing::StreamPacer* paced = find_stream_pacer(*b, stream, zero_means);
+    pacing::Charge charge;
+    if (paced != nullptr) {
+      std::lock_guard lock(paced->mutex());
+      charge += paced->before_launch(now);
+      launched = true;
+      result = launch();
+      if (result == CUDA_SUCCESS) charge += paced->after_launch(now);
+    } else {
+      launched = true;
+      result = launch();
+    }
+    add_charge(*a, charge);
+    if (result == CUDA_SUCCESS) a->me->launches.fetch_add(1, std::memory_order_relaxed);
+    const int64_t queued = b->pacer().queued_ns();
+    a->me->inflight_ns.store(queued > 0 ? static_cast<uint64_t>(queued) : 0,
+                             std::memory_order_relaxed);
+    return result;
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error in the launch path: launches pass through unpaced");
+    return launched ? result : launch();
+  }
+}
+
+}  // namespace egpu::shim

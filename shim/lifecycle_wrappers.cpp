@@ -1,0 +1,114 @@
+// Streams and contexts ending: their pacing state must go with them (a
+// destroyed context's events are invalid, and its handles may be reused).
+#include "shim/call_counters.h"
+#include "shim/launch_admission.h"
+#include "shim/log.h"
+#include "shim/process_state.h"
+#include "shim/stream_lookup.h"
+
+namespace egpu::shim {
+namespace {
+
+// Charges what the stream still had queued and forgets it, on every managed GPU
+// (a stream handle is unique in the process).
+void forget_stream(CUstream stream) noexcept {
+  ProcessState* s = managed_state();
+  if (s == nullptr) return;
+  try {
+    for (int i = 0;; ++i) {
+      GpuBinding* b = s->binding(i);
+      if (b == nullptr) break;
+      const pacing::Charge left = retire_stream(*b, stream);
+      if (Attachment* a = b->attachment()) add_charge(*a, left);
+    }
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error while forgetting a stream");
+  }
+}
+
+// A context is going away: forget the events of `ordinal` (-1: every device)
+// without touching them.
+void forget_context(int ordinal) noexcept {
+  ProcessState* s = managed_state();
+  if (s == nullptr) return;
+  try {
+    s->contexts().invalidate();
+    for (int i = 0;; ++i) {
+      GpuBinding* b = s->binding(i);
+      if (b == nullptr) break;
+      if (ordinal < 0 || ordinal == i) b->pacer().abandon_all();
+    }
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error while forgetting a context");
+  }
+}
+
+}  // namespace
+}  // namespace egpu::shim
+
+using egpu::shim::note_call;
+using egpu::shim::RealId;
+
+extern "C" {
+
+#define EGPU_REAL_OR_RETURN(name)    \
+  const auto real = EGPU_REAL(name); \
+  if (real == nullptr) return egpu::shim::missing_real_result()
+
+CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+  EGPU_REAL_OR_RETURN(cuStreamDestroy);
+  note_call(RealId::cuStreamDestroy);
+  egpu::shim::forget_stream(hStream);
+  return real(hStream);
+}
+
+CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
+  EGPU_REAL_OR_RETURN(cuStreamDestroy_v2);
+  note_call(RealId::cuStreamDestroy_v2);
+  egpu::shim::forget_stream(hStream);
+  return real(hStream);
+}
+
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
+  EGPU_REAL_OR_RETURN(cuCtxDestroy);
+  note_call(RealId::cuCtxDestroy);
+  egpu::shim::forget_context(-1);
+  return real(ctx);
+}
+
+CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
+  EGPU_REAL_OR_RETURN(cuCtxDestroy_v2);
+  note_call(RealId::cuCtxDestroy_v2);
+  egpu::shim::forget_context(-1);
+  return real(ctx);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
+  EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxReset);
+  note_call(RealId::cuDevicePrimaryCtxReset);
+  egpu::shim::forget_context(dev);
+  return real(dev);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxReset_v2);
+  note_call(RealId::cuDevicePrimaryCtxReset_v2);
+  egpu::shim::forget_context(dev);
+  return real(dev);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+  EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxRelease);
+  note_call(RealId::cuDevicePrimaryCtxRelease);
+  egpu::shim::forget_context(dev);
+  return real(dev);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxRelease_v2);
+  note_call(RealId::cuDevicePrimaryCtxRelease_v2);
+  egpu::shim::forget_context(dev);
+  return real(dev);
+}
+
+}  // extern "C"

@@ -1,0 +1,81 @@
+#include "shim/memory_accounting.h"
+
+#include <limits>
+
+#include "core/quota/memory_quota.h"
+#include "shim/fast_clock.h"
+
+namespace egpu::shim {
+namespace {
+
+uint64_t quota_of(const Attachment& a) {
+  const uint64_t quota = a.control().mem_quota.load(std::memory_order_relaxed);
+  // 0 means the agent set none: account, never refuse.
+  return quota != 0 ? quota : std::numeric_limits<uint64_t>::max();
+}
+
+}  // namespace
+
+Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reservation* r) {
+  r->ordinal = b.ordinal();
+  r->bytes = bytes;
+  Attachment* a = s.ensure_attached(b, launch_clock_ns());
+  if (a == nullptr) return Admission::kGranted;  // unattached: the fail mode applies
+  const uint64_t quota = quota_of(*a);
+  switch (quota::reserve(a->instance, a->proc_slot, bytes, quota)) {
+    case quota::Reservation::kGranted:
+      r->attachment = a;
+      return Admission::kGranted;
+    case quota::Reservation::kOverQuota:
+      a->me->mem_denied.fetch_add(1, std::memory_order_relaxed);
+      log_line(
+          "GPU %u: allocation of %llu bytes refused: instance %llu holds %llu of its "
+          "%llu-byte memory quota",
+          b.physical_index(), static_cast<unsigned long long>(bytes),
+          static_cast<unsigned long long>(a->instance_id),
+          static_cast<unsigned long long>(quota::used(a->instance)),
+          static_cast<unsigned long long>(quota));
+      return Admission::kDenied;
+    case quota::Reservation::kLockUnavailable:
+      break;
+  }
+  // The instance's lock is stuck: account without the check rather than block.
+  EGPU_SHIM_LOG_ONCE(
+      "GPU %u: the instance's allocation lock is unavailable; allocations are "
+      "accounted without the quota check",
+      b.physical_index());
+  a->me->mem_bytes.fetch_add(bytes, std::memory_order_acq_rel);
+  r->attachment = a;
+  return Admission::kGranted;
+}
+
+bool resize_reservation(Reservation* r, uint64_t bytes) {
+  Attachment* a = r->attachment;
+  if (a != nullptr && bytes > r->bytes) {
+    const uint64_t more = bytes - r->bytes;
+    if (quota::reserve(a->instance, a->proc_slot, more, quota_of(*a)) !=
+        quota::Reservation::kGranted) {
+      a->me->mem_denied.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+  } else if (a != nullptr && bytes < r->bytes) {
+    quota::release(a->instance, a->proc_slot, r->bytes - bytes);
+  }
+  r->bytes = bytes;
+  return true;
+}
+
+void cancel_reservation(const Reservation& r) {
+  if (r.attachment != nullptr)
+    quota::release(r.attachment->instance, r.attachment->proc_slot, r.bytes);
+}
+
+void release_allocation(ProcessState& s, const LiveAllocation& freed) {
+  GpuBinding* b = s.binding(freed.ordinal);
+  if (b == nullptr) return;
+  // The current attachment: after a re-attach its slot was set to the live
+  // total, which includes this allocation.
+  if (Attachment* a = b->attachment()) quota::release(a->instance, a->proc_slot, freed.bytes);
+}
+
+}  // namespace egpu::shim

@@ -1,0 +1,154 @@
+#include "shim/process_state.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <new>
+
+#include "shim/attach_client.h"
+#include "shim/call_counters.h"
+#include "shim/fast_clock.h"
+#include "shim/log.h"
+
+namespace egpu::shim {
+namespace detail {
+constinit std::atomic<ProcessState*> g_process_state{nullptr};
+}  // namespace detail
+
+namespace {
+
+constexpr int kAttachTimeoutMs = 2000;
+constexpr int64_t kRetryUnreachableNs = 5'000'000'000;  // agent not there at all
+constexpr int64_t kRetryAgentGoneNs = 1'000'000'000;    // restarted or stopped beating
+
+const char* read_env(const char* name) {
+  return ::getenv(name);
+}
+
+const char* fail_mode_text(const std::optional<shm::PageFailMode>& mode) {
+  if (mode == shm::PageFailMode::kClosed) {
+    return "fail mode closed: memory quota unknown, running unenforced - check the egpu agent";
+  }
+  return "fail mode open: running unenforced";
+}
+
+// A forked child is a new process to the agent: it must not write into its
+// parent's slots. No locks here (another thread may have held any of them).
+void on_fork_child() noexcept {
+  ProcessState* fresh = nullptr;
+  try {
+    fresh = new ProcessState(parse_shim_env(&read_env));
+  } catch (...) {
+    fresh = nullptr;
+  }
+  detail::g_process_state.store(fresh, std::memory_order_release);
+}
+
+}  // namespace
+
+ProcessState* detail::create_process_state() {
+  ProcessState* made = nullptr;
+  try {
+    made = new ProcessState(parse_shim_env(&read_env));
+  } catch (...) {
+    return nullptr;
+  }
+  ProcessState* expected = nullptr;
+  if (!g_process_state.compare_exchange_strong(expected, made, std::memory_order_acq_rel)) {
+    delete made;  // another thread was first
+    return expected;
+  }
+  pthread_atfork(nullptr, nullptr, &on_fork_child);
+  return made;
+}
+
+ProcessState::ProcessState(ShimEnv env)
+    : env_(std::move(env)), usable_(env_.managed && env_.problem.empty()) {
+  set_debug_logging(env_.debug);
+  set_call_counting(env_.debug);
+  if (!usable_) return;
+  pacing::PacingParams params;
+  for (size_t i = 0; i < env_.gpu_indices.size(); ++i) {
+    bindings_.push_back(
+        std::make_unique<GpuBinding>(static_cast<int>(i), env_.gpu_indices[i], backend_, params));
+  }
+}
+
+void ProcessState::attach_all() {
+  if (attached_all_.exchange(true, std::memory_order_acq_rel)) return;
+  if (!env_.warning.empty()) log_line("%s", env_.warning.c_str());
+  const int64_t now = launch_clock_ns();
+  for (auto& b : bindings_)
+    ensure_attached(*b, now);
+}
+
+Attachment* ProcessState::attach_slow(GpuBinding& b, int64_t now, Attachment* stale) {
+  if (stale == nullptr) {
+    // Unattached: attach if never tried, retry an absent agent now and then.
+    const Link link = b.link();
+    if (link == Link::kRefused) return nullptr;
+    if (link == Link::kUnreachable && now < b.next_attempt_ns()) return nullptr;
+  } else if (now < b.next_attempt_ns()) {
+    return stale;
+  }
+  std::lock_guard lock(b.attach_mutex());
+  Attachment* current = b.attachment();
+  if (current != stale) return current;  // another thread got there first
+  if (now < b.next_attempt_ns() && b.link() != Link::kNeverTried) return stale;
+  Attachment* fresh = attach_locked(b, now, stale != nullptr);
+  return fresh != nullptr ? fresh : stale;
+}
+
+Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) {
+  const protocol::AttachRequest request{env_.job_id, env_.step_id, b.physical_index()};
+  AttachReply reply;
+  AttachError error;
+  if (!request_attach(env_.socket_path, request, kAttachTimeoutMs, &reply, &error)) {
+    b.set_next_attempt_ns(now + (again ? kRetryAgentGoneNs : kRetryUnreachableNs));
+    if (!again) {
+      b.set_link(error.kind == AttachFailure::kRefused ? Link::kRefused : Link::kUnreachable);
+      if (b.said_attach_failure.first()) {
+        log_line("GPU %u (job %llu step %u): cannot attach to the egpu agent at %s: %s; %s",
+                 b.physical_index(), static_cast<unsigned long long>(env_.job_id), env_.step_id,
+                 env_.socket_path.c_str(), error.message.c_str(), fail_mode_text(env_.fail_mode));
+      }
+    } else {
+      log_debug("GPU %u: re-attach failed: %s", b.physical_index(), error.message.c_str());
+    }
+    return nullptr;
+  }
+  auto made = make_attachment(std::move(reply), b.physical_index());
+  if (!made) {
+    b.set_next_attempt_ns(now + kRetryUnreachableNs);
+    if (!again) b.set_link(Link::kUnreachable);
+    if (b.said_attach_failure.first()) {
+      log_line("GPU %u: the egpu agent's pages are unusable: %s; %s", b.physical_index(),
+               made.error().c_str(), fail_mode_text(env_.fail_mode));
+    }
+    return nullptr;
+  }
+  std::unique_ptr<Attachment> a = std::move(*made);
+  a->fail_mode_override = env_.fail_mode;
+  // The slot holds what this process has live on the GPU (all of it when the
+  // shim ran unattached until now, or the agent lost its pages).
+  a->me->mem_bytes.store(allocations_.live_bytes(b.ordinal()), std::memory_order_release);
+  const int64_t limit = a->gpu->inflight_limit_ns.load(std::memory_order_relaxed);
+  if (limit > 0) b.pacer().set_inflight_limit_ns(limit);
+  Attachment* raw = a.release();  // kept for the life of the process (see Attachment)
+  b.publish(raw);
+  b.set_link(Link::kAttached);
+  b.set_next_check_ns(0);
+  if (again) {
+    log_line("GPU %u: re-attached to the egpu agent (instance %llu, epoch %llu)",
+             b.physical_index(), static_cast<unsigned long long>(raw->instance_id),
+             static_cast<unsigned long long>(raw->epoch));
+  } else {
+    log_debug("GPU %u: attached: instance %llu, GPU slot %u, process slot %u, epoch %llu",
+              b.physical_index(), static_cast<unsigned long long>(raw->instance_id), raw->gpu_slot,
+              raw->proc_slot, static_cast<unsigned long long>(raw->epoch));
+  }
+  return raw;
+}
+
+}  // namespace egpu::shim

@@ -1,0 +1,121 @@
+// The real driver's functions, resolved lazily from the real libcuda.so.1 through
+// glibc's own dlsym: never through RTLD_DEFAULT/RTLD_NEXT of our own names,
+// which would find the shim's wrappers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "shim/cuda_api.h"
+
+// Every CUDA ABI name the shim defines a wrapper for.
+#define EGPU_WRAPPED_FUNCTIONS(X)         \
+  X(cuInit)                               \
+  X(cuGetProcAddress)                     \
+  X(cuGetProcAddress_v2)                  \
+  X(cuLaunchKernel)                       \
+  X(cuLaunchKernel_ptsz)                  \
+  X(cuLaunchKernelEx)                     \
+  X(cuLaunchKernelEx_ptsz)                \
+  X(cuLaunchCooperativeKernel)            \
+  X(cuLaunchCooperativeKernel_ptsz)       \
+  X(cuLaunchCooperativeKernelMultiDevice) \
+  X(cuGraphLaunch)                        \
+  X(cuGraphLaunch_ptsz)                   \
+  X(cuCtxSynchronize)                     \
+  X(cuCtxSynchronize_v2)                  \
+  X(cuStreamSynchronize)                  \
+  X(cuStreamSynchronize_ptsz)             \
+  X(cuEventSynchronize)                   \
+  X(cuMemcpyHtoD)                         \
+  X(cuMemcpyHtoD_v2)                      \
+  X(cuMemcpyHtoD_v2_ptds)                 \
+  X(cuMemcpyDtoH)                         \
+  X(cuMemcpyDtoH_v2)                      \
+  X(cuMemcpyDtoH_v2_ptds)                 \
+  X(cuMemcpyDtoD)                         \
+  X(cuMemcpyDtoD_v2)                      \
+  X(cuMemcpyDtoD_v2_ptds)                 \
+  X(cuMemcpy)                             \
+  X(cuMemcpy_ptds)                        \
+  X(cuStreamDestroy)                      \
+  X(cuStreamDestroy_v2)                   \
+  X(cuCtxDestroy)                         \
+  X(cuCtxDestroy_v2)                      \
+  X(cuDevicePrimaryCtxReset)              \
+  X(cuDevicePrimaryCtxReset_v2)           \
+  X(cuDevicePrimaryCtxRelease)            \
+  X(cuDevicePrimaryCtxRelease_v2)         \
+  X(cuMemAlloc)                           \
+  X(cuMemAlloc_v2)                        \
+  X(cuMemAllocPitch)                      \
+  X(cuMemAllocPitch_v2)                   \
+  X(cuMemAllocManaged)                    \
+  X(cuMemAllocAsync)                      \
+  X(cuMemAllocAsync_ptsz)                 \
+  X(cuMemAllocFromPoolAsync)              \
+  X(cuMemAllocFromPoolAsync_ptsz)         \
+  X(cuMemCreate)                          \
+  X(cuMemRelease)                         \
+  X(cuArrayCreate)                        \
+  X(cuArrayCreate_v2)                     \
+  X(cuArray3DCreate)                      \
+  X(cuArray3DCreate_v2)                   \
+  X(cuMipmappedArrayCreate)               \
+  X(cuArrayDestroy)                       \
+  X(cuMipmappedArrayDestroy)              \
+  X(cuMemFree)                            \
+  X(cuMemFree_v2)                         \
+  X(cuMemFreeAsync)                       \
+  X(cuMemFreeAsync_ptsz)                  \
+  X(cuMemGetInfo)                         \
+  X(cuMemGetInfo_v2)                      \
+  X(cuDeviceTotalMem)                     \
+  X(cuDeviceTotalMem_v2)
+
+// Functions the shim only calls (events for pacing, context queries).
+#define EGPU_HELPER_FUNCTIONS(X) \
+  X(cuEventCreate)               \
+  X(cuEventDestroy_v2)           \
+  X(cuEventRecord)               \
+  X(cuEventQuery)                \
+  X(cuEventElapsedTime)          \
+  X(cuEventElapsedTime_v2)       \
+  X(cuCtxGetCurrent)             \
+  X(cuCtxGetDevice)
+
+namespace egpu::shim {
+
+#define EGPU_AS_ENUM(name) name,
+enum class RealId : int {
+  EGPU_WRAPPED_FUNCTIONS(EGPU_AS_ENUM) kFirstHelper,
+  kHelperBase = kFirstHelper - 1,
+  EGPU_HELPER_FUNCTIONS(EGPU_AS_ENUM) kCount
+};
+#undef EGPU_AS_ENUM
+
+inline constexpr int kWrappedCount = static_cast<int>(RealId::kFirstHelper);
+
+const char* real_name(RealId id);
+
+namespace detail {
+// Resolved functions; kMissingReal marks a symbol the driver does not have.
+extern std::atomic<void*> g_real[static_cast<int>(RealId::kCount)];
+inline void* const kMissingReal = reinterpret_cast<void*>(uintptr_t{1});
+void* resolve_real(RealId id);
+}  // namespace detail
+
+// The real function, or null when the driver or the symbol is missing.
+inline void* real_function(RealId id) {
+  void* fn = detail::g_real[static_cast<int>(id)].load(std::memory_order_acquire);
+  if (fn != nullptr && fn != detail::kMissingReal) return fn;
+  return detail::resolve_real(id);
+}
+// What a wrapper returns when its real function is missing.
+CUresult missing_real_result();
+
+}  // namespace egpu::shim
+
+// The real `name`, typed like the declaration in cuda.h (null if missing).
+#define EGPU_REAL(name) \
+  (reinterpret_cast<decltype(&::name)>(::egpu::shim::real_function(::egpu::shim::RealId::name)))

@@ -1,0 +1,72 @@
+// What every synchronising wrapper does around the real call: the process is
+// "asking" while it blocks (busy), the open tails of its streams get a marker
+// first (so the sync completes them and their device time is measured, not
+// estimated), and completed markers are harvested afterwards.
+#pragma once
+
+#include "shim/call_counters.h"
+#include "shim/fast_clock.h"
+#include "shim/launch_admission.h"
+#include "shim/log.h"
+#include "shim/process_state.h"
+#include "shim/stream_lookup.h"
+
+namespace egpu::shim {
+
+// Which streams the call waits for.
+struct SyncScope {
+  bool one_stream;  // false: the device (context, event, synchronous copy)
+  CUstream stream;
+  DefaultStream zero_means;
+};
+
+inline SyncScope device_scope() {
+  return {false, nullptr, DefaultStream::kLegacy};
+}
+inline SyncScope stream_scope(CUstream stream, DefaultStream zero_means) {
+  return {true, stream, zero_means};
+}
+
+template <typename RealSync>
+CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
+  ProcessState* s = process_state();
+  note_call(id);
+  if (s == nullptr || !s->usable()) return sync();
+  bool called = false;
+  CUresult result = CUDA_ERROR_UNKNOWN;
+  Attachment* a = nullptr;
+  bool counted = false;
+  try {
+    GpuBinding* b = s->current_binding();
+    a = b != nullptr ? b->attachment() : nullptr;
+    if (a == nullptr) {
+      called = true;
+      return result = sync();
+    }
+    a->me->busy.fetch_add(1, std::memory_order_acq_rel);
+    counted = true;
+    const uint64_t token = thread_token();
+    pacing::Charge charge;
+    if (scope.one_stream) {
+      if (pacing::StreamPacer* p = find_stream_pacer(*b, scope.stream, scope.zero_means)) {
+        std::lock_guard lock(p->mutex());
+        charge += p->close_tail(launch_clock_ns(), token);
+      }
+    } else {
+      charge += b->pacer().close_tails(launch_clock_ns(), token);
+    }
+    called = true;
+    result = sync();
+    charge += b->pacer().poll_all(launch_clock_ns(), token, /*close_tails=*/false);
+    add_charge(*a, charge);
+    counted = false;
+    a->me->busy.fetch_sub(1, std::memory_order_acq_rel);
+    return result;
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error in a synchronising call: passing it through");
+    if (counted) a->me->busy.fetch_sub(1, std::memory_order_acq_rel);
+    return called ? result : sync();
+  }
+}
+
+}  // namespace egpu::shim

@@ -1,0 +1,164 @@
+#include "shim/wrapped_symbols.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "shim/real_functions.h"
+
+namespace egpu::shim {
+namespace {
+
+struct Wrapped {
+  const char* name;
+  void* wrapper;
+  RealId id;
+};
+
+#define EGPU_AS_ENTRY(name) Wrapped{#name, reinterpret_cast<void*>(&::name), RealId::name},
+const std::array<Wrapped, kWrappedCount> kWrapped = {EGPU_WRAPPED_FUNCTIONS(EGPU_AS_ENTRY)};
+#undef EGPU_AS_ENTRY
+
+// Sorted by name once, at first use (a function-local static is thread-safe).
+const std::array<const Wrapped*, kWrappedCount>& by_name() {
+  static const auto sorted = [] {
+    std::array<const Wrapped*, kWrappedCount> out{};
+    for (size_t i = 0; i < kWrapped.size(); ++i)
+      out[i] = &kWrapped[i];
+    std::sort(out.begin(), out.end(),
+              [](const Wrapped* a, const Wrapped* b) { return std::strcmp(a->name, b->name) < 0; });
+    return out;
+  }();
+  return sorted;
+}
+
+// Real function -> wrapper, built the first time cuGetProcAddress needs it.
+struct RealToWrapper {
+  std::array<std::pair<void*, void*>, kWrappedCount> entries{};
+  size_t size = 0;
+};
+
+const RealToWrapper& by_real() {
+  static const RealToWrapper table = [] {
+    RealToWrapper t;
+    for (const Wrapped& w : kWrapped) {
+      if (void* real = real_function(w.id)) t.entries[t.size++] = {real, w.wrapper};
+    }
+    std::sort(t.entries.begin(), t.entries.begin() + static_cast<long>(t.size));
+    return t;
+  }();
+  return table;
+}
+
+// ABI variants of each wrapped API, from cudaTypedefs.h's PFN_<name>_v<version>.
+struct Variant {
+  const char* api;
+  const char* abi;
+  int since;
+  bool per_thread;
+};
+constexpr Variant kVariants[] = {
+    {"cuInit", "cuInit", 2000, false},
+    {"cuGetProcAddress", "cuGetProcAddress", 11030, false},
+    {"cuGetProcAddress", "cuGetProcAddress_v2", 12000, false},
+    {"cuLaunchKernel", "cuLaunchKernel", 4000, false},
+    {"cuLaunchKernel", "cuLaunchKernel_ptsz", 7000, true},
+    {"cuLaunchKernelEx", "cuLaunchKernelEx", 11060, false},
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", 11060, true},
+    {"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", 9000, false},
+    {"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", 9000, true},
+    {"cuLaunchCooperativeKernelMultiDevice", "cuLaunchCooperativeKernelMultiDevice", 9000, false},
+    {"cuGraphLaunch", "cuGraphLaunch", 10000, false},
+    {"cuGraphLaunch", "cuGraphLaunch_ptsz", 10000, true},
+    {"cuCtxSynchronize", "cuCtxSynchronize", 2000, false},
+    {"cuCtxSynchronize", "cuCtxSynchronize_v2", 13000, false},
+    {"cuStreamSynchronize", "cuStreamSynchronize", 2000, false},
+    {"cuStreamSynchronize", "cuStreamSynchronize_ptsz", 7000, true},
+    {"cuEventSynchronize", "cuEventSynchronize", 2000, false},
+    {"cuMemcpyHtoD", "cuMemcpyHtoD", 2000, false},
+    {"cuMemcpyHtoD", "cuMemcpyHtoD_v2", 3020, false},
+    {"cuMemcpyHtoD", "cuMemcpyHtoD_v2_ptds", 7000, true},
+    {"cuMemcpyDtoH", "cuMemcpyDtoH", 2000, false},
+    {"cuMemcpyDtoH", "cuMemcpyDtoH_v2", 3020, false},
+    {"cuMemcpyDtoH", "cuMemcpyDtoH_v2_ptds", 7000, true},
+    {"cuMemcpyDtoD", "cuMemcpyDtoD", 2000, false},
+    {"cuMemcpyDtoD", "cuMemcpyDtoD_v2", 3020, false},
+    {"cuMemcpyDtoD", "cuMemcpyDtoD_v2_ptds", 7000, true},
+    {"cuMemcpy", "cuMemcpy", 4000, false},
+    {"cuMemcpy", "cuMemcpy_ptds", 7000, true},
+    {"cuStreamDestroy", "cuStreamDestroy", 2000, false},
+    {"cuStreamDestroy", "cuStreamDestroy_v2", 4000, false},
+    {"cuCtxDestroy", "cuCtxDestroy", 2000, false},
+    {"cuCtxDestroy", "cuCtxDestroy_v2", 4000, false},
+    {"cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset", 7000, false},
+    {"cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", 11000, false},
+    {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease", 7000, false},
+    {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2", 11000, false},
+    {"cuMemAlloc", "cuMemAlloc", 2000, false},
+    {"cuMemAlloc", "cuMemAlloc_v2", 3020, false},
+    {"cuMemAllocPitch", "cuMemAllocPitch", 2000, false},
+    {"cuMemAllocPitch", "cuMemAllocPitch_v2", 3020, false},
+    {"cuMemAllocManaged", "cuMemAllocManaged", 6000, false},
+    {"cuMemAllocAsync", "cuMemAllocAsync", 11020, false},
+    {"cuMemAllocAsync", "cuMemAllocAsync_ptsz", 11020, true},
+    {"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", 11020, false},
+    {"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz", 11020, true},
+    {"cuMemCreate", "cuMemCreate", 10020, false},
+    {"cuMemRelease", "cuMemRelease", 10020, false},
+    {"cuArrayCreate", "cuArrayCreate", 2000, false},
+    {"cuArrayCreate", "cuArrayCreate_v2", 3020, false},
+    {"cuArray3DCreate", "cuArray3DCreate", 2000, false},
+    {"cuArray3DCreate", "cuArray3DCreate_v2", 3020, false},
+    {"cuMipmappedArrayCreate", "cuMipmappedArrayCreate", 5000, false},
+    {"cuArrayDestroy", "cuArrayDestroy", 2000, false},
+    {"cuMipmappedArrayDestroy", "cuMipmappedArrayDestroy", 5000, false},
+    {"cuMemFree", "cuMemFree", 2000, false},
+    {"cuMemFree", "cuMemFree_v2", 3020, false},
+    {"cuMemFreeAsync", "cuMemFreeAsync", 11020, false},
+    {"cuMemFreeAsync", "cuMemFreeAsync_ptsz", 11020, true},
+    {"cuMemGetInfo", "cuMemGetInfo", 2000, false},
+    {"cuMemGetInfo", "cuMemGetInfo_v2", 3020, false},
+    {"cuDeviceTotalMem", "cuDeviceTotalMem", 2000, false},
+    {"cuDeviceTotalMem", "cuDeviceTotalMem_v2", 3020, false},
+};
+
+}  // namespace
+
+void* wrapper_for_name(const char* name) {
+  if (!looks_like_cuda_name(name)) return nullptr;
+  const auto& sorted = by_name();
+  auto it =
+      std::lower_bound(sorted.begin(), sorted.end(), name,
+                       [](const Wrapped* w, const char* n) { return std::strcmp(w->name, n) < 0; });
+  if (it == sorted.end() || std::strcmp((*it)->name, name) != 0) return nullptr;
+  return (*it)->wrapper;
+}
+
+void* wrapper_for_real(void* real) {
+  if (real == nullptr) return nullptr;
+  const RealToWrapper& t = by_real();
+  const auto* begin = t.entries.begin();
+  const auto* end = begin + t.size;
+  auto it = std::lower_bound(begin, end, real,
+                             [](const std::pair<void*, void*>& e, void* r) { return e.first < r; });
+  if (it == end || it->first != real) return nullptr;
+  return it->second;
+}
+
+void* wrapper_for_request(const char* api, int cuda_version, bool per_thread) {
+  if (!looks_like_cuda_name(api)) return nullptr;
+  const Variant* best = nullptr;
+  for (const Variant& v : kVariants) {
+    if (std::strcmp(v.api, api) != 0 || v.since > cuda_version) continue;
+    if (v.per_thread && !per_thread) continue;
+    // Prefer the per-thread variant when asked for, then the newest version.
+    if (best == nullptr || (v.per_thread && !best->per_thread) ||
+        (v.per_thread == best->per_thread && v.since > best->since)) {
+      best = &v;
+    }
+  }
+  return best != nullptr ? wrapper_for_name(best->abi) : nullptr;
+}
+
+}  // namespace egpu::shim

@@ -1,0 +1,351 @@
+// The node agent's control socket, driven as egpuctl, SPANK and shims drive
+// it: creation, authorisation by SO_PEERCRED, malformed input, attach.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/protocol/codec.h"
+#include "core/shm/pages.h"
+#include "tests/agent/agent_fixture.h"
+
+namespace egpu::test {
+namespace {
+
+using protocol::ReplyStatus;
+constexpr uid_t kAlice = 4242;
+constexpr uid_t kBob = 4343;
+
+protocol::CreateRequest create_req(uint64_t job, uint32_t units, uid_t uid, uint32_t gpu = 0) {
+  protocol::CreateRequest r{};
+  r.job_id = job;
+  r.step_id = 0;
+  r.gpu_index = gpu;
+  r.uid = uid;
+  r.gid = uid;
+  r.units = units;
+  r.job_units = units;
+  return r;
+}
+
+class AgentControl : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(agent.start()) << agent.log(); }
+  void TearDown() override {
+    if (HasFailure()) std::fprintf(stderr, "agent log:\n%s\n", agent.log().c_str());
+  }
+  uint64_t create(uint64_t job, uint32_t units, uid_t uid, uint32_t gpu = 0) {
+    auto r = agent.call(create_req(job, units, uid, gpu));
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r->status, ReplyStatus::kOk) << r->text;
+    return r->instance_id;
+  }
+  AgentProcess agent;
+};
+
+TEST_F(AgentControl, CreateStatusResizeRemove) {
+  const uint64_t a = create(1, 70, kAlice);
+  const uint64_t b = create(2, 30, kBob);
+  EXPECT_NE(a, b);
+  auto st = agent.call(protocol::StatusRequest{0, 0});
+  ASSERT_TRUE(st.ok());
+  auto j = nlohmann::json::parse(st->text);
+  ASSERT_EQ(j["gpus"].size(), 2u);
+  EXPECT_EQ(j["gpus"][0]["allocated_units"], 100);
+  EXPECT_EQ(j["gpus"][0]["instances"].size(), 2u);
+  auto refused = agent.call(protocol::ResizeRequest{b, 70, protocol::kModeUnchanged});
+  EXPECT_EQ(refused->status, ReplyStatus::kOverAllocation) << refused->text;
+  EXPECT_EQ(agent.call(protocol::ResizeRequest{a, 30, protocol::kModeUnchanged})->status,
+            ReplyStatus::kOk);
+  auto grown = agent.call(protocol::ResizeRequest{b, 70, 1});
+  ASSERT_EQ(grown->status, ReplyStatus::kOk) << grown->text;
+  auto shown = nlohmann::json::parse(grown->text);
+  EXPECT_EQ(shown["units"], 70);
+  EXPECT_EQ(shown["mode"], "cap");
+  EXPECT_DOUBLE_EQ(shown["target_pct"].get<double>(), 70.0);
+  EXPECT_EQ(agent.call(protocol::RemoveRequest{1, protocol::kAllSteps, 0})->status,
+            ReplyStatus::kOk);
+  EXPECT_EQ(agent.call(protocol::RemoveRequest{1, protocol::kAllSteps, 0})->status,
+            ReplyStatus::kNotFound);
+  EXPECT_EQ(agent.call(protocol::ShowRequest{a})->status, ReplyStatus::kNotFound);
+  // The removed instance's page is gone; the other's remains.
+  EXPECT_NE(access((agent.dir() + "/run/instance-" + std::to_string(a)).c_str(), F_OK), 0);
+  EXPECT_EQ(access((agent.dir() + "/run/instance-" + std::to_string(b)).c_str(), F_OK), 0);
+}
+
+TEST_F(AgentControl, PagesAreOwnedByTheJobUserAndPrivate) {
+  const uint64_t a = create(1, 50, kAlice);
+  struct stat st {};
+  ASSERT_EQ(stat((agent.dir() + "/run/instance-" + std::to_string(a)).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kAlice);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((agent.dir() + "/run/gpu0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  // Bob can neither open Alice's page nor write the GPU page.
+  const std::string inst_path = agent.dir() + "/run/instance-" + std::to_string(a);
+  const std::string gpu_path = agent.dir() + "/run/gpu0";
+  EXPECT_EQ(
+      run_as(kBob,
+             [&] {
+               return (open(inst_path.c_str(), O_RDONLY) < 0 && open(gpu_path.c_str(), O_RDWR) < 0)
+                          ? 0
+                          : 1;
+             }),
+      0);
+}
+
+TEST_F(AgentControl, OnlyRootCreatesAndRemoves) {
+  const std::string sock = agent.socket();
+  const int rc = run_as(kAlice, [&] {
+    auto c = protocol::ControlClient::connect(sock);
+    if (!c) return 10;
+    auto r = c->call(create_req(9, 10, kAlice));
+    if (!r || r->status != ReplyStatus::kDenied) return 11;
+    auto rm = c->call(protocol::RemoveRequest{9, protocol::kAllSteps, 0});
+    if (!rm || rm->status != ReplyStatus::kDenied) return 12;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+}
+
+TEST_F(AgentControl, AnotherUserCannotAttachResizeOrReadDetails) {
+  const uint64_t a = create(1, 40, kAlice);
+  const std::string sock = agent.socket();
+  const int bob = run_as(kBob, [&] {
+    auto c = protocol::ControlClient::connect(sock);
+    if (!c) return 10;
+    if (c->call(protocol::ResizeRequest{a, 10, protocol::kModeUnchanged})->status !=
+        ReplyStatus::kDenied)
+      return 11;
+    if (c->call(protocol::ResizeRequest{a, 0, 1})->status != ReplyStatus::kDenied) return 12;
+    if (c->call(protocol::ShowRequest{a})->status != ReplyStatus::kDenied) return 13;
+    auto st = c->call(protocol::StatusRequest{0, 0});
+    auto j = nlohmann::json::parse(st->text);
+    if (!j["gpus"][0]["instances"].empty()) return 14;
+    if (j["gpus"][0]["other_users_instances"] != 1) return 15;
+    auto att = attach(sock, 1, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kDenied || !att->fds.empty()) return 16;
+    return 0;
+  });
+  EXPECT_EQ(bob, 0);
+  const int alice = run_as(kAlice, [&] {
+    auto c = protocol::ControlClient::connect(sock);
+    if (c->call(protocol::ShowRequest{a})->status != ReplyStatus::kOk) return 20;
+    // The owner cannot raise its share past what Slurm allocated...
+    if (c->call(protocol::ResizeRequest{a, 41, protocol::kModeUnchanged})->status !=
+        ReplyStatus::kOverAllocation) {
+      return 21;
+    }
+    // ...but may lower it and choose its mode.
+    if (c->call(protocol::ResizeRequest{a, 20, 1})->status != ReplyStatus::kOk) return 22;
+    return 0;
+  });
+  EXPECT_EQ(alice, 0);
+}
+
+TEST_F(AgentControl, MalformedTruncatedAndOversizedMessagesGetErrorsAndServingContinues) {
+  auto client = protocol::ControlClient::connect(agent.socket());
+  ASSERT_TRUE(client.ok());
+  auto good = protocol::encode_request(create_req(5, 10, kAlice), 3);
+  // Truncated.
+  auto r = client->call_raw(std::vector<uint8_t>(good.begin(), good.begin() + 20), 3);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->status, ReplyStatus::kBadRequest);
+  EXPECT_NE(r->text.find("received 20"), std::string::npos) << r->text;
+  // Oversized.
+  std::vector<uint8_t> big(4096, 0xab);
+  std::memcpy(big.data(), good.data(), 16);
+  r = client->call_raw(big, 3);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->status, ReplyStatus::kBadRequest);
+  // Wrong version.
+  auto old = good;
+  old[4] = 9;
+  r = client->call_raw(old, 3);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, ReplyStatus::kVersionMismatch);
+  // A field out of range.
+  auto bad = create_req(5, 10, kAlice);
+  bad.units = 500;
+  r = client->call(bad);
+  EXPECT_EQ(r->status, ReplyStatus::kBadRequest);
+  // Random garbage on fresh connections; the agent answers every one.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    std::vector<uint8_t> junk(1 + rng() % 300);
+    for (auto& b : junk)
+      b = static_cast<uint8_t>(rng());
+    auto c = protocol::ControlClient::connect(agent.socket());
+    ASSERT_TRUE(c.ok());
+    auto jr = c->call_raw(junk, protocol::peek_request_id(junk));
+    ASSERT_TRUE(jr.ok()) << "no reply to junk " << i << ": " << jr.error();
+    EXPECT_NE(jr->status, ReplyStatus::kOk);
+  }
+  // Still serving, and nothing was created by the junk.
+  auto st = agent.call(protocol::StatusRequest{0, 0});
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(nlohmann::json::parse(st->text)["gpus"][0]["allocated_units"], 0);
+  EXPECT_EQ(agent.call(create_req(5, 10, kAlice))->status, ReplyStatus::kOk);
+}
+
+TEST_F(AgentControl, AttachHandsOutPagesAndReclaimsADeadProcess) {
+  const uint64_t a = create(1, 50, kAlice);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    if (setresgid(kAlice, kAlice, kAlice) != 0 || setresuid(kAlice, kAlice, kAlice) != 0) _exit(99);
+    auto att = attach(agent.socket(), 1, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() != 3) _exit(10);
+    auto* gpu = static_cast<shm::GpuPage*>(
+        mmap(nullptr, sizeof(shm::GpuPage), PROT_READ, MAP_SHARED, att->fds[0], 0));
+    auto* inst = static_cast<shm::InstancePage*>(mmap(
+        nullptr, sizeof(shm::InstancePage), PROT_READ | PROT_WRITE, MAP_SHARED, att->fds[1], 0));
+    if (gpu == MAP_FAILED || inst == MAP_FAILED) _exit(11);
+    // The GPU page descriptor is read-only: no writable mapping of it.
+    if (mmap(nullptr, sizeof(shm::GpuPage), PROT_READ | PROT_WRITE, MAP_SHARED, att->fds[0], 0) !=
+        MAP_FAILED) {
+      _exit(12);
+    }
+    if (gpu->magic != shm::kGpuPageMagic || inst->instance_id != a) _exit(13);
+    const uint32_t slot = att->reply.proc_slot;
+    if (inst->procs[slot].pid.load() != getpid()) _exit(14);
+    inst->procs[slot].mem_bytes.store(1 << 30);  // as the shim would after an allocation
+    char c = 1;
+    (void)!write(ready[1], &c, 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  auto shown = nlohmann::json::parse(agent.call(protocol::ShowRequest{a})->text);
+  EXPECT_EQ(shown["processes"], 1);
+  EXPECT_EQ(shown["memory_used_bytes"], 1 << 30);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  bool reclaimed = false;
+  for (int i = 0; i < 100 && !reclaimed; ++i) {
+    usleep(10000);
+    shown = nlohmann::json::parse(agent.call(protocol::ShowRequest{a})->text);
+    reclaimed = shown["processes"] == 0 && shown["memory_used_bytes"] == 0;
+  }
+  EXPECT_TRUE(reclaimed) << shown.dump();
+  close(ready[0]);
+  close(ready[1]);
+}
+
+TEST_F(AgentControl, AgentRestartRecoversInstancesAndKeepsIdsUnique) {
+  const uint64_t a = create(1, 30, kAlice);
+  const uint64_t b = create(2, 20, kBob, 1);
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  EXPECT_EQ(j["gpus"][0]["instances"][0]["id"], a);
+  EXPECT_EQ(j["gpus"][0]["instances"][0]["units"], 30);
+  EXPECT_EQ(j["gpus"][1]["instances"][0]["id"], b);
+  EXPECT_EQ(j["gpus"][0]["allocated_units"], 30);
+  const uint64_t c = create(3, 10, kAlice);
+  EXPECT_GT(c, b);
+  EXPECT_NE(agent.log().find("recovered instance"), std::string::npos);
+}
+
+TEST_F(AgentControl, StepsInsideABatchJobShareItsAllocationAndSurviveARestart) {
+  // egpu:100 batch job; steps of 40 and 60 start inside it.
+  protocol::CreateRequest batch = create_req(9, 100, kAlice);
+  batch.step_id = protocol::kStepBatch;
+  batch.flags = protocol::kCreateUmbrella;
+  ASSERT_EQ(agent.call(batch)->status, ReplyStatus::kOk);
+  protocol::CreateRequest s0 = create_req(9, 40, kAlice);
+  protocol::CreateRequest s1 = create_req(9, 60, kAlice);
+  s1.step_id = 1;
+  auto r0 = agent.call(s0);
+  ASSERT_EQ(r0->status, ReplyStatus::kOk) << r0->text;
+  auto r1 = agent.call(s1);
+  ASSERT_EQ(r1->status, ReplyStatus::kOk) << r1->text;
+  auto shares = [&] {
+    std::map<std::string, double> out;
+    auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+    for (const auto& i : j["gpus"][0]["instances"])
+      out[i["step"]] = i["target_pct"];
+    return out;
+  };
+  auto before = shares();
+  EXPECT_NEAR(before["0"], 40, 0.1);
+  EXPECT_NEAR(before["1"], 60, 0.1);
+  EXPECT_LT(before["batch"], 1.0);
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto after = shares();
+  EXPECT_NEAR(after["0"], 40, 0.1);
+  EXPECT_NEAR(after["1"], 60, 0.1);
+  EXPECT_EQ(after.size(), 3u);
+}
+
+TEST_F(AgentControl, StopsCleanlyOnSigterm) {
+  create(1, 30, kAlice);
+  EXPECT_TRUE(agent.stop());
+  EXPECT_NE(agent.log().find("stopped"), std::string::npos);
+  EXPECT_NE(access(agent.socket().c_str(), F_OK), 0);
+}
+
+TEST(AgentConfig, BadConfigurationExitsWithAClearMessage) {
+  AgentProcess agent("SliceMs=500\n");
+  EXPECT_FALSE(agent.start());
+  EXPECT_NE(agent.log().find("SliceMs=500: must be between 1 and 50"), std::string::npos)
+      << agent.log();
+}
+
+TEST(AgentConfig, MissingGpuMemoryIsAClearError) {
+  AgentProcess agent;
+  // A topology without memory sizes (no NVML on this node) and no GpuMemory=.
+  std::ofstream(agent.config_path())
+      << "RuntimeDir=" << agent.dir() << "/run\nSocketPath=" << agent.socket()
+      << "\nTopologyXml=" << EGPU_TEST_DATA_DIR << "/topologies/flat-single-gpu.xml\n";
+  EXPECT_FALSE(agent.start());
+  EXPECT_NE(agent.log().find("memory size of GPU 0 is unknown"), std::string::npos) << agent.log();
+  EXPECT_NE(agent.log().find("set GpuMemory="), std::string::npos) << agent.log();
+}
+
+TEST(AgentMetrics, ServesPrometheusTextOnLoopback) {
+  AgentProcess with_port("MetricsAddress=127.0.0.1:19466\n");
+  ASSERT_TRUE(with_port.start()) << with_port.log();
+  protocol::CreateRequest r = create_req(7, 25, kAlice);
+  ASSERT_EQ(with_port.call(r)->status, ReplyStatus::kOk);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(19466);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+  ASSERT_EQ(write(fd, req, sizeof req - 1), static_cast<ssize_t>(sizeof req - 1));
+  std::string body;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0)
+    body.append(buf, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_NE(body.find("200 OK"), std::string::npos);
+  EXPECT_NE(body.find("egpu_agent_up 1"), std::string::npos);
+  EXPECT_NE(body.find("egpu_instance_target_share{gpu=\"0\",job=\"7\",step=\"0\""),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("egpu_gpu_allocated_units{gpu=\"0\"} 25"), std::string::npos) << body;
+}
+
+}  // namespace
+}  // namespace egpu::test

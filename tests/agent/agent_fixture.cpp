@@ -1,0 +1,151 @@
+#include "tests/agent/agent_fixture.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace egpu::test {
+
+std::string agent_binary() {
+  return EGPU_AGENTD_PATH;
+}
+
+AgentProcess::AgentProcess(std::string extra_config, int gpu_count, uint64_t gpu_memory_mib) {
+  char tmpl[] = "/tmp/egpu-agent-test-XXXXXX";
+  dir_ = mkdtemp(tmpl);
+  chmod(dir_.c_str(), 0755);
+  socket_ = dir_ + "/agent.sock";
+  config_ = dir_ + "/egpu.conf";
+  std::ofstream(config_) << "RuntimeDir=" << dir_ << "/run\nSocketPath=" << socket_
+                         << "\nGpuCount=" << gpu_count << "\nGpuMemory=" << gpu_memory_mib
+                         << "M\nLogLevel=debug\n"
+                         << extra_config << "\n";
+  mkdir((dir_ + "/run").c_str(), 0755);
+}
+
+AgentProcess::~AgentProcess() {
+  if (pid_ > 0) kill_hard();
+  std::string cmd = "rm -rf '" + dir_ + "'";
+  (void)!system(cmd.c_str());
+}
+
+bool AgentProcess::start() {
+  pid_ = fork();
+  if (pid_ == 0) {
+    int log = open((dir_ + "/agent.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(log, 2);
+    dup2(log, 1);
+    execl(agent_binary().c_str(), "egpu-agentd", "-f", config_.c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 200; ++i) {
+    if (auto c = protocol::ControlClient::connect(socket_, 200)) {
+      if (c->call(protocol::StatusRequest{0, 0})) return true;
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+void AgentProcess::kill_hard() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+bool AgentProcess::stop() {
+  if (pid_ <= 0) return false;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+std::string AgentProcess::log() const {
+  std::ifstream in(dir_ + "/agent.log");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result<protocol::Reply> AgentProcess::call(const protocol::Request& request) const {
+  auto c = protocol::ControlClient::connect(socket_);
+  if (!c) return Error{c.error()};
+  return c->call(request);
+}
+
+int run_as(uid_t uid, const std::function<int()>& body) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 ||
+        setresuid(uid, uid, uid) != 0) {
+      _exit(99);
+    }
+    _exit(body());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, uint32_t gpu) {
+  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return Error{"connect failed"};
+  }
+  auto bytes = protocol::encode_request(protocol::AttachRequest{job, step, gpu}, 7);
+  send(fd, bytes.data(), bytes.size(), 0);
+  std::vector<uint8_t> buf(protocol::kMaxReplySize);
+  iovec iov{buf.data(), buf.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  pollfd p{fd, POLLIN, 0};
+  poll(&p, 1, 5000);
+  ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  close(fd);
+  if (n <= 0) return Error{"no reply"};
+  buf.resize(static_cast<size_t>(n));
+  auto reply = protocol::decode_reply(buf, 7);
+  if (!reply) return Error{reply.error()};
+  RawReply out{*reply, {}};
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+      const size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int f;
+        std::memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof f);
+        out.fds.push_back(f);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace egpu::test

@@ -1,0 +1,57 @@
+// AgentFixture: a real egpu-agentd in a private runtime directory, started as
+// a child process for tests, with helpers to talk to it as root or as another
+// uid (via a forked child that drops its credentials).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/protocol/control_client.h"
+#include "core/util/result.h"
+
+namespace egpu::test {
+
+class AgentProcess {
+ public:
+  // `extra_config` lines are appended to a config that sets RuntimeDir,
+  // SocketPath, GpuCount and GpuMemory (in MiB).
+  explicit AgentProcess(std::string extra_config = "", int gpu_count = 2,
+                        uint64_t gpu_memory_mib = 80 * 1024);
+  ~AgentProcess();
+
+  bool start();      // waits until the socket answers
+  void kill_hard();  // SIGKILL, reaped
+  bool stop();       // SIGTERM, true when it exits 0
+  pid_t pid() const { return pid_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& socket() const { return socket_; }
+  const std::string& config_path() const { return config_; }
+  std::string log() const;
+
+  Result<protocol::Reply> call(const protocol::Request& request) const;
+
+ private:
+  std::string dir_;
+  std::string socket_;
+  std::string config_;
+  pid_t pid_ = -1;
+};
+
+// Runs `body` in a forked child with uid/gid switched to `uid`; returns its
+// exit code (body's return value), or -1 if it crashed.
+int run_as(uid_t uid, const std::function<int()>& body);
+
+// Receives a reply and up to 4 descriptors from a raw SEQPACKET socket.
+struct RawReply {
+  protocol::Reply reply;
+  std::vector<int> fds;  // caller closes
+};
+Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, uint32_t gpu);
+
+std::string agent_binary();
+
+}  // namespace egpu::test

@@ -1,0 +1,139 @@
+// Enforcement behaviours beyond steady shares: sync-heavy processes, latency,
+// deep queues, runtime resize, cap and burst alone.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "enforced_node.h"
+
+namespace egpu::integration {
+namespace {
+
+using namespace std::chrono_literals;
+
+harness::WorkloadOptions workload(const std::string& program, const std::string& label,
+                                  double seconds, std::vector<std::string> args = {}) {
+  for (const std::string& a : {std::string("--duration-s"), std::to_string(seconds),
+                               std::string("--iters-per-us"), std::string("1")}) {
+    args.push_back(a);
+  }
+  return harness::WorkloadOptions{program, args, label, {}};
+}
+
+TEST(Behaviour, SyncEveryKernelGetsItsHalfAgainstGreedy) {
+  EnforcedNode node("sync50");
+  node.create(1, 50);
+  node.create(2, 50);
+  auto sync =
+      node.start(1, workload("greedy", "sync", 8, {"--sync-every", "1", "--kernel-us", "1000"}));
+  auto greedy = node.start(2, workload("greedy", "greedy", 8));
+  auto report = measure_shares(node, {"sync", "greedy"}, 1500ms, 5000ms);
+  std::printf("%s", harness::format_report(report, {{"sync", 0.5}, {"greedy", 0.5}}).c_str());
+  EXPECT_NEAR(report.share("sync"), 0.50, 0.02);
+  EXPECT_NEAR(report.share("greedy"), 0.50, 0.02);
+  finish(*sync);
+  finish(*greedy);
+}
+
+// p99 of an inference-like service at 30% beside a greedy job at 70% stays
+// within its p99 alone + 3 ms.
+TEST(Behaviour, InferenceLatencyBesideGreedyStaysNearAlone) {
+  const std::vector<std::string> args = {"--rate", "100",         "--kernels-per-request",
+                                         "4",      "--kernel-us", "500"};
+  double alone_p99 = 0;
+  {
+    EnforcedNode node("lat-alone");
+    node.create(1, 30);
+    auto inf = node.start(1, workload("inference-like", "inference", 5, args));
+    auto summary = finish(*inf);
+    alone_p99 = summary["latency_ms"].value("p99", 0.0);
+  }
+  EnforcedNode node("lat-shared");
+  node.create(1, 30);
+  node.create(2, 70);
+  auto greedy = node.start(2, workload("greedy", "greedy", 7));
+  std::this_thread::sleep_for(500ms);
+  auto inf = node.start(1, workload("inference-like", "inference", 5, args));
+  auto summary = finish(*inf);
+  finish(*greedy);
+  const double shared_p99 = summary["latency_ms"].value("p99", 1e9);
+  std::printf("inference p99: alone %.2f ms, beside greedy %.2f ms (p50 %.2f, served %s)\n",
+              alone_p99, shared_p99, summary["latency_ms"].value("p50", 0.0),
+              summary.value("requests", nlohmann::json()).dump().c_str());
+  EXPECT_GT(alone_p99, 0);
+  EXPECT_LE(shared_p99, alone_p99 + 3.0);
+}
+
+TEST(Behaviour, DeepQueueGetsNoMoreThanItsShare) {
+  EnforcedNode node("queue");
+  node.create(1, 30);
+  node.create(2, 70);
+  auto ml = node.start(1, workload("ml-like", "ml-deep", 8, {"--queue-ahead", "16"}));
+  auto greedy = node.start(2, workload("greedy", "greedy", 8));
+  auto report = measure_shares(node, {"ml-deep", "greedy"}, 1500ms, 5000ms);
+  std::printf("%s", harness::format_report(report, {{"ml-deep", 0.3}, {"greedy", 0.7}}).c_str());
+  EXPECT_LE(report.share("ml-deep"), 0.32);
+  EXPECT_GE(report.share("ml-deep"), 0.27);
+  finish(*ml);
+  finish(*greedy);
+}
+
+TEST(Behaviour, RuntimeResizeWithEgpuctlTakesEffectWithinASecond) {
+  EnforcedNode node("resize");
+  const uint64_t a = node.create(1, 70);
+  const uint64_t b = node.create(2, 30);
+  auto wa = node.start(1, workload("greedy", "a", 9));
+  auto wb = node.start(2, workload("greedy", "b", 9));
+  harness::ShareSampler sampler(node.source(), 50ms);
+  ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"a", "b"}), 20s));
+  std::this_thread::sleep_for(2500ms);
+  const auto before_from = std::chrono::steady_clock::now() - 1500ms;
+  const auto resized_at = std::chrono::steady_clock::now();
+  // Shrinks go before grows: egpuctl orders them.
+  auto ctl = node.egpuctl({"resize", std::to_string(a) + "=30", std::to_string(b) + "=70"});
+  ASSERT_EQ(ctl.code, 0) << ctl.out << ctl.err;
+  std::this_thread::sleep_for(3000ms);
+  sampler.stop();
+  const auto samples = sampler.samples();
+  auto before = harness::compute_shares(harness::samples_between(samples, before_from, resized_at),
+                                        0, harness::GroupBy::kLabel, 500ms);
+  auto after = harness::compute_shares(
+      harness::samples_between(samples, resized_at + 1000ms, resized_at + 3000ms), 0,
+      harness::GroupBy::kLabel, 500ms);
+  std::printf("before:\n%safter (from 1 s after the resize):\n%s",
+              harness::format_report(before).c_str(),
+              harness::format_report(after, {{"a", 0.3}, {"b", 0.7}}).c_str());
+  EXPECT_NEAR(before.share("a"), 0.70, 0.02);
+  EXPECT_NEAR(after.share("a"), 0.30, 0.02);
+  EXPECT_NEAR(after.share("b"), 0.70, 0.02);
+  // Nothing restarted: the same processes finish normally.
+  EXPECT_TRUE(wa->running());
+  EXPECT_TRUE(wb->running());
+  finish(*wa);
+  finish(*wb);
+}
+
+TEST(Behaviour, CapAloneStaysAtItsShare) {
+  EnforcedNode node("cap-alone");
+  node.create(1, 30, "cap");
+  auto w = node.start(1, workload("greedy", "capped", 7));
+  auto report = measure_shares(node, {"capped"}, 1000ms, 5000ms);
+  std::printf("%s", harness::format_report(report, {{"capped", 0.3}}).c_str());
+  EXPECT_LE(report.share("capped"), 0.32);
+  EXPECT_GE(report.share("capped"), 0.27);
+  finish(*w);
+}
+
+TEST(Behaviour, BurstAloneUsesTheWholeGpu) {
+  EnforcedNode node("burst-alone");
+  node.create(1, 30, "burst");
+  auto w = node.start(1, workload("greedy", "burst", 7));
+  auto report = measure_shares(node, {"burst"}, 1000ms, 5000ms);
+  std::printf("%s", harness::format_report(report).c_str());
+  EXPECT_GE(report.share("burst"), 0.95);
+  finish(*w);
+}
+
+}  // namespace
+}  // namespace egpu::integration

@@ -1,0 +1,101 @@
+// Faults: a job killed mid-run, and the agent itself killed under load.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "enforced_node.h"
+
+namespace egpu::integration {
+namespace {
+
+using namespace std::chrono_literals;
+
+harness::WorkloadOptions greedy(const std::string& label, double seconds) {
+  return harness::WorkloadOptions{
+      "greedy", {"--duration-s", std::to_string(seconds), "--iters-per-us", "1"}, label, {}};
+}
+
+nlohmann::json show(EnforcedNode& node, uint64_t id) {
+  auto r = node.egpuctl({"show", std::to_string(id), "--json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
+TEST(Faults, KillingOneOfThreeJobsGivesItsShareToTheOthersAndFreesItsMemory) {
+  EnforcedNode node("kill3");
+  const uint64_t victim = node.create(1, 40);
+  node.create(2, 30);
+  node.create(3, 30);
+  auto v = node.start(1, greedy("victim", 12));
+  auto holder =
+      node.start_program(1, {memory_probe_path(), "fill", std::to_string(1ull << 30), "60000"});
+  auto a = node.start(2, greedy("a", 12));
+  auto b = node.start(3, greedy("b", 12));
+  harness::ShareSampler sampler(node.source(), 50ms);
+  ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"victim", "a", "b"}), 20s));
+  std::this_thread::sleep_for(2000ms);
+  auto before = show(node, victim);
+  EXPECT_EQ(before.value("processes", 0), 2) << before.dump();
+  EXPECT_GT(before.value("memory_used_bytes", uint64_t{0}), 1ull << 30) << before.dump();
+  const auto killed_at = std::chrono::steady_clock::now();
+  v->kill(SIGKILL);
+  holder->kill(SIGKILL);
+  std::this_thread::sleep_for(3000ms);
+  sampler.stop();
+  auto after_kill = harness::compute_shares(
+      harness::samples_between(sampler.samples(), killed_at + 500ms, killed_at + 3000ms), 0,
+      harness::GroupBy::kLabel, 500ms);
+  std::printf("after the kill (from one window on):\n%s",
+              harness::format_report(after_kill).c_str());
+  EXPECT_NEAR(after_kill.share("a"), 0.50, 0.03);
+  EXPECT_NEAR(after_kill.share("b"), 0.50, 0.03);
+  EXPECT_LE(after_kill.share("victim"), 0.01);
+  auto gone = show(node, victim);
+  EXPECT_EQ(gone.value("processes", -1), 0) << gone.dump();
+  EXPECT_EQ(gone.value("memory_used_bytes", uint64_t{1}), 0u) << gone.dump();
+  finish(*a);
+  finish(*b);
+}
+
+TEST(Faults, AgentKilledUnderLoadNeitherCrashesNorHangsJobsAndResumes) {
+  EnforcedNode node("agent-kill");
+  const uint64_t a = node.create(1, 70);
+  node.create(2, 30);
+  auto wa = node.start(1, greedy("a", 14));
+  auto wb = node.start(2, greedy("b", 14));
+  auto holder =
+      node.start_program(1, {memory_probe_path(), "fill", std::to_string(512ull << 20), "60000"});
+  harness::ShareSampler sampler(node.source(), 50ms);
+  ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"a", "b"}), 20s));
+  std::this_thread::sleep_for(2000ms);
+  const uint64_t mem_before = show(node, a).value("memory_used_bytes", uint64_t{0});
+  EXPECT_GE(mem_before, 1ull << 30);
+  node.agent().kill_hard();
+  std::this_thread::sleep_for(2500ms);  // jobs run on under the fail mode (open)
+  EXPECT_TRUE(wa->running());
+  EXPECT_TRUE(wb->running());
+  ASSERT_TRUE(node.agent().start()) << node.agent().log();
+  const auto restarted_at = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(3500ms);
+  sampler.stop();
+  auto resumed = harness::compute_shares(
+      harness::samples_between(sampler.samples(), restarted_at + 1000ms, restarted_at + 3500ms), 0,
+      harness::GroupBy::kLabel, 500ms);
+  std::printf("from 1 s after the agent restarted:\n%s",
+              harness::format_report(resumed, {{"a", 0.7}, {"b", 0.3}}).c_str());
+  EXPECT_NEAR(resumed.share("a"), 0.70, 0.03);
+  EXPECT_NEAR(resumed.share("b"), 0.30, 0.03);
+  // Nothing counted twice: the memory the job held is what it holds now.
+  auto after = show(node, a);
+  EXPECT_EQ(after.value("memory_used_bytes", uint64_t{0}), mem_before) << after.dump();
+  EXPECT_EQ(after.value("processes", 0), 2) << after.dump();
+  finish(*wa);
+  finish(*wb);
+}
+
+}  // namespace
+}  // namespace egpu::integration

@@ -1,0 +1,214 @@
+// memory-probe: exercises the CUDA driver's device-memory API the way
+// frameworks do, for the shim's memory-quota tests. Prints one JSON object.
+//   memory-probe info                    cuMemGetInfo and cuDeviceTotalMem
+//   memory-probe each-api SIZE           every allocation API: alloc, info, free, info
+//   memory-probe fill CHUNK [HOLD_MS]    allocate CHUNK until refused, hold, free all
+#include <cuda.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+
+std::string name_of(CUresult r) {
+  const char* n = nullptr;
+  cuGetErrorName(r, &n);
+  return n != nullptr ? n : std::to_string(static_cast<int>(r));
+}
+
+void check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "memory-probe: %s failed: %s\n", what, name_of(r).c_str());
+    std::exit(1);
+  }
+}
+
+json info() {
+  size_t free_b = 0, total_b = 0, dev_total = 0;
+  CUdevice dev;
+  check(cuCtxGetDevice(&dev), "cuCtxGetDevice");
+  check(cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
+  check(cuDeviceTotalMem(&dev_total, dev), "cuDeviceTotalMem");
+  return {{"free", free_b}, {"total", total_b}, {"device_total", dev_total}};
+}
+
+struct Api {
+  const char* name;
+  std::function<CUresult(size_t, std::function<CUresult()>*)> alloc;  // sets the matching free
+};
+
+std::vector<Api> apis(CUdevice dev, CUstream stream) {
+  std::vector<Api> out;
+  out.push_back({"cuMemAlloc", [](size_t n, std::function<CUresult()>* f) {
+                   CUdeviceptr p = 0;
+                   CUresult r = cuMemAlloc(&p, n);
+                   *f = [p] { return cuMemFree(p); };
+                   return r;
+                 }});
+  out.push_back({"cuMemAllocPitch", [](size_t n, std::function<CUresult()>* f) {
+                   CUdeviceptr p = 0;
+                   size_t pitch = 0;
+                   // n bytes as 1024-byte rows: the driver's pitch is what counts.
+                   CUresult r = cuMemAllocPitch(&p, &pitch, 1024, n / 1024, 4);
+                   *f = [p] { return cuMemFree(p); };
+                   return r;
+                 }});
+  out.push_back({"cuMemAllocManaged", [](size_t n, std::function<CUresult()>* f) {
+                   CUdeviceptr p = 0;
+                   CUresult r = cuMemAllocManaged(&p, n, CU_MEM_ATTACH_GLOBAL);
+                   *f = [p] { return cuMemFree(p); };
+                   return r;
+                 }});
+  out.push_back({"cuMemAllocAsync", [stream](size_t n, std::function<CUresult()>* f) {
+                   CUdeviceptr p = 0;
+                   CUresult r = cuMemAllocAsync(&p, n, stream);
+                   *f = [p, stream] {
+                     CUresult fr = cuMemFreeAsync(p, stream);
+                     cuStreamSynchronize(stream);
+                     return fr;
+                   };
+                   cuStreamSynchronize(stream);
+                   return r;
+                 }});
+  out.push_back({"cuMemAllocFromPoolAsync", [dev, stream](size_t n, std::function<CUresult()>* f) {
+                   CUmemoryPool pool = nullptr;
+                   cuDeviceGetDefaultMemPool(&pool, dev);
+                   CUdeviceptr p = 0;
+                   CUresult r = cuMemAllocFromPoolAsync(&p, n, pool, stream);
+                   *f = [p, stream] {
+                     CUresult fr = cuMemFreeAsync(p, stream);
+                     cuStreamSynchronize(stream);
+                     return fr;
+                   };
+                   cuStreamSynchronize(stream);
+                   return r;
+                 }});
+  out.push_back({"cuMemCreate", [dev](size_t n, std::function<CUresult()>* f) {
+                   CUmemAllocationProp prop{};
+                   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+                   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+                   prop.location.id = dev;
+                   size_t gran = 0;
+                   cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+                   if (gran == 0) gran = 2 << 20;
+                   const size_t size = (n + gran - 1) / gran * gran;
+                   CUmemGenericAllocationHandle h = 0;
+                   CUresult r = cuMemCreate(&h, size, &prop, 0);
+                   *f = [h] { return cuMemRelease(h); };
+                   return r;
+                 }});
+  out.push_back({"cuArrayCreate", [](size_t n, std::function<CUresult()>* f) {
+                   CUDA_ARRAY_DESCRIPTOR d{};
+                   d.Width = 1024;
+                   d.Height = n / (1024 * 4);
+                   d.Format = CU_AD_FORMAT_FLOAT;
+                   d.NumChannels = 1;
+                   CUarray a = nullptr;
+                   CUresult r = cuArrayCreate(&a, &d);
+                   *f = [a] { return cuArrayDestroy(a); };
+                   return r;
+                 }});
+  out.push_back({"cuArray3DCreate", [](size_t n, std::function<CUresult()>* f) {
+                   CUDA_ARRAY3D_DESCRIPTOR d{};
+                   d.Width = 256;
+                   d.Height = 256;
+                   d.Depth = n / (256 * 256 * 4);
+                   d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+                   d.NumChannels = 4;
+                   CUarray a = nullptr;
+                   CUresult r = cuArray3DCreate(&a, &d);
+                   *f = [a] { return cuArrayDestroy(a); };
+                   return r;
+                 }});
+  out.push_back({"cuMipmappedArrayCreate", [](size_t n, std::function<CUresult()>* f) {
+                   CUDA_ARRAY3D_DESCRIPTOR d{};
+                   d.Width = 1024;
+                   d.Height = n / (1024 * 4);
+                   d.Format = CU_AD_FORMAT_FLOAT;
+                   d.NumChannels = 1;
+                   CUmipmappedArray a = nullptr;
+                   CUresult r = cuMipmappedArrayCreate(&a, &d, 1);
+                   *f = [a] { return cuMipmappedArrayDestroy(a); };
+                   return r;
+                 }});
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: memory-probe info | each-api SIZE | fill CHUNK [HOLD_MS]\n");
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  const int device = std::getenv("PROBE_DEVICE") ? std::atoi(std::getenv("PROBE_DEVICE")) : 0;
+  check(cuInit(0), "cuInit");
+  CUdevice dev;
+  check(cuDeviceGet(&dev, device), "cuDeviceGet");
+  CUcontext ctx;
+  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  CUstream stream;
+  check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  json out;
+  out["before"] = info();
+  if (cmd == "info") {
+    // nothing more
+  } else if (cmd == "each-api" && argc >= 3) {
+    const size_t size = std::strtoull(argv[2], nullptr, 10);
+    json results = json::object();
+    for (const Api& api : apis(dev, stream)) {
+      std::function<CUresult()> release;
+      json r;
+      const size_t free_before = info()["free"];
+      CUresult ar = api.alloc(size, &release);
+      r["alloc"] = name_of(ar);
+      r["free_drop"] = static_cast<long long>(free_before) -
+                       static_cast<long long>(info()["free"].get<size_t>());
+      if (ar == CUDA_SUCCESS) r["release"] = name_of(release());
+      r["free_after_release"] = info()["free"];
+      results[api.name] = r;
+    }
+    out["apis"] = results;
+  } else if (cmd == "fill" && argc >= 3) {
+    const size_t chunk = std::strtoull(argv[2], nullptr, 10);
+    const int hold_ms = argc >= 4 ? std::atoi(argv[3]) : 0;
+    // PROBE_START_AT (ms since the epoch): start together with other probes.
+    if (const char* at = std::getenv("PROBE_START_AT")) {
+      std::this_thread::sleep_until(std::chrono::system_clock::time_point(
+          std::chrono::milliseconds(std::strtoll(at, nullptr, 10))));
+    }
+    std::vector<CUdeviceptr> held;
+    CUresult last = CUDA_SUCCESS;
+    while (held.size() < 100000) {
+      CUdeviceptr p = 0;
+      last = cuMemAlloc(&p, chunk);
+      if (last != CUDA_SUCCESS) break;
+      held.push_back(p);
+    }
+    out["allocated"] = held.size() * chunk;
+    out["stopped_by"] = name_of(last);
+    out["during"] = info();
+    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+    for (auto p : held)
+      check(cuMemFree(p), "cuMemFree");
+  } else {
+    std::fprintf(stderr, "memory-probe: unknown command '%s'\n", cmd.c_str());
+    return 2;
+  }
+  out["after"] = info();
+  std::printf("%s\n", out.dump().c_str());
+  cuStreamDestroy(stream);
+  cuDevicePrimaryCtxRelease(dev);
+  return 0;
+}

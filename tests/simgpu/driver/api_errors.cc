@@ -1,0 +1,225 @@
+// cuGetErrorName / cuGetErrorString.
+#include "driver/cuda_api.h"
+// after cuda.h:
+#include <cctype>
+#include <map>
+#include <string>
+
+namespace {
+
+struct ErrorText {
+  const char* name;
+  std::string description;
+};
+
+// Descriptions as the driver words them for the common codes; the rest say
+// their name in words.
+const char* known_description(CUresult code) {
+  switch (code) {
+    case CUDA_SUCCESS:
+      return "no error";
+    case CUDA_ERROR_INVALID_VALUE:
+      return "invalid argument";
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      return "out of memory";
+    case CUDA_ERROR_NOT_INITIALIZED:
+      return "initialization error";
+    case CUDA_ERROR_DEINITIALIZED:
+      return "driver shutting down";
+    case CUDA_ERROR_NO_DEVICE:
+      return "no CUDA-capable device is detected";
+    case CUDA_ERROR_INVALID_DEVICE:
+      return "invalid device ordinal";
+    case CUDA_ERROR_INVALID_IMAGE:
+      return "device kernel image is invalid";
+    case CUDA_ERROR_INVALID_CONTEXT:
+      return "invalid device context";
+    case CUDA_ERROR_FILE_NOT_FOUND:
+      return "file not found";
+    case CUDA_ERROR_OPERATING_SYSTEM:
+      return "OS call failed or operation not supported on this OS";
+    case CUDA_ERROR_INVALID_HANDLE:
+      return "invalid resource handle";
+    case CUDA_ERROR_NOT_FOUND:
+      return "named symbol not found";
+    case CUDA_ERROR_NOT_READY:
+      return "device not ready";
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+      return "an illegal memory access was encountered";
+    case CUDA_ERROR_LAUNCH_FAILED:
+      return "unspecified launch failure";
+    case CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE:
+      return "primary context active";
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+      return "context is destroyed";
+    case CUDA_ERROR_NOT_PERMITTED:
+      return "operation not permitted";
+    case CUDA_ERROR_NOT_SUPPORTED:
+      return "operation not supported";
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+      return "operation not permitted when stream is capturing";
+    case CUDA_ERROR_TIMEOUT:
+      return "timeout";
+    case CUDA_ERROR_UNKNOWN:
+      return "unknown error";
+    default:
+      return nullptr;
+  }
+}
+
+std::string words_of(const char* name) {
+  std::string text(name);
+  if (text.rfind("CUDA_ERROR_", 0) == 0) text = text.substr(11);
+  for (char& c : text)
+    c = c == '_' ? ' ' : static_cast<char>(std::tolower(c));
+  return text;
+}
+
+const std::map<int, ErrorText>& error_table() {
+  static const auto* table = [] {
+    auto* t = new std::map<int, ErrorText>();
+    const auto add = [t](CUresult code, const char* name) {
+      const char* known = known_description(code);
+      t->emplace(static_cast<int>(code), ErrorText{name, known ? known : words_of(name)});
+    };
+#define SIMGPU_ERROR(code) add(code, #code);
+    SIMGPU_ERROR(CUDA_SUCCESS)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_VALUE)
+    SIMGPU_ERROR(CUDA_ERROR_OUT_OF_MEMORY)
+    SIMGPU_ERROR(CUDA_ERROR_NOT_INITIALIZED)
+    SIMGPU_ERROR(CUDA_ERROR_DEINITIALIZED)
+    SIMGPU_ERROR(CUDA_ERROR_PROFILER_DISABLED)
+    SIMGPU_ERROR(CUDA_ERROR_PROFILER_NOT_INITIALIZED)
+    SIMGPU_ERROR(CUDA_ERROR_PROFILER_ALREADY_STARTED)
+    SIMGPU_ERROR(CUDA_ERROR_PROFILER_ALREADY_STOPPED)
+    SIMGPU_ERROR(CUDA_ERROR_STUB_LIBRARY)
+    SIMGPU_ERROR(CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER)
+    SIMGPU_ERROR(CUDA_ERROR_DEVICE_UNAVAILABLE)
+    SIMGPU_ERROR(CUDA_ERROR_NO_DEVICE)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_DEVICE)
+    SIMGPU_ERROR(CUDA_ERROR_DEVICE_NOT_LICENSED)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_IMAGE)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_CONTEXT)
+    SIMGPU_ERROR(CUDA_ERROR_CONTEXT_ALREADY_CURRENT)
+    SIMGPU_ERROR(CUDA_ERROR_MAP_FAILED)
+    SIMGPU_ERROR(CUDA_ERROR_UNMAP_FAILED)
+    SIMGPU_ERROR(CUDA_ERROR_ARRAY_IS_MAPPED)
+    SIMGPU_ERROR(CUDA_ERROR_ALREADY_MAPPED)
+    SIMGPU_ERROR(CUDA_ERROR_NO_BINARY_FOR_GPU)
+    SIMGPU_ERROR(CUDA_ERROR_ALREADY_ACQUIRED)
+    SIMGPU_ERROR(CUDA_ERROR_NOT_MAPPED)
+    SIMGPU_ERROR(CUDA_ERROR_NOT_MAPPED_AS_ARRAY)
+    SIMGPU_ERROR(CUDA_ERROR_NOT_MAPPED_AS_POINTER)
+    SIMGPU_ERROR(CUDA_ERROR_ECC_UNCORRECTABLE)
+    SIMGPU_ERROR(CUDA_ERROR_UNSUPPORTED_LIMIT)
+    SIMGPU_ERROR(CUDA_ERROR_CONTEXT_ALREADY_IN_USE)
+    SIMGPU_ERROR(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_PTX)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT)
+    SIMGPU_ERROR(CUDA_ERROR_NVLINK_UNCORRECTABLE)
+    SIMGPU_ERROR(CUDA_ERROR_JIT_COMPILER_NOT_FOUND)
+    SIMGPU_ERROR(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+    SIMGPU_ERROR(CUDA_ERROR_JIT_COMPILATION_DISABLED)
+    SIMGPU_ERROR(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY)
+    SIMGPU_ERROR(CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC)
+    SIMGPU_ERROR(CUDA_ERROR_CONTAINED)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_SOURCE)
+    SIMGPU_ERROR(CUDA_ERROR_FILE_NOT_FOUND)
+    SIMGPU_ERROR(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND)
+    SIMGPU_ERROR(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED)
+    SIMGPU_ERROR(CUDA_ERROR_OPERATING_SYSTEM)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_HANDLE)
+    SIMGPU_ERROR(CUDA_ERROR_ILLEGAL_STATE)
+    SIMGPU_ERROR(CUDA_ERROR_LOSSY_QUERY)
+    SIMGPU_ERROR(CUDA_ERROR_NOT_FOUND)
+    SIMGPU_ERROR(CUDA_ERROR_NOT_READY)
+    SIMGPU_ERROR(CUDA_ERROR_ILLEGAL_ADDRESS)
+    SIMGPU_ERROR(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+    SIMGPU_ERROR(CUDA_ERROR_LAUNCH_TIMEOUT)
+    SIMGPU_ERROR(CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING)
+    SIMGPU_ERROR(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+    SIMGPU_ERROR(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+    SIMGPU_ERROR(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE)
+    SIMGPU_ERROR(CUDA_ERROR_CONTEXT_IS_DESTROYED)
+    SIMGPU_ERROR(CUDA_ERROR_ASSERT)
+    SIMGPU_ERROR(CUDA_ERROR_TOO_MANY_PEERS)
+    SIMGPU_ERROR(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+    SIMGPU_ERROR(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
+    SIMGPU_ERROR(CUDA_ERROR_HARDWARE_STACK_ERROR)
+    SIMGPU_ERROR(CUDA_ERROR_ILLEGAL_INSTRUCTION)
+    SIMGPU_ERROR(CUDA_ERROR_MISALIGNED_ADDRESS)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_ADDRESS_SPACE)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_PC)
+    SIMGPU_ERROR(CUDA_ERROR_LAUNCH_FAILED)
+    SIMGPU_ERROR(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+    SIMGPU_ERROR(CUDA_ERROR_TENSOR_MEMORY_LEAK)
+    SIMGPU_ERROR(CUDA_ERROR_NOT_PERMITTED)
+    SIMGPU_ERROR(CUDA_ERROR_NOT_SUPPORTED)
+    SIMGPU_ERROR(CUDA_ERROR_SYSTEM_NOT_READY)
+    SIMGPU_ERROR(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)
+    SIMGPU_ERROR(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)
+    SIMGPU_ERROR(CUDA_ERROR_MPS_CONNECTION_FAILED)
+    SIMGPU_ERROR(CUDA_ERROR_MPS_RPC_FAILURE)
+    SIMGPU_ERROR(CUDA_ERROR_MPS_SERVER_NOT_READY)
+    SIMGPU_ERROR(CUDA_ERROR_MPS_MAX_CLIENTS_REACHED)
+    SIMGPU_ERROR(CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED)
+    SIMGPU_ERROR(CUDA_ERROR_MPS_CLIENT_TERMINATED)
+    SIMGPU_ERROR(CUDA_ERROR_CDP_NOT_SUPPORTED)
+    SIMGPU_ERROR(CUDA_ERROR_CDP_VERSION_MISMATCH)
+    SIMGPU_ERROR(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+    SIMGPU_ERROR(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+    SIMGPU_ERROR(CUDA_ERROR_STREAM_CAPTURE_MERGE)
+    SIMGPU_ERROR(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED)
+    SIMGPU_ERROR(CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+    SIMGPU_ERROR(CUDA_ERROR_STREAM_CAPTURE_ISOLATION)
+    SIMGPU_ERROR(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+    SIMGPU_ERROR(CUDA_ERROR_CAPTURED_EVENT)
+    SIMGPU_ERROR(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+    SIMGPU_ERROR(CUDA_ERROR_TIMEOUT)
+    SIMGPU_ERROR(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+    SIMGPU_ERROR(CUDA_ERROR_EXTERNAL_DEVICE)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_CLUSTER_SIZE)
+    SIMGPU_ERROR(CUDA_ERROR_FUNCTION_NOT_LOADED)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_RESOURCE_TYPE)
+    SIMGPU_ERROR(CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION)
+    SIMGPU_ERROR(CUDA_ERROR_KEY_ROTATION)
+    SIMGPU_ERROR(CUDA_ERROR_UNKNOWN)
+#undef SIMGPU_ERROR
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuGetErrorName(CUresult error, const char** pStr) {
+  return egpu::simgpu::driver::guarded([&] {
+    if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const auto& table = error_table();
+    const auto it = table.find(static_cast<int>(error));
+    if (it == table.end()) {
+      *pStr = nullptr;
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pStr = it->second.name;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuGetErrorString(CUresult error, const char** pStr) {
+  return egpu::simgpu::driver::guarded([&] {
+    if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const auto& table = error_table();
+    const auto it = table.find(static_cast<int>(error));
+    if (it == table.end()) {
+      *pStr = nullptr;
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pStr = it->second.description.c_str();
+    return CUDA_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,406 @@
+// Virtual memory management (cuMemCreate and friends) and stream-ordered
+// memory pools. Physical allocations are accounted when created and freed
+// when released; address reservations and mappings are bookkeeping only.
+// Pool allocations are accounted at once (no caching in the pool).
+#include "driver/cuda_api.h"
+// after cuda.h:
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "driver/contexts.h"
+#include "driver/driver_state.h"
+#include "driver/memory_accounting.h"
+#include "driver/streams.h"
+
+using egpu::simgpu::AllocationKind;
+using egpu::simgpu::driver::DefaultStream;
+using egpu::simgpu::driver::guarded;
+using egpu::simgpu::driver::registry;
+using egpu::simgpu::driver::require_init;
+namespace drv = egpu::simgpu::driver;
+
+namespace {
+
+constexpr size_t kGranularity = size_t{2} << 20;
+
+struct PhysicalAllocation {
+  int ordinal;
+  uint64_t address;  // accounting key in the device's memory table
+  size_t size;
+};
+
+struct VmmState {
+  std::mutex mutex;
+  uint64_t next_handle = 1;
+  std::map<CUmemGenericAllocationHandle, PhysicalAllocation> handles;
+  std::map<CUdeviceptr, size_t> reservations;                    // start -> size
+  std::map<CUdeviceptr, CUmemGenericAllocationHandle> mappings;  // start -> handle
+  std::vector<CUmemPoolHandle_st*> default_pools;                // by ordinal
+  std::vector<CUmemPoolHandle_st*> current_pools;                // by ordinal
+};
+
+VmmState& vmm() {
+  static auto* instance = new VmmState();  // never destroyed: used until exit
+  return *instance;
+}
+
+CUmemPoolHandle_st* default_pool(int ordinal) {
+  VmmState& s = vmm();
+  const std::lock_guard lock(s.mutex);
+  const auto n = static_cast<size_t>(drv::Driver::get().visible_count());
+  if (s.default_pools.size() < n) {
+    s.default_pools.resize(n, nullptr);
+    s.current_pools.resize(n, nullptr);
+  }
+  CUmemPoolHandle_st*& pool = s.default_pools[static_cast<size_t>(ordinal)];
+  if (pool == nullptr) {
+    auto created = std::make_unique<CUmemPoolHandle_st>();
+    created->ordinal = ordinal;
+    created->physical = drv::Driver::get().physical_of(ordinal);
+    created->is_default = true;
+    pool = registry().adopt(std::move(created));
+  }
+  if (s.current_pools[static_cast<size_t>(ordinal)] == nullptr) {
+    s.current_pools[static_cast<size_t>(ordinal)] = pool;
+  }
+  return pool;
+}
+
+bool device_location(const CUmemLocation& location, int* ordinal) {
+  if (location.type != CU_MEM_LOCATION_TYPE_DEVICE || !drv::valid_device(location.id)) {
+    return false;
+  }
+  *ordinal = location.id;
+  return true;
+}
+
+CUresult alloc_for_ordinal(CUstream_st* stream, int ordinal, size_t bytes, CUdeviceptr* dptr) {
+  CUctx_st* ctx = stream->ctx;
+  if (ctx->ordinal != ordinal) {
+    if (const CUresult rc = drv::context_for_device(ordinal, &ctx); rc != CUDA_SUCCESS) return rc;
+  }
+  uint64_t address = 0;
+  const CUresult rc = drv::account_allocation(ctx, bytes, AllocationKind::kAsync, &address);
+  if (rc == CUDA_SUCCESS) *dptr = address;
+  return rc;
+}
+
+CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, CUstream handle,
+                     DefaultStream default_stream) {
+  if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+  if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* stream = nullptr;
+  if (const CUresult rc = drv::resolve_stream(handle, default_stream, &stream);
+      rc != CUDA_SUCCESS) {
+    return rc;
+  }
+  int ordinal = stream->ctx->ordinal;
+  if (pool_handle != nullptr) {
+    CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    ordinal = pool->ordinal;
+  }
+  return alloc_for_ordinal(stream, ordinal, bytes, dptr);
+}
+
+CUresult free_async(CUdeviceptr dptr, CUstream handle, DefaultStream default_stream) {
+  if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+  CUstream_st* stream = nullptr;
+  if (const CUresult rc = drv::resolve_stream(handle, default_stream, &stream);
+      rc != CUDA_SUCCESS) {
+    return rc;
+  }
+  return drv::release_allocation(dptr);
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                       CUmemAllocationGranularity_flags option) {
+  (void)option;
+  if (granularity == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *granularity = kGranularity;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                     const CUmemAllocationProp* prop, unsigned long long flags) {
+  (void)flags;
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    int ordinal = 0;
+    if (handle == nullptr || prop == nullptr || size == 0 || size % kGranularity != 0 ||
+        !device_location(prop->location, &ordinal)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUctx_st* ctx = nullptr;
+    if (const CUresult rc = drv::context_for_device(ordinal, &ctx); rc != CUDA_SUCCESS) return rc;
+    uint64_t address = 0;
+    const CUresult rc = drv::account_allocation(ctx, size, AllocationKind::kVmm, &address);
+    if (rc != CUDA_SUCCESS) return rc;
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    const CUmemGenericAllocationHandle id = s.next_handle++;
+    s.handles[id] = PhysicalAllocation{ordinal, address, size};
+    *handle = id;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    uint64_t address = 0;
+    {
+      VmmState& s = vmm();
+      const std::lock_guard lock(s.mutex);
+      const auto it = s.handles.find(handle);
+      if (it == s.handles.end()) return CUDA_ERROR_INVALID_VALUE;
+      address = it->second.address;
+      s.handles.erase(it);
+    }
+    return drv::release_allocation(address);
+  });
+}
+
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
+                                                CUmemGenericAllocationHandle handle) {
+  return guarded([&] {
+    if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    const auto it = s.handles.find(handle);
+    if (it == s.handles.end()) return CUDA_ERROR_INVALID_VALUE;
+    *prop = CUmemAllocationProp{};
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = it->second.ordinal;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+  (void)addr;  // a hint only
+  (void)flags;
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    if (ptr == nullptr || size == 0 || size % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
+    const uint64_t start =
+        drv::Driver::get().segment().reserve_va(size, std::max(alignment, kGranularity));
+    if (start == 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    s.reservations[start] = size;
+    *ptr = start;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  (void)size;
+  return guarded([&] {
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    return s.reservations.erase(ptr) > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+  (void)offset;
+  (void)flags;
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    const auto physical = s.handles.find(handle);
+    if (physical == s.handles.end() || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    auto reservation = s.reservations.upper_bound(ptr);
+    if (reservation == s.reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
+    --reservation;
+    if (ptr + size > reservation->first + reservation->second) return CUDA_ERROR_INVALID_VALUE;
+    if (!s.mappings.emplace(ptr, handle).second) return CUDA_ERROR_ALREADY_MAPPED;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  return guarded([&] {
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    const auto first = s.mappings.lower_bound(ptr);
+    const auto last = s.mappings.lower_bound(ptr + size);
+    if (first == last) return CUDA_ERROR_INVALID_VALUE;
+    s.mappings.erase(first, last);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  (void)size;
+  return guarded([&] {
+    if (desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    return s.mappings.count(ptr) > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  return guarded([&] {
+    if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    const auto it = s.mappings.find(reinterpret_cast<CUdeviceptr>(addr));
+    if (it == s.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+    *handle = it->second;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!drv::valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    *pool_out = default_pool(dev);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!drv::valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    default_pool(dev);
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    *pool = s.current_pools[static_cast<size_t>(dev)];
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool_handle) {
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    if (!drv::valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
+    if (pool == nullptr || pool->ordinal != dev) return CUDA_ERROR_INVALID_VALUE;
+    default_pool(dev);
+    VmmState& s = vmm();
+    const std::lock_guard lock(s.mutex);
+    s.current_pools[static_cast<size_t>(dev)] = pool;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    int ordinal = 0;
+    if (pool == nullptr || poolProps == nullptr ||
+        !device_location(poolProps->location, &ordinal)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    auto created = std::make_unique<CUmemPoolHandle_st>();
+    created->ordinal = ordinal;
+    created->physical = drv::Driver::get().physical_of(ordinal);
+    *pool = registry().adopt(std::move(created));
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool_handle) {
+  return guarded([&] {
+    CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
+    if (pool == nullptr || pool->is_default) return CUDA_ERROR_INVALID_VALUE;
+    {
+      VmmState& s = vmm();
+      const std::lock_guard lock(s.mutex);
+      for (size_t i = 0; i < s.current_pools.size(); ++i) {
+        if (s.current_pools[i] == pool) s.current_pools[i] = s.default_pools[i];
+      }
+    }
+    registry().destroy(pool);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  (void)minBytesToKeep;
+  return registry().contains(pool, HandleKind::kMemPool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool_handle, CUmemPool_attribute attr, void* value) {
+  return guarded([&] {
+    CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
+    if (pool == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
+      pool->release_threshold = *static_cast<cuuint64_t*>(value);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool_handle, CUmemPool_attribute attr, void* value) {
+  return guarded([&] {
+    CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
+    if (pool == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    switch (attr) {
+      case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+      case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *static_cast<int*>(value) = 1;
+        break;
+      case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        *static_cast<cuuint64_t*>(value) = pool->release_threshold;
+        break;
+      default:  // reserved/used counters: the pool caches nothing
+        *static_cast<cuuint64_t*>(value) = 0;
+        break;
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  return guarded(
+      [&] { return alloc_async(dptr, bytesize, nullptr, hStream, DefaultStream::kLegacy); });
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  return guarded(
+      [&] { return alloc_async(dptr, bytesize, nullptr, hStream, DefaultStream::kPerThread); });
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream) {
+  return guarded([&] {
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return alloc_async(dptr, bytesize, pool, hStream, DefaultStream::kLegacy);
+  });
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
+  return guarded([&] {
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return alloc_async(dptr, bytesize, pool, hStream, DefaultStream::kPerThread);
+  });
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  return guarded([&] { return free_async(dptr, hStream, DefaultStream::kLegacy); });
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  return guarded([&] { return free_async(dptr, hStream, DefaultStream::kPerThread); });
+}
+
+}  // extern "C"

@@ -1,0 +1,106 @@
+#include "driver/driver_state.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "model/config.h"
+#include "model/device_identity.h"
+#include "model/process_identity.h"
+
+namespace egpu::simgpu::driver {
+
+Driver& Driver::get() {
+  static Driver* instance = new Driver();
+  return *instance;
+}
+
+CUresult Driver::initialise() {
+  if (ready()) return CUDA_SUCCESS;
+  std::lock_guard lock(init_mutex_);
+  if (attempted_) return init_result_;
+  attempted_ = true;
+  init_result_ = initialise_locked();
+  if (init_result_ == CUDA_SUCCESS) ready_.store(true, std::memory_order_release);
+  return init_result_;
+}
+
+CUresult Driver::initialise_locked() {
+  std::string error;
+  const auto config = config_from_environment(&error);
+  if (!config) {
+    std::fprintf(stderr, "simgpu: %s\n", error.c_str());
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  segment_ = Segment::open_or_create(*config, &error);
+  if (!segment_) {
+    std::fprintf(stderr, "simgpu: %s\n", error.c_str());
+    return CUDA_ERROR_OPERATING_SYSTEM;
+  }
+  self_ = self_identity();
+  label_ = process_label();
+  parse_visible_devices();
+  if (const char* stall = std::getenv("SIMGPU_DEBUG_STALL_IN_DRIVER_MS")) {
+    stall_ms_ = static_cast<uint32_t>(std::strtoul(stall, nullptr, 10));
+    stall_pending_.store(stall_ms_ > 0);
+  }
+  return visible_.empty() ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+}
+
+// Like the real driver: a list of indices or UUIDs (a unique prefix of
+// "GPU-..."); the first invalid or repeated entry ends the list.
+void Driver::parse_visible_devices() {
+  const uint32_t count = segment_->device_count();
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (env == nullptr) {
+    for (uint32_t i = 0; i < count; ++i)
+      visible_.push_back(i);
+    return;
+  }
+  std::string_view rest(env);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string item(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t first = item.find_first_not_of(" \t");
+    const size_t last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? std::string() : item.substr(first, last - first + 1);
+    int found = -1;
+    if (item.rfind("GPU-", 0) == 0) {
+      for (uint32_t i = 0; i < count; ++i) {
+        if (uuid_string(i, segment_->config().pci_bus[i]).rfind(item, 0) == 0) {
+          if (found >= 0) {  // ambiguous prefix
+            found = -1;
+            break;
+          }
+          found = static_cast<int>(i);
+        }
+      }
+    } else if (!item.empty()) {
+      char* end = nullptr;
+      const long value = std::strtol(item.c_str(), &end, 10);
+      if (*end == '\0' && value >= 0 && value < static_cast<long>(count)) {
+        found = static_cast<int>(value);
+      }
+    }
+    if (found < 0 || ordinal_of(static_cast<uint32_t>(found)) >= 0) break;
+    visible_.push_back(static_cast<uint32_t>(found));
+  }
+}
+
+int Driver::ordinal_of(uint32_t physical) const {
+  for (size_t i = 0; i < visible_.size(); ++i) {
+    if (visible_[i] == physical) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool Driver::take_stall(uint32_t* stall_ms) {
+  if (!stall_pending_.load(std::memory_order_relaxed)) return false;
+  if (!stall_pending_.exchange(false)) return false;
+  *stall_ms = stall_ms_;
+  return true;
+}
+
+}  // namespace egpu::simgpu::driver

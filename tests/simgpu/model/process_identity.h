@@ -1,0 +1,23 @@
+// Who owns a context, and whether that process still lives. Liveness reads
+// /proc/<pid>/stat: a zombie (killed but not yet reaped) counts as dead, and
+// a different start time means the pid was reused. Without /proc it falls
+// back to kill(pid, 0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/layout.h"
+
+namespace egpu::simgpu {
+
+ProcessIdentity self_identity();
+
+bool process_alive(const ProcessIdentity& who);
+
+// SIMGPU_LABEL if set, else the process's comm name.
+std::string process_label();
+
+uint64_t monotonic_ns();
+
+}  // namespace egpu::simgpu

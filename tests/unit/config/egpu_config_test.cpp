@@ -1,0 +1,154 @@
+#include "core/config/egpu_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/config/byte_size.h"
+#include "core/config/key_value_file.h"
+
+namespace egpu::config {
+namespace {
+
+TEST(KeyValueFile, ParsesPairsCommentsQuotesAndSeveralPerLine) {
+  auto r = parse_key_values(
+      "# comment\n\nSliceMs=5  WindowMs=400 # trailing\nName=\"a b\"\r\n  Key=v=w\n", "t.conf");
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_EQ((*r)[0].key, "SliceMs");
+  EXPECT_EQ((*r)[0].value, "5");
+  EXPECT_EQ((*r)[0].line, 3);
+  EXPECT_EQ((*r)[1].key, "WindowMs");
+  EXPECT_EQ((*r)[2].value, "a b");
+  EXPECT_EQ((*r)[2].line, 4);
+  EXPECT_EQ((*r)[3].value, "v=w");
+}
+
+TEST(KeyValueFile, RejectsMalformedLinesNamingTheLine) {
+  auto no_eq = parse_key_values("SliceMs=5\nSliceMs\n", "x.conf");
+  ASSERT_FALSE(no_eq.ok());
+  EXPECT_NE(no_eq.error().find("x.conf:2:"), std::string::npos) << no_eq.error();
+  EXPECT_NE(no_eq.error().find("no '='"), std::string::npos);
+
+  auto quote = parse_key_values("A=\"open\n", "x.conf");
+  ASSERT_FALSE(quote.ok());
+  EXPECT_NE(quote.error().find("unterminated quote"), std::string::npos);
+
+  auto bad = parse_key_values("=5\n", "x.conf");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("where a key was expected"), std::string::npos);
+
+  std::string nul("A=1\0", 4);
+  EXPECT_FALSE(parse_key_values(nul, "x").ok());
+  EXPECT_FALSE(parse_key_values(std::string(5000, 'a'), "x").ok());
+}
+
+TEST(EgpuConfig, DefaultsWhenEmpty) {
+  auto c = parse_egpu_config("", "egpu.conf");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->slice_ms, 10);
+  EXPECT_EQ(c->window_ms, 500);
+  EXPECT_EQ(c->default_mode, ShareMode::kBurst);
+  EXPECT_EQ(c->fail_mode, FailMode::kOpen);
+  EXPECT_TRUE(c->metrics_address.empty());
+  EXPECT_EQ(c->socket_path, "/run/egpu/agent.sock");
+}
+
+TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
+  auto c = parse_egpu_config(
+      "slicems=5\nDefaultMode=CAP\nFailMode=closed\nMetricsAddress=127.0.0.1:9464\n"
+      "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
+      "LogTarget=syslog LogLevel=debug GpuCount=8\n",
+      "egpu.conf");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->slice_ms, 5);
+  EXPECT_EQ(c->default_mode, ShareMode::kCap);
+  EXPECT_EQ(c->fail_mode, FailMode::kClosed);
+  EXPECT_EQ(c->metrics_host(), "127.0.0.1");
+  EXPECT_EQ(c->metrics_port(), 9464);
+  EXPECT_EQ(c->gpu_memory_bytes, 80ull << 30);
+  EXPECT_EQ(c->topology_xml, "/etc/egpu/topo.xml");
+  EXPECT_DOUBLE_EQ(c->preempt_threshold_pct, 2.5);
+  EXPECT_EQ(c->log_target, LogTarget::kSyslog);
+  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(c->gpu_count, 8);
+}
+
+struct BadCase {
+  const char* text;
+  const char* expect;  // substring of the error
+};
+
+class EgpuConfigRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(EgpuConfigRejects, WithAClearMessage) {
+  auto c = parse_egpu_config(GetParam().text, "egpu.conf");
+  ASSERT_FALSE(c.ok()) << "accepted: " << GetParam().text;
+  EXPECT_NE(c.error().find(GetParam().expect), std::string::npos) << c.error();
+  EXPECT_EQ(c.error().rfind("egpu.conf:", 0), 0u) << c.error();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, EgpuConfigRejects,
+    ::testing::Values(
+        BadCase{"SliceMsec=5", "unknown key 'SliceMsec'"}, BadCase{"SliceMs=0", "between 1 and 50"},
+        BadCase{"SliceMs=51", "between 1 and 50"}, BadCase{"SliceMs=ten", "not an integer"},
+        BadCase{"SliceMs=5\nSliceMs=6", "set twice"}, BadCase{"DefaultMode=fast", "burst|cap"},
+        BadCase{"FailMode=maybe", "open|closed"},
+        BadCase{"MetricsAddress=0.0.0.0:9464", "loopback"},
+        BadCase{"MetricsAddress=10.1.2.3:80", "loopback"},
+        BadCase{"MetricsAddress=127.0.0.1", "HOST:PORT"},
+        BadCase{"MetricsAddress=127.0.0.1:99999", "port"},
+        BadCase{"SocketPath=relative/sock", "absolute path"},
+        BadCase{"GpuMemory=12XB", "unknown unit"}, BadCase{"GpuMemory=0", "more than 0"},
+        BadCase{"HeartbeatMs=500 HeartbeatTimeoutMs=600", "at least twice"},
+        BadCase{"PreemptThresholdPct=-1", "between 0 and 100"}));
+
+TEST(EgpuConfig, LoadFileReportsMissingPath) {
+  auto c = load_egpu_config("/nonexistent/egpu.conf");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("/nonexistent/egpu.conf"), std::string::npos);
+}
+
+TEST(EgpuConfig, LoadFileNamesItInErrors) {
+  char path[] = "/tmp/egpu-conf-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << "SliceMs=3\nBogus=1\n";
+  auto c = load_egpu_config(path);
+  std::remove(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find(std::string(path) + ":2: unknown key 'Bogus'"), std::string::npos)
+      << c.error();
+}
+
+TEST(ByteSize, ParsesUnits) {
+  EXPECT_EQ(*parse_byte_size("1073741824"), 1073741824ull);
+  EXPECT_EQ(*parse_byte_size("512M"), 512ull << 20);
+  EXPECT_EQ(*parse_byte_size("16G"), 16ull << 30);
+  EXPECT_EQ(*parse_byte_size("16GB"), 16ull << 30);
+  EXPECT_EQ(*parse_byte_size("1.5GiB"), 3ull << 29);
+  EXPECT_EQ(*parse_byte_size("1PB"), 1ull << 50);
+  EXPECT_EQ(*parse_byte_size("2k"), 2048ull);
+}
+
+TEST(ByteSize, RejectsGarbage) {
+  EXPECT_FALSE(parse_byte_size("").ok());
+  EXPECT_FALSE(parse_byte_size("G").ok());
+  EXPECT_FALSE(parse_byte_size("1.2.3G").ok());
+  EXPECT_FALSE(parse_byte_size("-1G").ok());
+  EXPECT_FALSE(parse_byte_size("12 G").ok());
+  EXPECT_FALSE(parse_byte_size("1ZB").ok());
+  EXPECT_FALSE(parse_byte_size("99999999999E").ok());
+}
+
+TEST(ByteSize, Formats) {
+  EXPECT_EQ(format_byte_size(100), "100 B");
+  EXPECT_EQ(format_byte_size(16ull << 30), "16.0 GiB");
+  EXPECT_EQ(format_byte_size(1536ull << 20), "1.5 GiB");
+}
+
+}  // namespace
+}  // namespace egpu::config

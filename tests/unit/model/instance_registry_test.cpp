@@ -1,0 +1,184 @@
+#include "core/model/instance_registry.h"
+
+#include <gtest/gtest.h>
+
+namespace egpu::model {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr uid_t kRoot = 0;
+constexpr uid_t kAlice = 1001;
+constexpr uid_t kBob = 1002;
+
+CreateSpec spec(uint64_t job, uint32_t step, uint32_t gpu, uint32_t units, uint32_t job_units = 0,
+                bool umbrella = false, uid_t uid = kAlice) {
+  return CreateSpec{job,          step, gpu,     uid, uid, units, job_units ? job_units : units,
+                    Mode::kBurst, 0,    umbrella};
+}
+
+class Registry : public ::testing::Test {
+ protected:
+  InstanceRegistry reg{{80 * kGiB, 80 * kGiB}, 4};
+
+  const Instance* create(const CreateSpec& s) {
+    const Instance* out = nullptr;
+    auto o = reg.create(kRoot, s, &out);
+    EXPECT_TRUE(o.ok()) << o.message;
+    return out;
+  }
+};
+
+TEST_F(Registry, CreateAssignsSlotsQuotaAndShare) {
+  auto* a = create(spec(1, 0, 0, 30));
+  auto* b = create(spec(2, 0, 0, 70, 0, false, kBob));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a->slot, b->slot);
+  EXPECT_NE(a->id, b->id);
+  EXPECT_EQ(a->mem_quota, 80 * kGiB / 100 * 30);
+  EXPECT_DOUBLE_EQ(reg.effective_share(*a), 0.30);
+  EXPECT_EQ(reg.allocated_units(0), 100u);
+  EXPECT_EQ(reg.find(1, 0, 0), a);
+}
+
+TEST_F(Registry, OnlyRootCreatesAndRemoves) {
+  auto o = reg.create(kAlice, spec(1, 0, 0, 30), nullptr);
+  EXPECT_EQ(o.status, ReplyStatus::kDenied);
+  create(spec(1, 0, 0, 30));
+  EXPECT_EQ(reg.remove(kAlice, 1, 0, nullptr).status, ReplyStatus::kDenied);
+  std::vector<Instance> removed;
+  EXPECT_TRUE(reg.remove(kRoot, 1, 0, &removed).ok());
+  EXPECT_EQ(removed.size(), 1u);
+  EXPECT_EQ(reg.remove(kRoot, 1, 0, nullptr).status, ReplyStatus::kNotFound);
+}
+
+TEST_F(Registry, RefusesMoreThanTheGpuHas) {
+  create(spec(1, 0, 0, 70));
+  auto o = reg.create(kRoot, spec(2, 0, 0, 40), nullptr);
+  EXPECT_EQ(o.status, ReplyStatus::kOverAllocation);
+  EXPECT_NE(o.message.find("30 units free"), std::string::npos) << o.message;
+  EXPECT_EQ(reg.create(kRoot, spec(2, 0, 5, 10), nullptr).status, ReplyStatus::kNotFound);
+  EXPECT_EQ(reg.create(kRoot, spec(1, 0, 0, 10), nullptr).status, ReplyStatus::kExists);
+}
+
+TEST_F(Registry, StepsShareTheJobAllocationWithTheUmbrella) {
+  auto* batch = create(spec(5, protocol::kStepBatch, 0, 60, 60, true));
+  EXPECT_DOUBLE_EQ(reg.effective_share(*batch), 0.60);
+  auto* s0 = create(spec(5, 0, 0, 20, 60));
+  auto* s1 = create(spec(5, 1, 0, 40, 60));
+  EXPECT_DOUBLE_EQ(reg.effective_share(*s0), 0.20);
+  EXPECT_DOUBLE_EQ(reg.effective_share(*s1), 0.40);
+  EXPECT_DOUBLE_EQ(reg.effective_share(*batch), 0.0);
+  EXPECT_EQ(reg.allocated_units(0), 60u);
+  auto o = reg.create(kRoot, spec(5, 2, 0, 10, 60), nullptr);
+  EXPECT_EQ(o.status, ReplyStatus::kOverAllocation) << o.message;
+  // A step claiming a larger job allocation cannot enlarge the umbrella's.
+  o = reg.create(kRoot, spec(5, 3, 0, 10, 100), nullptr);
+  EXPECT_EQ(o.status, ReplyStatus::kOverAllocation) << o.message;
+  EXPECT_EQ(reg.create(kRoot, spec(5, 4, 0, 10, 10, true), nullptr).status, ReplyStatus::kExists);
+}
+
+TEST_F(Registry, OwnerMovesShareBetweenStepsWithinTheAllocation) {
+  create(spec(5, protocol::kStepBatch, 0, 60, 60, true));
+  auto* s0 = create(spec(5, 0, 0, 20, 60));
+  auto* s1 = create(spec(5, 1, 0, 40, 60));
+  Instance updated;
+  auto grow_first = reg.resize(kAlice, s0->id, 30, protocol::kModeUnchanged, &updated);
+  EXPECT_EQ(grow_first.status, ReplyStatus::kOverAllocation);
+  EXPECT_NE(grow_first.message.find("shrink another step first"), std::string::npos);
+  EXPECT_TRUE(reg.resize(kAlice, s1->id, 30, protocol::kModeUnchanged, &updated).ok());
+  EXPECT_TRUE(reg.resize(kAlice, s0->id, 30, protocol::kModeUnchanged, &updated).ok());
+  EXPECT_DOUBLE_EQ(reg.effective_share(*s0), 0.30);
+  EXPECT_DOUBLE_EQ(reg.effective_share(*s1), 0.30);
+  EXPECT_EQ(reg.resize(kAlice, s0->id, 31, protocol::kModeUnchanged, nullptr).status,
+            ReplyStatus::kOverAllocation);
+}
+
+TEST_F(Registry, OtherUsersCannotResizeOrAttach) {
+  auto* a = create(spec(1, 0, 0, 30));
+  EXPECT_EQ(reg.resize(kBob, a->id, 20, protocol::kModeUnchanged, nullptr).status,
+            ReplyStatus::kDenied);
+  EXPECT_EQ(reg.resize(kBob, a->id, 0, 1, nullptr).status, ReplyStatus::kDenied);
+  EXPECT_EQ(reg.authorize_attach(kBob, 1, 0, 0, nullptr).status, ReplyStatus::kDenied);
+  const Instance* found = nullptr;
+  EXPECT_TRUE(reg.authorize_attach(kAlice, 1, 0, 0, &found).ok());
+  EXPECT_EQ(found, a);
+  EXPECT_TRUE(reg.authorize_attach(kRoot, 1, 0, 0, nullptr).ok());
+  EXPECT_EQ(reg.authorize_attach(kAlice, 1, 0, 1, nullptr).status, ReplyStatus::kNotFound);
+  EXPECT_FALSE(reg.may_see_details(kBob, *a));
+  EXPECT_TRUE(reg.may_see_details(kAlice, *a));
+}
+
+TEST_F(Registry, OwnerCannotRaiseItsAllocation) {
+  auto* a = create(spec(1, 0, 0, 30));
+  auto o = reg.resize(kAlice, a->id, 40, protocol::kModeUnchanged, nullptr);
+  EXPECT_EQ(o.status, ReplyStatus::kOverAllocation) << o.message;
+  auto* batch = create(spec(2, protocol::kStepBatch, 1, 50, 50, true));
+  EXPECT_EQ(reg.resize(kAlice, batch->id, 60, protocol::kModeUnchanged, nullptr).status,
+            ReplyStatus::kDenied);
+  // Mode is the owner's to choose.
+  Instance updated;
+  EXPECT_TRUE(reg.resize(kAlice, a->id, 0, static_cast<uint32_t>(Mode::kCap), &updated).ok());
+  EXPECT_EQ(updated.mode, Mode::kCap);
+}
+
+TEST_F(Registry, RootResizesAcrossJobsShrinkFirst) {
+  auto* a = create(spec(1, 0, 0, 70));
+  auto* b = create(spec(2, 0, 0, 30, 0, false, kBob));
+  EXPECT_EQ(reg.resize(kRoot, b->id, 70, protocol::kModeUnchanged, nullptr).status,
+            ReplyStatus::kOverAllocation);
+  EXPECT_TRUE(reg.resize(kRoot, a->id, 30, protocol::kModeUnchanged, nullptr).ok());
+  EXPECT_TRUE(reg.resize(kRoot, b->id, 70, protocol::kModeUnchanged, nullptr).ok());
+  EXPECT_DOUBLE_EQ(reg.effective_share(*a), 0.30);
+  EXPECT_DOUBLE_EQ(reg.effective_share(*b), 0.70);
+  EXPECT_EQ(reg.allocated_units(0), 100u);
+}
+
+TEST_F(Registry, SlotsRunOutAndAreReused) {
+  for (uint32_t j = 1; j <= 4; ++j)
+    create(spec(j, 0, 0, 10));
+  EXPECT_EQ(reg.create(kRoot, spec(9, 0, 0, 10), nullptr).status, ReplyStatus::kFull);
+  const uint32_t slot = reg.find(2, 0, 0)->slot;
+  ASSERT_TRUE(reg.remove(kRoot, 2, protocol::kAllSteps, nullptr).ok());
+  auto* again = create(spec(9, 0, 0, 10));
+  EXPECT_EQ(again->slot, slot);
+}
+
+TEST_F(Registry, RestoreKeepsIdsUniqueAfterRestart) {
+  Instance old;
+  old.id = 41;
+  old.job_id = 3;
+  old.gpu = 1;
+  old.slot = 2;
+  old.units = 50;
+  old.job_units = 50;
+  EXPECT_TRUE(reg.restore(old).ok());
+  EXPECT_EQ(reg.restore(old).status, ReplyStatus::kExists);
+  auto* fresh = create(spec(4, 0, 1, 10));
+  EXPECT_GT(fresh->id, 41u);
+  EXPECT_NE(fresh->slot, 2u);
+  EXPECT_EQ(reg.allocated_units(1), 60u);
+}
+
+TEST_F(Registry, MemoryQuotaExplicitAndBounded) {
+  auto s = spec(1, 0, 0, 10);
+  s.mem_quota = 4 * kGiB;
+  EXPECT_EQ(create(s)->mem_quota, 4 * kGiB);
+  auto big = spec(2, 0, 0, 10);
+  big.mem_quota = 81 * kGiB;
+  EXPECT_EQ(reg.create(kRoot, big, nullptr).status, ReplyStatus::kOverAllocation);
+}
+
+TEST_F(Registry, DerivedQuotaFollowsUnitsExplicitOneStays) {
+  auto* a = create(spec(1, 0, 0, 70));
+  auto s = spec(2, 0, 0, 30);
+  s.mem_quota = 2 * kGiB;
+  auto* b = create(s);
+  ASSERT_TRUE(reg.resize(kRoot, a->id, 40, protocol::kModeUnchanged, nullptr).ok());
+  ASSERT_TRUE(reg.resize(kRoot, b->id, 60, protocol::kModeUnchanged, nullptr).ok());
+  EXPECT_EQ(reg.find(a->id)->mem_quota, 80 * kGiB / 100 * 40);
+  EXPECT_EQ(reg.find(b->id)->mem_quota, 2 * kGiB);
+}
+
+}  // namespace
+}  // namespace egpu::model

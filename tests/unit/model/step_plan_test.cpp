@@ -1,0 +1,87 @@
+#include "core/model/step_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace egpu::model {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+const StepIdentity kStep{77, 0, 1000, 1000};
+const StepIdentity kBatch{77, protocol::kStepBatch, 1000, 1000};
+
+TEST(StepPlan, NoEgpuAllocationMeansNoInstances) {
+  auto r = plan_step_instances({}, kStep, {}, config::ShareMode::kBurst);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r->empty());
+}
+
+TEST(StepPlan, OneInstancePerGpuWithItsUnits) {
+  auto r = plan_step_instances({"0,3", "100,20", "85000000000,17000000000"}, kStep, {},
+                               config::ShareMode::kCap);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].gpu_index, 0u);
+  EXPECT_EQ((*r)[0].units, 100u);
+  EXPECT_EQ((*r)[1].gpu_index, 3u);
+  EXPECT_EQ((*r)[1].units, 20u);
+  EXPECT_EQ((*r)[1].mode, 1u);
+  EXPECT_EQ((*r)[1].mem_quota, 0u);  // derived by the agent from the units
+  EXPECT_EQ((*r)[1].job_id, 77u);
+  EXPECT_EQ((*r)[1].uid, 1000u);
+  EXPECT_EQ((*r)[1].flags, 0u);
+}
+
+TEST(StepPlan, BatchAndInteractiveStepsHoldTheJobAllocation) {
+  auto r = plan_step_instances({"1", "60", "0"}, kBatch, {}, config::ShareMode::kBurst);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].flags, protocol::kCreateUmbrella);
+  EXPECT_TRUE(is_umbrella_step(protocol::kStepInteractive));
+  EXPECT_FALSE(is_umbrella_step(protocol::kStepExtern));
+  EXPECT_FALSE(is_umbrella_step(0));
+}
+
+TEST(StepPlan, OptionsOverrideModeAndMemoryWithinTheShare) {
+  StepOptions opts;
+  opts.mode = config::ShareMode::kCap;
+  opts.mem_bytes = 10 * kGiB;
+  auto r = plan_step_instances({"0", "30", std::to_string(24 * kGiB)}, kStep, opts,
+                               config::ShareMode::kBurst);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ((*r)[0].mem_quota, 10 * kGiB);
+  EXPECT_EQ((*r)[0].mode, 1u);
+  opts.mem_bytes = 25 * kGiB;
+  auto too_much = plan_step_instances({"0", "30", std::to_string(24 * kGiB)}, kStep, opts,
+                                      config::ShareMode::kBurst);
+  ASSERT_FALSE(too_much.ok());
+  EXPECT_NE(too_much.error().find("more than this step's share of GPU 0 (24.0 GiB for 30 units)"),
+            std::string::npos)
+      << too_much.error();
+}
+
+TEST(StepPlan, MalformedEnvironmentIsAnError) {
+  auto mismatch = plan_step_instances({"0,1", "30", ""}, kStep, {}, config::ShareMode::kBurst);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.error().find("different numbers of GPUs"), std::string::npos);
+  EXPECT_FALSE(plan_step_instances({"0", "130", ""}, kStep, {}, config::ShareMode::kBurst).ok());
+  EXPECT_FALSE(plan_step_instances({"x", "30", ""}, kStep, {}, config::ShareMode::kBurst).ok());
+  EXPECT_FALSE(plan_step_instances({"0", "30,", ""}, kStep, {}, config::ShareMode::kBurst).ok());
+  EXPECT_FALSE(plan_step_instances({"99", "30", ""}, kStep, {}, config::ShareMode::kBurst).ok());
+}
+
+TEST(StepPlan, UserOptionsAreValidatedWithClearErrors) {
+  EXPECT_EQ(*parse_mode_option("cap"), config::ShareMode::kCap);
+  auto fast = parse_mode_option("fast");
+  ASSERT_FALSE(fast.ok());
+  EXPECT_EQ(fast.error(), "--egpu-mode must be burst or cap, got 'fast'");
+  EXPECT_EQ(*parse_mem_option("16G", 80 * kGiB), 16 * kGiB);
+  auto huge = parse_mem_option("1PB", 80 * kGiB);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().find("more than a GPU of this cluster has (80.0 GiB)"), std::string::npos)
+      << huge.error();
+  EXPECT_TRUE(parse_mem_option("1PB", 0).ok());  // unknown GPU size: checked on the node
+  EXPECT_FALSE(parse_mem_option("0", 0).ok());
+  EXPECT_FALSE(parse_mem_option("lots", 0).ok());
+}
+
+}  // namespace
+}  // namespace egpu::model

@@ -1,0 +1,133 @@
+// The gate's slow path on pages held in this process: it returns when the slot
+// is granted, when the agent restarts, and when its heartbeat goes stale - never
+// later than the heartbeat timeout - and counts the wait as asking.
+#include "shim/gate.h"
+
+#include <gtest/gtest.h>
+#include <linux/futex.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "core/util/clock.h"
+
+namespace egpu::shim {
+namespace {
+
+constexpr uint32_t kSlot = 3;
+constexpr int64_t kMs = 1'000'000;
+
+struct Pages {
+  Pages() : gpu(std::make_unique<shm::GpuPage>()), instance(std::make_unique<shm::InstancePage>()) {
+    gpu->agent_epoch.store(7);
+    gpu->heartbeat_timeout_ns.store(200 * kMs);
+    gpu->heartbeat_ns.store(monotonic_ns());
+    gpu->holder.store(shm::kNoHolder);
+    a.gpu = gpu.get();
+    a.instance = instance.get();
+    a.me = &instance->procs[0];
+    a.gpu_slot = kSlot;
+    a.epoch = 7;
+    a.wake = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  }
+  void grant(uint32_t slot) {
+    gpu->holder.store(slot);
+    gpu->grant_seq.fetch_add(1);
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&gpu->grant_seq), FUTEX_WAKE, INT32_MAX, nullptr,
+            nullptr, 0);
+  }
+  uint64_t asked() {
+    uint64_t v = 0;
+    return read(a.wake.get(), &v, sizeof v) == sizeof v ? v : 0;
+  }
+  std::unique_ptr<shm::GpuPage> gpu;
+  std::unique_ptr<shm::InstancePage> instance;
+  Attachment a;
+};
+
+TEST(Gate, HolderPassesAtOnceWithoutAsking) {
+  Pages p;
+  p.gpu->holder.store(kSlot);
+  EXPECT_EQ(wait_for_slice(p.a), SliceWait::kGranted);
+  EXPECT_EQ(p.asked(), 0u);
+  EXPECT_EQ(p.a.me->busy.load(), 0u);
+}
+
+TEST(Gate, WaitsForTheGrantAsksOnceAndCountsTheWait) {
+  Pages p;
+  uint32_t busy_seen = 0;
+  std::thread agent([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    busy_seen = p.a.me->busy.load();
+    p.gpu->heartbeat_ns.store(monotonic_ns());
+    p.grant(kSlot);
+  });
+  const int64_t start = monotonic_ns();
+  EXPECT_EQ(wait_for_slice(p.a), SliceWait::kGranted);
+  const int64_t waited = monotonic_ns() - start;
+  agent.join();
+  EXPECT_EQ(busy_seen, 1u);
+  EXPECT_EQ(p.a.me->busy.load(), 0u);
+  EXPECT_EQ(p.asked(), 1u);
+  EXPECT_GE(waited, 25 * kMs);
+  EXPECT_GE(static_cast<int64_t>(p.a.me->throttled_ns.load()), 25 * kMs);
+}
+
+TEST(Gate, AGrantToAnotherSlotKeepsWaiting) {
+  Pages p;
+  std::thread agent([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    p.grant(kSlot + 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    p.gpu->heartbeat_ns.store(monotonic_ns());
+    p.grant(kSlot);
+  });
+  const int64_t start = monotonic_ns();
+  EXPECT_EQ(wait_for_slice(p.a), SliceWait::kGranted);
+  agent.join();
+  EXPECT_GE(monotonic_ns() - start, 55 * kMs);
+}
+
+TEST(Gate, StaleHeartbeatEndsTheWaitWithinTheTimeout) {
+  Pages p;
+  const int64_t start = monotonic_ns();
+  EXPECT_EQ(wait_for_slice(p.a), SliceWait::kAgentDead);
+  const int64_t waited = monotonic_ns() - start;
+  EXPECT_GE(waited, 150 * kMs);
+  EXPECT_LT(waited, 400 * kMs);
+  EXPECT_EQ(p.a.me->busy.load(), 0u);
+}
+
+TEST(Gate, AlreadyDeadAgentIsSeenAtOnce) {
+  Pages p;
+  p.gpu->heartbeat_ns.store(monotonic_ns() - 10 * p.gpu->heartbeat_timeout_ns.load());
+  const int64_t start = monotonic_ns();
+  EXPECT_EQ(wait_for_slice(p.a), SliceWait::kAgentDead);
+  EXPECT_LT(monotonic_ns() - start, 20 * kMs);
+  EXPECT_FALSE(agent_alive(*p.gpu, monotonic_ns()));
+}
+
+TEST(Gate, RestartedAgentEndsTheWait) {
+  Pages p;
+  std::thread agent([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    p.gpu->agent_epoch.store(8);
+    p.grant(shm::kNoHolder);
+  });
+  EXPECT_EQ(wait_for_slice(p.a), SliceWait::kEpochChanged);
+  agent.join();
+}
+
+TEST(Gate, ZeroTimeoutNeverDeclaresTheAgentDead) {
+  Pages p;
+  p.gpu->heartbeat_timeout_ns.store(0);
+  p.gpu->heartbeat_ns.store(1);
+  EXPECT_TRUE(agent_alive(*p.gpu, monotonic_ns()));
+}
+
+}  // namespace
+}  // namespace egpu::shim

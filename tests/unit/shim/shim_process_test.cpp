@@ -1,0 +1,170 @@
+// The shim preloaded into real driver-API programs on the simulated GPU, with
+// no agent: pass-through without a job, the fail modes without an agent, and
+// every way a program can reach cuLaunchKernel landing in the shim's wrapper.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run_program.h"
+
+namespace egpu::shim::testing {
+namespace {
+
+constexpr int kLaunches = 10;
+
+class ShimProcess : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    shm_name_ =
+        "/egpu-shim-test-" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  }
+  void TearDown() override { shm_unlink(shm_name_.c_str()); }
+
+  std::vector<std::string> base_env(bool preload = true) const {
+    std::vector<std::string> env = {std::string("LD_LIBRARY_PATH=") + EGPU_TEST_SIMGPU_LIB_DIR,
+                                    "SIMGPU_SHM=" + shm_name_};
+    if (preload) env.push_back(std::string("LD_PRELOAD=") + EGPU_TEST_SHIM_PATH);
+    return env;
+  }
+
+  static std::string probe(bool dlopen_only) {
+    return std::string(EGPU_TEST_PROGRAM_DIR) + (dlopen_only ? "/shim_probe_dl" : "/shim_probe");
+  }
+
+  // Runs the probe and returns its JSON summary (the last line of stdout).
+  nlohmann::json run_probe(const std::string& path, std::vector<std::string> env,
+                           bool dlopen_only = false, ProgramRun* run_out = nullptr) {
+    ProgramRun run = run_program(
+        {probe(dlopen_only), "--path", path, "--launches", std::to_string(kLaunches)}, env);
+    if (run_out != nullptr) *run_out = run;
+    EXPECT_EQ(run.exit_code, 0) << "stderr: " << run.err;
+    const size_t start = run.out.rfind('{');
+    if (start == std::string::npos) return nlohmann::json::object();
+    return nlohmann::json::parse(run.out.substr(start), nullptr, false);
+  }
+
+  std::string shm_name_;
+};
+
+TEST_F(ShimProcess, WithoutJobIdPassesThroughAndSaysSoOnce) {
+  ProgramRun run;
+  const auto summary = run_probe("direct", base_env(), false, &run);
+  EXPECT_EQ(summary.value("launches", 0), kLaunches);
+  EXPECT_EQ(count_of(run.err, "not in an egpu job, passing through"), 1) << run.err;
+  EXPECT_EQ(count_of(run.err, "egpu-shim["), 1) << run.err;
+}
+
+TEST_F(ShimProcess, WithoutAnAgentFailModeOpenRunsAndSaysWhy) {
+  auto env = base_env();
+  env.insert(env.end(), {"EGPU_JOB_ID=4242", "EGPU_STEP_ID=0", "EGPU_GPU_INDICES=0",
+                         "EGPU_SOCKET=/nonexistent/egpu/agent.sock"});
+  ProgramRun run;
+  const auto summary = run_probe("direct", env, false, &run);
+  EXPECT_EQ(summary.value("launches", 0), kLaunches);
+  EXPECT_EQ(count_of(run.err, "cannot attach to the egpu agent"), 1) << run.err;
+  EXPECT_EQ(count_of(run.err, "fail mode open"), 1) << run.err;
+  EXPECT_NE(run.err.find("/nonexistent/egpu/agent.sock"), std::string::npos) << run.err;
+}
+
+TEST_F(ShimProcess, WithoutAnAgentFailModeClosedSaysQuotaUnknown) {
+  auto env = base_env();
+  env.insert(env.end(), {"EGPU_JOB_ID=4242", "EGPU_STEP_ID=4294967291", "EGPU_GPU_INDICES=0",
+                         "EGPU_SOCKET=/nonexistent/egpu/agent.sock", "EGPU_FAIL_MODE=closed"});
+  ProgramRun run;
+  const auto summary = run_probe("direct", env, false, &run);
+  EXPECT_EQ(summary.value("launches", 0), kLaunches);
+  EXPECT_EQ(count_of(run.err, "fail mode closed: memory quota unknown"), 1) << run.err;
+}
+
+TEST_F(ShimProcess, UnusableEnvironmentPassesThrough) {
+  auto env = base_env();
+  env.insert(env.end(), {"EGPU_JOB_ID=not-a-number", "EGPU_STEP_ID=0", "EGPU_GPU_INDICES=0"});
+  ProgramRun run;
+  const auto summary = run_probe("direct", env, false, &run);
+  EXPECT_EQ(summary.value("launches", 0), kLaunches);
+  EXPECT_EQ(count_of(run.err, "EGPU_JOB_ID='not-a-number' is not a job id: passing through"), 1)
+      << run.err;
+}
+
+TEST_F(ShimProcess, AllocationsAndMemoryQueriesPassThroughUnmanaged) {
+  ProgramRun run = run_program({probe(false), "--path", "direct", "--alloc-mb", "64"}, base_env());
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\"alloc_result\":0"), std::string::npos) << run.out;
+}
+
+// Each way of reaching cuLaunchKernel, proven by the shim's own call counters
+// (EGPU_DEBUG=1 turns them on).
+struct PathCase {
+  const char* path;
+  bool dlopen_only;
+  const char* wrapper;  // the wrapper the launches must reach
+};
+
+class Interposition : public ShimProcess, public ::testing::WithParamInterface<PathCase> {};
+
+TEST_P(Interposition, LaunchesReachTheShimsWrapper) {
+  const PathCase& c = GetParam();
+  auto env = base_env();
+  env.push_back("EGPU_DEBUG=1");
+  const auto summary = run_probe(c.path, env, c.dlopen_only);
+  EXPECT_EQ(summary.value(c.wrapper, -1LL), kLaunches) << summary.dump();
+  const std::string other =
+      std::string(c.wrapper) == "cuLaunchKernel" ? "cuLaunchKernel_ptsz" : "cuLaunchKernel";
+  EXPECT_EQ(summary.value(other, -1LL), 0) << summary.dump();
+  if (std::string(c.path).rfind("procaddr", 0) == 0) {
+    EXPECT_GE(summary.value("cuGetProcAddress_v2", -1LL) + summary.value("cuGetProcAddress", 0LL),
+              1)
+        << summary.dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, Interposition,
+                         ::testing::Values(PathCase{"direct", false, "cuLaunchKernel"},
+                                           PathCase{"procaddr0", false, "cuLaunchKernel"},
+                                           PathCase{"procaddr2", false, "cuLaunchKernel_ptsz"},
+                                           PathCase{"procaddr-v1", false, "cuLaunchKernel"},
+                                           PathCase{"procaddr-self", true, "cuLaunchKernel"},
+                                           PathCase{"dlsym-procaddr", true, "cuLaunchKernel"},
+                                           PathCase{"dlsym-launch", true, "cuLaunchKernel"},
+                                           PathCase{"procaddr2", true, "cuLaunchKernel_ptsz"},
+                                           PathCase{"rtld-default", false, "cuLaunchKernel"}),
+                         [](const ::testing::TestParamInfo<PathCase>& param_info) {
+                           std::string name = std::string(param_info.param.path) +
+                                              (param_info.param.dlopen_only ? "_dl" : "");
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return name;
+                         });
+
+TEST_F(ShimProcess, WithoutTheShimNothingIsCounted) {
+  // The control: the same program without LD_PRELOAD has no shim to count.
+  const auto summary = run_probe("dlsym-launch", base_env(/*preload=*/false), true);
+  EXPECT_EQ(summary.value("cuLaunchKernel", 0LL), -1) << summary.dump();
+}
+
+TEST_F(ShimProcess, ForkedChildOfAManagedProcessRunsUnharmed) {
+  auto env = base_env();
+  env.insert(env.end(), {"EGPU_JOB_ID=4242", "EGPU_STEP_ID=0", "EGPU_GPU_INDICES=0",
+                         "EGPU_SOCKET=/nonexistent/egpu/agent.sock"});
+  ProgramRun run = run_program({probe(false), "--path", "direct", "--fork", "1"}, env, 20'000);
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("{\"child_exit\":0}"), std::string::npos) << run.out << run.err;
+}
+
+TEST_F(ShimProcess, RtldNextStaysRelativeToTheCaller) {
+  auto env = base_env();
+  ProgramRun run = run_program({std::string(EGPU_TEST_PROGRAM_DIR) + "/shim_next_probe"}, env);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "102\n");
+}
+
+}  // namespace
+}  // namespace egpu::shim::testing
