@@ -83,7 +83,13 @@ Status Agent::init() {
   if (Status s = make_runtime_dir(config_.runtime_dir); !s) return s;
   auto inventory = discover_gpus(config_);
   if (!inventory) return Error{inventory.error()};
-  base_.reset(event_base_new());
+  // Precise timers (timerfd): FAA acts on sub-millisecond deadlines, which
+  // epoll's millisecond timeout would round up.
+  event_config* cfg = event_config_new();
+  if (cfg == nullptr) return Error{"cannot create the event loop"};
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+  base_.reset(event_base_new_with_config(cfg));
+  event_config_free(cfg);
   if (!base_) return Error{"cannot create the event loop"};
   registry_ = std::make_unique<model::InstanceRegistry>(
       inventory->memory_bytes, static_cast<uint32_t>(config_.max_instances_per_gpu));

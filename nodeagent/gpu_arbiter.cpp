@@ -259,7 +259,9 @@ std::optional<uint64_t> GpuArbiter::holder() const {
 void GpuArbiter::publish(std::optional<faa::InstanceId> holder, int64_t until) {
   const uint32_t slot = holder ? *holder : shm::kNoHolder;
   page()->slice_end_ns.store(until, std::memory_order_relaxed);
-  if (slot == published_) return;
+  if (slot == published_ && page()->holder.load(std::memory_order_relaxed) == slot) return;
+  EGPU_LOG_DEBUG("GPU %u: holder %d -> %d until %+.2f ms", gpu_, static_cast<int>(published_),
+                 static_cast<int>(slot), until > 0 ? (until - monotonic_ns()) / 1e6 : 0.0);
   published_ = slot;
   page()->holder.store(slot, std::memory_order_release);
   page()->grant_seq.fetch_add(1, std::memory_order_release);
@@ -288,9 +290,15 @@ int64_t GpuArbiter::tick(int64_t now) {
   size_t i = 0;
   for (auto& [slot, m] : members_) {
     const InstanceActivity& a = activity[i];
+    m.inflight_ns = a.inflight_ns;
     const int64_t charge = charges[i++];
     if (charge > 0) (void)scheduler_.charge(slot, charge, now);
-    if (a.launched || a.busy > 0) m.last_activity = now;
+    if (a.launched || a.busy > 0) {
+      m.last_activity = now;
+    } else if (a.idle_since_ns > m.last_activity && a.idle_since_ns <= now) {
+      // The shim said when its last sync returned: the grace counts from then.
+      m.last_activity = a.idle_since_ns;
+    }
     // A waiting instance asks exactly while a thread is blocked (gate, bound
     // or sync). The holder keeps asking for a short grace after its last
     // launch: a process between a sync and its next launch is not idle.
@@ -299,22 +307,85 @@ int64_t GpuArbiter::tick(int64_t now) {
         a.processes > 0 &&
         (a.busy > 0 || (holding && now - m.last_activity < settings_.idle_grace_ns));
     if (asking != m.asking) {
+      EGPU_LOG_DEBUG("GPU %u: slot %u %s (busy %u, launched %d, holding %d, idle %+.3f ms)", gpu_,
+                     slot, asking ? "asks" : "idle", a.busy, a.launched ? 1 : 0, holding ? 1 : 0,
+                     a.idle_since_ns != 0 ? (a.idle_since_ns - now) / 1e6 : 0.0);
       (void)scheduler_.set_asking(slot, asking, now);
       m.asking = asking;
     }
   }
+  // A holder running a long kernel (more queued than twice the in-flight
+  // bound) keeps the GPU until it is done: the gate cannot stop that work, so
+  // the next decision waits until its charge has come in (its sync returns),
+  // instead of starting another instance's slice on a busy device.
+  // Its slice still ends on time: it may launch nothing more meanwhile.
+  const int64_t long_tail = 2 * settings_.inflight_limit_ns;
+  if (const auto h = members_.find(published_);
+      h != members_.end() && h->second.asking && h->second.inflight_ns > long_tail &&
+      now >= page()->slice_end_ns.load(std::memory_order_relaxed)) {
+    if (drain_until_ns_ == 0)
+      drain_until_ns_ = now + std::min(h->second.inflight_ns, settings_.max_drain_ns);
+    if (now < drain_until_ns_) {
+      publish_draining();
+      return now + settings_.drain_poll_ns;
+    }
+  }
   const faa::Grant grant = scheduler_.decide(now);
-  publish(grant.holder, grant.until);
+  // Drain before handover: work already queued cannot be stopped by the gate.
+  // If the old holder still has more queued than the in-flight bound (a long
+  // kernel), the new holder starts when it is done, so the two never share
+  // the device, and each is charged exactly its own time. The GPU stays busy
+  // meanwhile with the old holder's work, which FAA charges as overrun.
+  const std::optional<faa::InstanceId> successor = grant.holder;
+  const auto old = members_.find(published_);
+  if (successor && published_ != shm::kNoHolder && *successor != published_ &&
+      old != members_.end()) {
+    // A tail within twice the bound is the normal overlap (the bound is
+    // checked before a launch, so one kernel may pass it); more is a long kernel.
+    if (drain_until_ns_ == 0 && old->second.inflight_ns > long_tail) {
+      drain_until_ns_ = now + std::min(old->second.inflight_ns, settings_.max_drain_ns);
+    }
+    if (drain_until_ns_ != 0 && now < drain_until_ns_ && old->second.inflight_ns > long_tail) {
+      publish_draining();
+      // The tail ends when the old holder's sync returns: look often.
+      return std::min({grant.until, drain_until_ns_, now + settings_.drain_poll_ns});
+    }
+  }
+  drain_until_ns_ = 0;
+  publish(successor, grant.until);
+  uint32_t waiters = 0;
   for (const auto& [slot, m] : members_) {
-    if (m.asking && (!grant.holder || *grant.holder != slot)) others_asking = true;
+    if (m.asking && (!grant.holder || *grant.holder != slot)) ++waiters;
+  }
+  others_asking = waiters > 0;
+  if (page()->waiters.load(std::memory_order_relaxed) != waiters) {
+    page()->waiters.store(waiters, std::memory_order_relaxed);
   }
   int64_t next = grant.until;
   // A contended holder is checked often so an idle one yields early; any
   // asking instance keeps the scan going so charges and asks are seen.
   if (others_asking || (grant.holder && members_.at(*grant.holder).asking)) {
     next = std::min(next, now + settings_.poll_ns);
+    // A holder with nobody blocked may be going idle: look again exactly when
+    // its grace runs out, so the slice moves on without a poll's delay.
+    if (grant.holder && others_asking) {
+      const Member& h = members_.at(*grant.holder);
+      if (h.asking && h.last_activity + settings_.idle_grace_ns > now) {
+        next = std::min(next, h.last_activity + settings_.idle_grace_ns + 1);
+      }
+    }
   }
   return next;
+}
+
+void GpuArbiter::publish_draining() {
+  // Nobody may launch while the old holder's tail drains; the slot stays
+  // published_ so the drain can be recognised at the next tick.
+  if (page()->holder.load(std::memory_order_relaxed) == shm::kNoHolder) return;
+  EGPU_LOG_DEBUG("GPU %u: holder %d draining", gpu_, static_cast<int>(published_));
+  page()->holder.store(shm::kNoHolder, std::memory_order_release);
+  page()->grant_seq.fetch_add(1, std::memory_order_release);
+  futex_wake_all(&page()->grant_seq);
 }
 
 void GpuArbiter::heartbeat(int64_t now) {

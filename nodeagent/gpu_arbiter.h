@@ -30,8 +30,10 @@ struct ArbiterSettings {
   shm::PageFailMode fail_mode;
   uint64_t epoch;
   uint32_t max_slots;
-  int64_t idle_grace_ns = 500'000;  // holder: no launch and nobody blocked this long = idle
-  int64_t poll_ns = 500'000;        // how often a contended holder is checked
+  int64_t idle_grace_ns = 300'000;    // holder: no launch and nobody blocked this long = idle
+  int64_t poll_ns = 500'000;          // how often a contended holder is checked
+  int64_t max_drain_ns = 60'000'000;  // longest wait for an old holder's tail
+  int64_t drain_poll_ns = 100'000;    // how often a draining tail is checked
 };
 
 struct InstanceView {  // for status and metrics
@@ -93,12 +95,14 @@ class GpuArbiter {
     double target;
     int64_t last_activity = 0;
     bool asking = false;
+    int64_t inflight_ns = 0;
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
              faa::SliceScheduler scheduler, UniqueFd event_fd);
   shm::GpuPage* page() const { return page_.mapping.as<shm::GpuPage>(); }
   void publish(std::optional<faa::InstanceId> holder, int64_t until);
+  void publish_draining();
   void write_control(const model::Instance& instance);
 
   uint32_t gpu_;
@@ -115,6 +119,8 @@ class GpuArbiter {
   // Device time the GPU can have delivered and not yet been charged for.
   int64_t charge_credit_ns_ = 0;
   int64_t last_tick_ns_ = 0;
+  // A handover waiting for the old holder's long queued work to finish.
+  int64_t drain_until_ns_ = 0;
 };
 
 // Charges reported in one tick, trimmed so the GPU is never charged more

@@ -61,6 +61,7 @@ int InstanceRuntime::attach(pid_t pid) {
     slot.throttled_ns.store(0, std::memory_order_relaxed);
     slot.inflight_ns.store(0, std::memory_order_relaxed);
     slot.mem_denied.store(0, std::memory_order_relaxed);
+    slot.idle_since_ns.store(0, std::memory_order_relaxed);
     seen_device_ns_[i] = 0;
     seen_launches_[i] = 0;
     slot.pid.store(pid, std::memory_order_release);
@@ -100,6 +101,10 @@ InstanceActivity InstanceRuntime::scan() {
     if (launches != seen_launches_[i]) a.launched = true;
     seen_launches_[i] = launches;
     a.busy += std::min<uint32_t>(s.busy.load(std::memory_order_acquire), 1024);
+    // Bounded: the value comes from a page the job can write.
+    a.inflight_ns += static_cast<int64_t>(
+        std::min<uint64_t>(s.inflight_ns.load(std::memory_order_relaxed), 1'000'000'000));
+    a.idle_since_ns = std::max(a.idle_since_ns, s.idle_since_ns.load(std::memory_order_relaxed));
   }
   device_ns_total_ += static_cast<uint64_t>(a.device_ns);
   return a;

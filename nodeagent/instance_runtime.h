@@ -19,10 +19,12 @@ namespace egpu::agent {
 
 // What one scan of the page found since the previous scan.
 struct InstanceActivity {
-  int64_t device_ns = 0;   // device time newly reported by the shims
-  bool launched = false;   // launches advanced
-  uint32_t busy = 0;       // threads blocked at the gate / in-flight bound / sync
-  uint32_t processes = 0;  // attached processes
+  int64_t device_ns = 0;      // device time newly reported by the shims
+  bool launched = false;      // launches advanced
+  uint32_t busy = 0;          // threads blocked at the gate / in-flight bound / sync
+  uint32_t processes = 0;     // attached processes
+  int64_t inflight_ns = 0;    // device time its shims last said they had queued
+  int64_t idle_since_ns = 0;  // latest time a process said it went idle
 };
 
 class InstanceRuntime {

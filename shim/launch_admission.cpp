@@ -1,6 +1,7 @@
 #include "shim/launch_admission.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -96,6 +97,16 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
 }
 
 }  // namespace
+
+void note_idle(const Attachment& a) {
+  a.me->idle_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  if (a.gpu->waiters.load(std::memory_order_relaxed) != 0 &&
+      a.gpu->holder.load(std::memory_order_relaxed) == a.gpu_slot) {
+    const uint64_t one = 1;
+    ssize_t ignored = ::write(a.wake.get(), &one, sizeof one);
+    (void)ignored;
+  }
+}
 
 void wait_inflight(GpuBinding& b, const Attachment& a) {
   pacing::DevicePacer& pacer = b.pacer();

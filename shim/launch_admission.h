@@ -21,6 +21,11 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a);
 // is under the limit, polling its streams' markers.
 void wait_inflight(GpuBinding& b, const Attachment& a);
 
+// A synchronising call returned with nothing queued: the process may be idle.
+// Publishes when, and if another instance waits for the slice and this one
+// holds it, asks the agent to look (so an idle holder yields without delay).
+void note_idle(const Attachment& a);
+
 // Adds measured or estimated device time to the process's slot.
 inline void add_charge(const Attachment& a, const pacing::Charge& c) {
   if (c.total() > 0) {

@@ -59,6 +59,12 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
     result = sync();
     charge += b->pacer().poll_all(launch_clock_ns(), token, /*close_tails=*/false);
     add_charge(*a, charge);
+    // The agent waits for a long queued tail to drain before it hands the
+    // slice over; after a sync it is (mostly) gone.
+    const int64_t queued = b->pacer().queued_ns();
+    a->me->inflight_ns.store(queued > 0 ? static_cast<uint64_t>(queued) : 0,
+                             std::memory_order_relaxed);
+    if (queued <= 0) note_idle(*a);
     counted = false;
     a->me->busy.fetch_sub(1, std::memory_order_acq_rel);
     return result;

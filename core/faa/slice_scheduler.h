@@ -78,6 +78,10 @@ class SliceScheduler {
   void set_order_weight(InstanceState& instance) const;
   void set_patience(InstanceState& instance) const;
   double deviation(const InstanceState& instance) const;
+  // Deviation with achieved shares rescaled so they add up to the allocated
+  // total: idle GPU time (a holder's CPU phase, nobody asking) lowers every
+  // achieved share alike and must not decide who may preempt.
+  double relative_deviation(const InstanceState& instance) const;
   bool eligible(const InstanceState& instance, Nanos now) const;
 
   void start_grant(std::size_t index, Nanos now);

@@ -47,6 +47,13 @@ double SliceScheduler::deviation(const InstanceState& instance) const {
   return clock_.to_true(instance.used) / tau_ - instance.target;
 }
 
+double SliceScheduler::relative_deviation(const InstanceState& instance) const {
+  const double utilisation = clock_.to_true(busy_) / tau_;
+  // Below a few percent of use there is nothing meaningful to rescale.
+  if (utilisation < 0.05 || allocated_ <= 0.0) return deviation(instance);
+  return clock_.to_true(instance.used) / tau_ * (allocated_ / utilisation) - instance.target;
+}
+
 inline bool SliceScheduler::eligible(const InstanceState& instance, Nanos now) const {
   return instance.mode == Mode::kBurst || instance.bucket.holds(config_.min_cap_grant, now);
 }
@@ -109,7 +116,7 @@ std::size_t SliceScheduler::next_holder(Nanos now) {
 }
 
 std::size_t SliceScheduler::preemptor(Nanos now) const {
-  const double bar = deviation(instances_[holder_]) - config_.preempt_threshold;
+  const double bar = relative_deviation(instances_[holder_]) - config_.preempt_threshold;
   Pick<double> lowest;
   for (std::size_t i = 0; i < instances_.size(); ++i) {
     const InstanceState& candidate = instances_[i];
@@ -117,7 +124,7 @@ std::size_t SliceScheduler::preemptor(Nanos now) const {
     // lost this decision and wait for the slice end.
     if (i == holder_ || !candidate.asking || candidate.asking_since <= grant_start_) continue;
     if (!eligible(candidate, now)) continue;
-    const double d = deviation(candidate);
+    const double d = relative_deviation(candidate);
     if (d <= bar) lowest.offer(i, d, candidate.waiting_since);
   }
   return lowest.index;

@@ -63,6 +63,9 @@ struct GpuPage {
   alignas(64) std::atomic<uint32_t> holder;  // slot index, or kNoHolder
   std::atomic<uint32_t> grant_seq;
   std::atomic<int64_t> slice_end_ns;
+  // Instances asking for the slice besides the holder: a holder that goes
+  // idle tells the agent at once (eventfd) only when someone waits.
+  std::atomic<uint32_t> waiters;
 
   alignas(64) SlotControl slots[kMaxSlotsPerGpu];
 };
@@ -80,6 +83,9 @@ struct alignas(64) ProcSlot {
   std::atomic<uint64_t> throttled_ns;  // time spent waiting at the gate
   std::atomic<uint64_t> inflight_ns;   // device time estimated queued now
   std::atomic<uint64_t> mem_denied;    // allocations refused for the quota
+  // CLOCK_MONOTONIC when a synchronising call returned with nothing left
+  // queued: the agent lets a holder go that many ns + its grace later.
+  std::atomic<int64_t> idle_since_ns;
 };
 static_assert(sizeof(ProcSlot) == 64);
 

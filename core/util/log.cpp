@@ -76,7 +76,7 @@ void write(Level level, const char* format, ...) {
   localtime_r(&ts.tv_sec, &local);
   char when[32];
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &local);
-  fprintf(stderr, "%s.%03ld %s[%s]: %s\n", when, ts.tv_nsec / 1000000, g_ident.c_str(),
+  fprintf(stderr, "%s.%06ld %s[%s]: %s\n", when, ts.tv_nsec / 1000, g_ident.c_str(),
           level_name(level), message);
 }
 
