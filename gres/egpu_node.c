@@ -12,7 +12,7 @@
 #include "src/slurmd/slurmd/slurmd.h"
 
 #ifdef EGPU_HAVE_TOPO
-#include "topo/topo_c.h"
+#include "core/topo/topo_c.h"
 #endif
 
 /* slurmd and slurmstepd export their config; slurmctld and the clients have

@@ -1,4 +1,4 @@
-#include "faa/config.h"
+#include "core/faa/config.h"
 
 #include <cmath>
 #include <string>

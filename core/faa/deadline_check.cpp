@@ -1,4 +1,4 @@
-#include "faa/deadline_check.h"
+#include "core/faa/deadline_check.h"
 
 #include <algorithm>
 

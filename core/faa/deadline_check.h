@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "faa/types.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa {
 

@@ -1,4 +1,4 @@
-#include "faa/decay_clock.h"
+#include "core/faa/decay_clock.h"
 
 #include <cmath>
 

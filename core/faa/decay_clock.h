@@ -10,7 +10,7 @@
 #ifndef EGPU_CORE_FAA_DECAY_CLOCK_H
 #define EGPU_CORE_FAA_DECAY_CLOCK_H
 
-#include "faa/types.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa {
 

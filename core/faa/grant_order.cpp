@@ -1,4 +1,4 @@
-#include "faa/grant_order.h"
+#include "core/faa/grant_order.h"
 
 #include <cmath>
 

@@ -19,7 +19,7 @@
 #ifndef EGPU_CORE_FAA_GRANT_ORDER_H
 #define EGPU_CORE_FAA_GRANT_ORDER_H
 
-#include "faa/types.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa {
 

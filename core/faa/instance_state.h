@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "faa/token_bucket.h"
-#include "faa/types.h"
+#include "core/faa/token_bucket.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa {
 

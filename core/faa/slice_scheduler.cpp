@@ -1,13 +1,13 @@
 // SliceScheduler: membership, asking and charging. Decisions are in
 // slice_scheduler_decide.cpp, statistics in slice_scheduler_stats.cpp.
-#include "faa/slice_scheduler.h"
+#include "core/faa/slice_scheduler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 
-#include "faa/grant_order.h"
+#include "core/faa/grant_order.h"
 
 namespace egpu::faa {
 namespace {

@@ -18,13 +18,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "faa/config.h"
-#include "faa/deadline_check.h"
-#include "faa/decay_clock.h"
-#include "faa/instance_state.h"
-#include "faa/stats.h"
-#include "faa/status.h"
-#include "faa/types.h"
+#include "core/faa/config.h"
+#include "core/faa/deadline_check.h"
+#include "core/faa/decay_clock.h"
+#include "core/faa/instance_state.h"
+#include "core/faa/stats.h"
+#include "core/faa/status.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa {
 

@@ -19,7 +19,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "faa/slice_scheduler.h"
+#include "core/faa/slice_scheduler.h"
 
 namespace egpu::faa {
 namespace {

@@ -1,7 +1,7 @@
 // SliceScheduler: statistics for `egpuctl status` and metrics.
 #include <algorithm>
 
-#include "faa/slice_scheduler.h"
+#include "core/faa/slice_scheduler.h"
 
 namespace egpu::faa {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "faa/types.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa {
 

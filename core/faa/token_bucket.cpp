@@ -1,4 +1,4 @@
-#include "faa/token_bucket.h"
+#include "core/faa/token_bucket.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 #ifndef EGPU_CORE_FAA_TOKEN_BUCKET_H
 #define EGPU_CORE_FAA_TOKEN_BUCKET_H
 
-#include "faa/types.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa {
 

@@ -1,4 +1,4 @@
-#include "faa/types.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "faa/token_bucket.h"
+#include "core/faa/token_bucket.h"
 
 namespace egpu::pacing {
 

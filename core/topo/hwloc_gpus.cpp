@@ -1,11 +1,11 @@
-#include "topo/hwloc_gpus.h"
+#include "core/topo/hwloc_gpus.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <string_view>
 
-#include "topo/pci_bus_id.h"
+#include "core/topo/pci_bus_id.h"
 
 namespace egpu::topo {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "topo/topology.h"
+#include "core/topo/topology.h"
 
 namespace egpu::topo {
 

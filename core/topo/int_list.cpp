@@ -1,4 +1,4 @@
-#include "topo/int_list.h"
+#include "core/topo/int_list.h"
 
 #include <algorithm>
 #include <charconv>

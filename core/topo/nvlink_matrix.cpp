@@ -1,10 +1,10 @@
-#include "topo/nvlink_matrix.h"
+#include "core/topo/nvlink_matrix.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
-#include "topo/hwloc_handle.h"
+#include "core/topo/hwloc_handle.h"
 
 namespace egpu::topo {
 namespace {

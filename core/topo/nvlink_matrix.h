@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "topo/topology.h"
+#include "core/topo/topology.h"
 
 namespace egpu::topo {
 

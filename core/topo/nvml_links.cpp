@@ -1,10 +1,10 @@
-#include "topo/nvml_links.h"
+#include "core/topo/nvml_links.h"
 
 #include <algorithm>
 #include <map>
 
-#include "topo/nvlink_matrix.h"
-#include "topo/pci_bus_id.h"
+#include "core/topo/nvlink_matrix.h"
+#include "core/topo/pci_bus_id.h"
 
 namespace egpu::topo {
 

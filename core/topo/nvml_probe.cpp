@@ -1,4 +1,4 @@
-#include "topo/nvml_probe.h"
+#include "core/topo/nvml_probe.h"
 
 #include <dlfcn.h>
 
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <memory>
 
-#include "topo/nvml_api.h"
-#include "topo/pci_bus_id.h"
+#include "core/topo/nvml_api.h"
+#include "core/topo/pci_bus_id.h"
 
 namespace egpu::topo {
 namespace {

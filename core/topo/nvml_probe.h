@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "topo/nvml_links.h"
-#include "topo/topology.h"
+#include "core/topo/nvml_links.h"
+#include "core/topo/topology.h"
 
 namespace egpu::topo {
 

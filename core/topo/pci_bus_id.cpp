@@ -1,4 +1,4 @@
-#include "topo/pci_bus_id.h"
+#include "core/topo/pci_bus_id.h"
 
 #include <charconv>
 #include <cstdio>

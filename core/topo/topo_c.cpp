@@ -1,5 +1,5 @@
 // The C interface (topo_c.h) over the C++ API. Nothing may throw across it.
-#include "topo/topo_c.h"
+#include "core/topo/topo_c.h"
 
 #include <cstdio>
 #include <exception>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "topo/int_list.h"
-#include "topo/topo_report.h"
-#include "topo/topology.h"
+#include "core/topo/int_list.h"
+#include "core/topo/topo_report.h"
+#include "core/topo/topology.h"
 
 struct egpu_topo {
   egpu::topo::Topology topology;

@@ -1,4 +1,4 @@
-#include "topo/topo_report.h"
+#include "core/topo/topo_report.h"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <set>
 
-#include "topo/int_list.h"
+#include "core/topo/int_list.h"
 
 namespace egpu::topo {
 namespace {

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "topo/topology.h"
+#include "core/topo/topology.h"
 
 namespace egpu::topo {
 

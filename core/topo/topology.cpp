@@ -1,16 +1,16 @@
-#include "topo/topology.h"
+#include "core/topo/topology.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
-#include "topo/hwloc_gpus.h"
-#include "topo/hwloc_handle.h"
-#include "topo/nvlink_matrix.h"
-#include "topo/nvml_links.h"
-#include "topo/nvml_probe.h"
-#include "topo/xml_file_check.h"
+#include "core/topo/hwloc_gpus.h"
+#include "core/topo/hwloc_handle.h"
+#include "core/topo/nvlink_matrix.h"
+#include "core/topo/nvml_links.h"
+#include "core/topo/nvml_probe.h"
+#include "core/topo/xml_file_check.h"
 
 namespace egpu::topo {
 namespace {

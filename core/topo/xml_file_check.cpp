@@ -1,4 +1,4 @@
-#include "topo/xml_file_check.h"
+#include "core/topo/xml_file_check.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "faa/slice_scheduler.h"
+#include "core/faa/slice_scheduler.h"
 
 namespace {
 

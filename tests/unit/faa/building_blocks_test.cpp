@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "faa/deadline_check.h"
-#include "faa/decay_clock.h"
-#include "faa/grant_order.h"
-#include "faa/status.h"
-#include "faa/token_bucket.h"
+#include "core/faa/deadline_check.h"
+#include "core/faa/decay_clock.h"
+#include "core/faa/grant_order.h"
+#include "core/faa/status.h"
+#include "core/faa/token_bucket.h"
 
 namespace egpu::faa {
 namespace {

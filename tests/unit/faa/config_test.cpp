@@ -1,5 +1,5 @@
 // Config validation and scheduler creation.
-#include "faa/config.h"
+#include "core/faa/config.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "faa/slice_scheduler.h"
+#include "core/faa/slice_scheduler.h"
 
 namespace egpu::faa {
 namespace {

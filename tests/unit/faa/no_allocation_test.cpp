@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "faa/slice_scheduler.h"
+#include "core/faa/slice_scheduler.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "faa/slice_scheduler.h"
+#include "core/faa/slice_scheduler.h"
 #include "sim/faa_sim.h"
 
 namespace egpu::faa::test {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "topo/nvml_api.h"
+#include "core/topo/nvml_api.h"
 
 namespace nvml = egpu::topo::nvml;
 

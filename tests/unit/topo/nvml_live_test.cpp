@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include "topo/topology.h"
+#include "core/topo/topology.h"
 #include "topo_test_data.h"
 
 namespace egpu::topo {

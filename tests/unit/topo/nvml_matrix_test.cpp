@@ -2,9 +2,9 @@
 // link counts, PCI bus id spellings.
 #include <gtest/gtest.h>
 
-#include "topo/nvlink_matrix.h"
-#include "topo/nvml_links.h"
-#include "topo/pci_bus_id.h"
+#include "core/topo/nvlink_matrix.h"
+#include "core/topo/nvml_links.h"
+#include "core/topo/pci_bus_id.h"
 
 namespace egpu::topo {
 namespace {

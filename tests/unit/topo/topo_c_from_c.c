@@ -3,7 +3,7 @@
 /* clang-format off */
 #include <stdio.h>
 
-#include "topo/topo_c.h"
+#include "core/topo/topo_c.h"
 
 int topo_c_describe_first_gpu(const char *xml_path, char *out, size_t outlen) {
   char err[256];

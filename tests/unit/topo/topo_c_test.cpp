@@ -1,5 +1,5 @@
 // The C interface the Slurm GRES plugin uses (topo_c.h).
-#include "topo/topo_c.h"
+#include "core/topo/topo_c.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // The gres.conf lines and the GPU table, checked against the XML files, and
 // the small formatters they are made of.
-#include "topo/topo_report.h"
+#include "core/topo/topo_report.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "topo/int_list.h"
+#include "core/topo/int_list.h"
 #include "topo_test_data.h"
 
 namespace egpu::topo {

@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "topo/topology.h"
+#include "core/topo/topology.h"
 #include "topo_test_data.h"
 
 namespace egpu::topo {

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "faa/slice_scheduler.h"
+#include "core/faa/slice_scheduler.h"
 #include "sim/workload.h"
 
 namespace egpu::faa::sim {

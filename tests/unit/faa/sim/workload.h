@@ -3,7 +3,7 @@
 #ifndef EGPU_TESTS_UNIT_FAA_SIM_WORKLOAD_H
 #define EGPU_TESTS_UNIT_FAA_SIM_WORKLOAD_H
 
-#include "faa/types.h"
+#include "core/faa/types.h"
 
 namespace egpu::faa::sim {
 
