@@ -132,7 +132,7 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
     page->magic = shm::kGpuPageMagic;
   }
   auto scheduler = faa::SliceScheduler::create(settings.faa, monotonic_ns());
-  if (!scheduler.ok()) return Error{scheduler.message()};
+  if (!scheduler.ok()) return Error{scheduler.error()};
   UniqueFd efd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!efd.valid()) return Error{std::string("eventfd: ") + std::strerror(errno)};
   std::unique_ptr<GpuArbiter> arbiter(new GpuArbiter(gpu, memory_bytes, settings, std::move(*file),
@@ -169,9 +169,9 @@ Status GpuArbiter::add(const model::Instance& instance, double target, bool reop
   auto runtime = InstanceRuntime::open(settings_.runtime_dir, instance, reopen);
   if (!runtime) return Error{runtime.error()};
   const int64_t now = monotonic_ns();
-  if (faa::Status s = scheduler_.join(instance.slot, target, to_faa(instance.mode), now); !s.ok()) {
+  if (Status s = scheduler_.join(instance.slot, target, to_faa(instance.mode), now); !s.ok()) {
     ::unlink(runtime->path().c_str());
-    return Error{s.message()};
+    return Error{s.error()};
   }
   write_control(instance);
   members_.emplace(instance.slot, Member{instance, std::move(*runtime), target, now, false});
@@ -213,9 +213,8 @@ Status GpuArbiter::retarget(const std::map<uint64_t, std::pair<double, protocol:
       Member& m = members_.at(it->second);
       const bool shrink = tm.first <= m.target;
       if ((pass == 0) != shrink) continue;
-      if (faa::Status s = scheduler_.resize(it->second, tm.first, to_faa(tm.second), now);
-          !s.ok()) {
-        return Error{s.message()};
+      if (Status s = scheduler_.resize(it->second, tm.first, to_faa(tm.second), now); !s.ok()) {
+        return Error{s.error()};
       }
       m.target = tm.first;
     }

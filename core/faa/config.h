@@ -2,8 +2,8 @@
 #ifndef EGPU_CORE_FAA_CONFIG_H
 #define EGPU_CORE_FAA_CONFIG_H
 
-#include "core/faa/status.h"
 #include "core/faa/types.h"
+#include "core/util/result.h"
 
 namespace egpu::faa {
 

@@ -23,7 +23,7 @@ std::string describe(InstanceId id) {
 
 Result<SliceScheduler> SliceScheduler::create(const Config& config, Nanos now) {
   if (Status valid = config.validate(); !valid.ok()) {
-    return Status::Error("invalid FAA config: " + valid.message());
+    return Error{"invalid FAA config: " + valid.error()};
   }
   return SliceScheduler(config, now);
 }
@@ -38,20 +38,20 @@ SliceScheduler::SliceScheduler(const Config& config, Nanos now)
 Result<std::size_t> SliceScheduler::find(InstanceId id, const char* action) const {
   const auto found = index_.find(id);
   if (found == index_.end()) {
-    return Status::Error(std::string("cannot ") + action + " " + describe(id) +
-                         ": no such instance on this GPU");
+    return Error{std::string("cannot ") + action + " " + describe(id) +
+                 ": no such instance on this GPU"};
   }
   return found->second;
 }
 
 Status SliceScheduler::check_target(double target, double others) const {
   if (!std::isfinite(target) || target <= 0.0 || target > 1.0) {
-    return Status::Error("target share " + std::to_string(target) +
-                         " is out of range: it must be in (0, 1] (units / 100)");
+    return Error{"target share " + std::to_string(target) +
+                 " is out of range: it must be in (0, 1] (units / 100)"};
   }
   if (others + target > 1.0 + kShareEpsilon) {
-    return Status::Error("target share " + std::to_string(target) + " does not fit: " +
-                         std::to_string(others) + " of this GPU is already allocated");
+    return Error{"target share " + std::to_string(target) +
+                 " does not fit: " + std::to_string(others) + " of this GPU is already allocated"};
   }
   return Status::Ok();
 }
@@ -78,10 +78,10 @@ void SliceScheduler::set_patience(InstanceState& instance) const {
 
 Status SliceScheduler::join(InstanceId id, double target, Mode mode, Nanos now) {
   if (index_.contains(id)) {
-    return Status::Error("cannot join " + describe(id) + ": it is already on this GPU");
+    return Error{"cannot join " + describe(id) + ": it is already on this GPU"};
   }
   if (Status fits = check_target(target, allocated_); !fits.ok()) {
-    return Status::Error("cannot join " + describe(id) + ": " + fits.message());
+    return Error{"cannot join " + describe(id) + ": " + fits.error()};
   }
   advance(now);
   InstanceState& instance = instances_.emplace_back(id, target, mode, config_.slice, now);
@@ -97,7 +97,7 @@ Status SliceScheduler::join(InstanceId id, double target, Mode mode, Nanos now) 
 
 Status SliceScheduler::leave(InstanceId id, Nanos now) {
   const Result<std::size_t> found = find(id, "remove");
-  if (!found.ok()) return Status::Error(found.message());
+  if (!found.ok()) return Error{found.error()};
   advance(now);
   const std::size_t index = found.value();
   if (holder_ == index) holder_ = kNone;
@@ -115,10 +115,10 @@ Status SliceScheduler::leave(InstanceId id, Nanos now) {
 
 Status SliceScheduler::resize(InstanceId id, double target, Mode mode, Nanos now) {
   const Result<std::size_t> found = find(id, "resize");
-  if (!found.ok()) return Status::Error(found.message());
+  if (!found.ok()) return Error{found.error()};
   InstanceState& instance = instances_[found.value()];
   if (Status fits = check_target(target, allocated_ - instance.target); !fits.ok()) {
-    return Status::Error("cannot resize " + describe(id) + ": " + fits.message());
+    return Error{"cannot resize " + describe(id) + ": " + fits.error()};
   }
   advance(now);
   allocated_ += target - instance.target;
@@ -137,7 +137,7 @@ Status SliceScheduler::resize(InstanceId id, double target, Mode mode, Nanos now
 
 Status SliceScheduler::set_asking(InstanceId id, bool asking, Nanos now) {
   const Result<std::size_t> found = find(id, "update");
-  if (!found.ok()) return Status::Error(found.message());
+  if (!found.ok()) return Error{found.error()};
   const std::size_t index = found.value();
   InstanceState& instance = instances_[index];
   if (asking == instance.asking) return Status::Ok();
@@ -160,10 +160,10 @@ Status SliceScheduler::set_asking(InstanceId id, bool asking, Nanos now) {
 
 Status SliceScheduler::charge(InstanceId id, Nanos device_time, Nanos now) {
   const Result<std::size_t> found = find(id, "charge");
-  if (!found.ok()) return Status::Error(found.message());
+  if (!found.ok()) return Error{found.error()};
   if (device_time < 0) {
-    return Status::Error("cannot charge " + describe(id) + " a negative device time (" +
-                         std::to_string(device_time) + " ns)");
+    return Error{"cannot charge " + describe(id) + " a negative device time (" +
+                 std::to_string(device_time) + " ns)"};
   }
   advance(now);
   InstanceState& instance = instances_[found.value()];

@@ -23,8 +23,8 @@
 #include "core/faa/decay_clock.h"
 #include "core/faa/instance_state.h"
 #include "core/faa/stats.h"
-#include "core/faa/status.h"
 #include "core/faa/types.h"
+#include "core/util/result.h"
 
 namespace egpu::faa {
 

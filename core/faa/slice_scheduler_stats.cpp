@@ -7,7 +7,7 @@ namespace egpu::faa {
 
 Result<InstanceStats> SliceScheduler::stats(InstanceId id, Nanos now) const {
   const Result<std::size_t> found = find(id, "report");
-  if (!found.ok()) return Status::Error(found.message());
+  if (!found.ok()) return Error{found.error()};
   const std::size_t index = found.value();
   const InstanceState& instance = instances_[index];
   InstanceStats out;

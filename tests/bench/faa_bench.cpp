@@ -10,12 +10,12 @@
 
 namespace {
 
+using egpu::Result;
 using egpu::faa::Config;
 using egpu::faa::InstanceId;
 using egpu::faa::kMillisecond;
 using egpu::faa::Mode;
 using egpu::faa::Nanos;
-using egpu::faa::Result;
 using egpu::faa::SliceScheduler;
 
 SliceScheduler make_busy_gpu(int instances, bool with_caps, double allocated = 0.999999) {

@@ -7,8 +7,8 @@
 #include "core/faa/deadline_check.h"
 #include "core/faa/decay_clock.h"
 #include "core/faa/grant_order.h"
-#include "core/faa/status.h"
 #include "core/faa/token_bucket.h"
+#include "core/util/result.h"
 
 namespace egpu::faa {
 namespace {
@@ -149,17 +149,17 @@ TEST(DeadlineCheck, CountsTheNextGrantsOfShortPeriods) {
 
 TEST(StatusAndResult, CarryValuesAndMessages) {
   EXPECT_TRUE(Status::Ok().ok());
-  EXPECT_TRUE(Status::Ok().message().empty());
-  const Status error = Status::Error("broken");
+  EXPECT_TRUE(Status::Ok().error().empty());
+  const Status error = Error{"broken"};
   EXPECT_FALSE(error.ok());
-  EXPECT_EQ(error.message(), "broken");
+  EXPECT_EQ(error.error(), "broken");
   const Result<int> value = 7;
   ASSERT_TRUE(value.ok());
   EXPECT_EQ(value.value(), 7);
-  EXPECT_TRUE(value.message().empty());
-  const Result<int> failed = Status::Error("no value");
+  EXPECT_TRUE(value.error().empty());
+  const Result<int> failed = Error{"no value"};
   EXPECT_FALSE(failed.ok());
-  EXPECT_EQ(failed.message(), "no value");
+  EXPECT_EQ(failed.error(), "no value");
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 
 TEST(Config, DefaultsAreValidAndAsDesigned) {
   const Config config;
-  EXPECT_TRUE(config.validate().ok()) << config.validate().message();
+  EXPECT_TRUE(config.validate().ok()) << config.validate().error();
   EXPECT_EQ(config.slice, 10 * kMillisecond);
   EXPECT_EQ(config.tau, 500 * kMillisecond);
   EXPECT_DOUBLE_EQ(config.preempt_threshold, 0.05);
@@ -31,12 +31,12 @@ TEST(Config, SliceMustBeOneToFiftyMilliseconds) {
   config.slice = 999 * kMicrosecond;
   const Status low = config.validate();
   EXPECT_FALSE(low.ok());
-  EXPECT_NE(low.message().find("slice 0.999 ms"), std::string::npos) << low.message();
-  EXPECT_NE(low.message().find("1-50 ms"), std::string::npos) << low.message();
+  EXPECT_NE(low.error().find("slice 0.999 ms"), std::string::npos) << low.error();
+  EXPECT_NE(low.error().find("1-50 ms"), std::string::npos) << low.error();
   config.slice = 51 * kMillisecond;
   const Status high = config.validate();
   EXPECT_FALSE(high.ok());
-  EXPECT_NE(high.message().find("slice 51 ms"), std::string::npos) << high.message();
+  EXPECT_NE(high.error().find("slice 51 ms"), std::string::npos) << high.error();
 }
 
 TEST(Config, TauMustSpanSeveralSlices) {
@@ -44,7 +44,7 @@ TEST(Config, TauMustSpanSeveralSlices) {
   config.tau = 49 * kMillisecond;  // under 5 slices of 10 ms
   const Status status = config.validate();
   EXPECT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("tau 49 ms"), std::string::npos) << status.message();
+  EXPECT_NE(status.error().find("tau 49 ms"), std::string::npos) << status.error();
   config.tau = 61 * kSecond;
   EXPECT_FALSE(config.validate().ok());
   config.tau = 50 * kMillisecond;
@@ -57,7 +57,7 @@ TEST(Config, PreemptThresholdIsAFractionOfTheGpu) {
     config.preempt_threshold = bad;
     const Status status = config.validate();
     EXPECT_FALSE(status.ok()) << bad;
-    EXPECT_NE(status.message().find("preempt_threshold"), std::string::npos) << status.message();
+    EXPECT_NE(status.error().find("preempt_threshold"), std::string::npos) << status.error();
   }
   config.preempt_threshold = 1.0;
   EXPECT_TRUE(config.validate().ok());
@@ -66,13 +66,13 @@ TEST(Config, PreemptThresholdIsAFractionOfTheGpu) {
 TEST(Config, MinHoldAndMinCapGrantFitInASlice) {
   Config config;
   config.min_hold = 11 * kMillisecond;
-  EXPECT_NE(config.validate().message().find("min_hold"), std::string::npos);
+  EXPECT_NE(config.validate().error().find("min_hold"), std::string::npos);
   config.min_hold = -1;
   EXPECT_FALSE(config.validate().ok());
   config.min_hold = 0;
   EXPECT_TRUE(config.validate().ok());
   config.min_cap_grant = 0;
-  EXPECT_NE(config.validate().message().find("min_cap_grant"), std::string::npos);
+  EXPECT_NE(config.validate().error().find("min_cap_grant"), std::string::npos);
   config.min_cap_grant = 11 * kMillisecond;
   EXPECT_FALSE(config.validate().ok());
 }
@@ -82,8 +82,8 @@ TEST(Config, CreateRefusesAnInvalidConfigWithItsMessage) {
   config.slice = 0;
   const Result<SliceScheduler> created = SliceScheduler::create(config, 0);
   ASSERT_FALSE(created.ok());
-  EXPECT_NE(created.message().find("invalid FAA config: slice"), std::string::npos)
-      << created.message();
+  EXPECT_NE(created.error().find("invalid FAA config: slice"), std::string::npos)
+      << created.error();
 }
 
 TEST(Config, ModeNames) {

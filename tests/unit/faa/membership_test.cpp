@@ -89,12 +89,12 @@ TEST(Refusals, UnknownInstances) {
   SliceScheduler scheduler = make_scheduler();
   const Status resized = scheduler.resize(42, 0.5, Mode::kBurst, 0);
   EXPECT_FALSE(resized.ok());
-  EXPECT_TRUE(mentions(resized.message(), "cannot resize instance 42")) << resized.message();
-  EXPECT_TRUE(mentions(resized.message(), "no such instance")) << resized.message();
-  EXPECT_TRUE(mentions(scheduler.leave(42, 0).message(), "cannot remove instance 42"));
-  EXPECT_TRUE(mentions(scheduler.set_asking(42, true, 0).message(), "instance 42"));
-  EXPECT_TRUE(mentions(scheduler.charge(42, 1, 0).message(), "cannot charge instance 42"));
-  EXPECT_TRUE(mentions(scheduler.stats(42, 0).message(), "instance 42"));
+  EXPECT_TRUE(mentions(resized.error(), "cannot resize instance 42")) << resized.error();
+  EXPECT_TRUE(mentions(resized.error(), "no such instance")) << resized.error();
+  EXPECT_TRUE(mentions(scheduler.leave(42, 0).error(), "cannot remove instance 42"));
+  EXPECT_TRUE(mentions(scheduler.set_asking(42, true, 0).error(), "instance 42"));
+  EXPECT_TRUE(mentions(scheduler.charge(42, 1, 0).error(), "cannot charge instance 42"));
+  EXPECT_TRUE(mentions(scheduler.stats(42, 0).error(), "instance 42"));
 }
 
 TEST(Refusals, InvalidTargets) {
@@ -103,12 +103,12 @@ TEST(Refusals, InvalidTargets) {
                            std::numeric_limits<double>::infinity()}) {
     const Status status = scheduler.join(1, bad, Mode::kBurst, 0);
     EXPECT_FALSE(status.ok()) << bad;
-    EXPECT_TRUE(mentions(status.message(), "out of range")) << status.message();
+    EXPECT_TRUE(mentions(status.error(), "out of range")) << status.error();
   }
   ASSERT_TRUE(scheduler.join(1, 0.6, Mode::kBurst, 0).ok());
   const Status resized = scheduler.resize(1, 0.0, Mode::kCap, 0);
   EXPECT_FALSE(resized.ok());
-  EXPECT_TRUE(mentions(resized.message(), "cannot resize instance 1")) << resized.message();
+  EXPECT_TRUE(mentions(resized.error(), "cannot resize instance 1")) << resized.error();
   // Refused changes leave the instance as it was.
   const Result<InstanceStats> kept = scheduler.stats(1, 0);
   ASSERT_TRUE(kept.ok());
@@ -121,13 +121,13 @@ TEST(Refusals, OversubscriptionAndDuplicates) {
   ASSERT_TRUE(scheduler.join(1, 0.7, Mode::kBurst, 0).ok());
   const Status over = scheduler.join(2, 0.31, Mode::kBurst, 0);
   EXPECT_FALSE(over.ok());
-  EXPECT_TRUE(mentions(over.message(), "does not fit")) << over.message();
+  EXPECT_TRUE(mentions(over.error(), "does not fit")) << over.error();
   ASSERT_TRUE(scheduler.join(2, 0.3, Mode::kBurst, 0).ok());
   EXPECT_FALSE(scheduler.resize(2, 0.4, Mode::kBurst, 0).ok());
   EXPECT_TRUE(scheduler.resize(2, 0.3, Mode::kCap, 0).ok());
   const Status twice = scheduler.join(1, 0.1, Mode::kBurst, 0);
   EXPECT_FALSE(twice.ok());
-  EXPECT_TRUE(mentions(twice.message(), "already")) << twice.message();
+  EXPECT_TRUE(mentions(twice.error(), "already")) << twice.error();
 }
 
 TEST(Refusals, NegativeCharge) {
@@ -135,7 +135,7 @@ TEST(Refusals, NegativeCharge) {
   ASSERT_TRUE(scheduler.join(1, 0.5, Mode::kBurst, 0).ok());
   const Status status = scheduler.charge(1, -5, 0);
   EXPECT_FALSE(status.ok());
-  EXPECT_TRUE(mentions(status.message(), "negative")) << status.message();
+  EXPECT_TRUE(mentions(status.error(), "negative")) << status.error();
 }
 
 }  // namespace

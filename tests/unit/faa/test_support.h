@@ -18,7 +18,7 @@ inline constexpr Nanos kSimKernel = 100 * kMicrosecond;
 
 inline SliceScheduler make_scheduler(const Config& config = Config{}, Nanos now = 0) {
   Result<SliceScheduler> created = SliceScheduler::create(config, now);
-  EXPECT_TRUE(created.ok()) << created.message();
+  EXPECT_TRUE(created.ok()) << created.error();
   return std::move(created.value());
 }
 

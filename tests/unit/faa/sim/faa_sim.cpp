@@ -11,12 +11,12 @@ constexpr InstanceId kFirstId = 100;
 
 SliceScheduler make_scheduler(const Config& config) {
   Result<SliceScheduler> created = SliceScheduler::create(config, 0);
-  if (!created.ok()) throw std::invalid_argument(created.message());
+  if (!created.ok()) throw std::invalid_argument(created.error());
   return std::move(created.value());
 }
 
 void require(const Status& status) {
-  if (!status.ok()) throw std::runtime_error("scheduler refused: " + status.message());
+  if (!status.ok()) throw std::runtime_error("scheduler refused: " + status.error());
 }
 
 }  // namespace
