@@ -5,11 +5,22 @@
 // when the step ends. Thin glue: the rules are in core/model/step_plan.
 //
 // plugstack.conf:  required /path/spank_egpu.so [conf=/etc/egpu/egpu.conf]
+// $EGPU_CONF in the environment of slurmd (and so slurmstepd) or of the
+// client overrides conf= (one plugstack.conf for nodes with different configs).
+//
+// A step that cannot be set up for a reason of the job's own (a bad option,
+// the agent refusing it, no agent with FailMode=closed) must fail the job's
+// tasks with a message in the job's output, never fail slurmstepd's plugin
+// stack: Slurm drains the node and requeues a batch job when that fails.
+// So errors found in slurmstepd are kept and reported by slurm_spank_task_init
+// on the task's stderr (the job's output), which then fails the task.
 extern "C" {
 #include <slurm/spank.h>
 }
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -19,6 +30,7 @@ extern "C" {
 #include "core/config/egpu_config.h"
 #include "core/model/step_plan.h"
 #include "core/protocol/control_client.h"
+#include "core/topo/topology.h"
 
 #ifndef EGPU_SPANK_SLURM_VERSION
 #error "EGPU_SPANK_SLURM_VERSION must be the Slurm release this plugin is built for"
@@ -52,6 +64,9 @@ struct PluginState {
   bool created = false;
   uint64_t job_id = 0;
   uint32_t step_id = 0;
+  // In slurmstepd: printed on each task's stderr by slurm_spank_task_init.
+  std::string task_error;    // the task fails
+  std::string task_warning;  // the task runs
 };
 
 PluginState& state() {
@@ -59,32 +74,51 @@ PluginState& state() {
   return s;
 }
 
-int option_mode(int, const char* optarg, int) {
+// An option error: the client (sbatch, srun, salloc) refuses the command
+// line; in slurmstepd the job's tasks fail with the message (see the top).
+int option_error(int remote, const std::string& message) {
+  slurm_error("egpu: %s", message.c_str());
+  if (remote == 0) return -1;
+  if (state().task_error.empty()) state().task_error = message;
+  return 0;
+}
+
+// The largest GPU memory of the cluster as this host's egpu.conf knows it
+// (GpuMemory=, else the GPUs of TopologyXml=); 0 when unknown. Never probes
+// the live machine: clients run on login nodes without GPUs.
+uint64_t known_gpu_memory(const EgpuConfig& config) {
+  if (config.gpu_memory_bytes != 0 || config.topology_xml.empty()) return config.gpu_memory_bytes;
+  egpu::topo::XmlOptions quiet;
+  quiet.log = [](std::string_view) {};
+  const auto loaded = egpu::topo::load_from_xml(config.topology_xml, quiet);
+  uint64_t most = 0;
+  if (loaded.ok()) {
+    for (const auto& gpu : loaded.topology->gpus)
+      most = std::max(most, gpu.memory_bytes);
+  }
+  return most;
+}
+
+int option_mode(int, const char* optarg, int remote) {
   try {
     auto m = egpu::model::parse_mode_option(optarg != nullptr ? optarg : "");
-    if (!m) {
-      slurm_error("egpu: %s", m.error().c_str());
-      return -1;
-    }
+    if (!m) return option_error(remote, m.error());
     state().mode = *m;
     return 0;
   } catch (...) {
-    return -1;
+    return option_error(remote, "internal error while reading --egpu-mode");
   }
 }
 
-int option_mem(int, const char* optarg, int) {
+int option_mem(int, const char* optarg, int remote) {
   try {
     auto b = egpu::model::parse_mem_option(optarg != nullptr ? optarg : "",
-                                           state().config.gpu_memory_bytes);
-    if (!b) {
-      slurm_error("egpu: %s", b.error().c_str());
-      return -1;
-    }
+                                           known_gpu_memory(state().config));
+    if (!b) return option_error(remote, b.error());
     state().mem_bytes = *b;
     return 0;
   } catch (...) {
-    return -1;
+    return option_error(remote, "internal error while reading --egpu-mem");
   }
 }
 
@@ -102,6 +136,8 @@ void load_config(int ac, char** av) {
   for (int i = 0; i < ac; ++i) {
     if (std::strncmp(av[i], "conf=", 5) == 0) s.config_path = av[i] + 5;
   }
+  const char* from_env = std::getenv("EGPU_CONF");
+  if (from_env != nullptr && from_env[0] != '\0') s.config_path = from_env;
   if (s.config_loaded) return;
   auto loaded = egpu::config::load_egpu_config(s.config_path);
   if (loaded) {
@@ -121,6 +157,15 @@ bool item(spank_t sp, spank_item_t what, T* out) {
   return spank_get_item(sp, what, out) == ESPANK_SUCCESS;
 }
 
+// Records a step set-up failure: logged for the admin, shown to the user.
+void step_error(const std::string& message) {
+  slurm_error("egpu: %s", message.c_str());
+  if (state().task_error.empty()) state().task_error = message;
+}
+
+// Asks the agent for the step's instances and prepares the tasks' env. Errors
+// are kept for slurm_spank_task_init (see the top); only a failure to read
+// Slurm's own items fails slurmstepd.
 int create_instances(spank_t sp) {
   PluginState& s = state();
   uint32_t uid = 0, gid = 0, job = 0, step = 0;
@@ -130,40 +175,40 @@ int create_instances(spank_t sp) {
     return -1;
   }
   if (step == egpu::protocol::kStepExtern) return 0;
+  if (!s.task_error.empty()) return 0;  // an option was refused already
   const egpu::model::StepEnv env{getenv_of(sp, "EGPU_GPU_INDICES"), getenv_of(sp, "EGPU_UNITS"),
                                  getenv_of(sp, "EGPU_MEM_QUOTA")};
   auto plan = egpu::model::plan_step_instances(env, {job, step, uid, gid}, {s.mode, s.mem_bytes},
                                                s.config.default_mode);
   if (!plan) {
-    slurm_error("egpu: %s", plan.error().c_str());
-    return -1;
+    step_error(plan.error());
+    return 0;
   }
   if (plan->empty()) return 0;  // no egpu units in this step
-  const bool fail_open = s.config.fail_mode == egpu::config::FailMode::kOpen;
   auto client = egpu::protocol::ControlClient::connect(s.config.socket_path);
   if (!client) {
-    if (fail_open) {
-      slurm_error("egpu: %s; the step runs WITHOUT GPU share enforcement (FailMode=open)",
-                  client.error().c_str());
-      return 0;
+    const std::string why = "no egpu node agent answers (" + client.error() + ")";
+    if (s.config.fail_mode == egpu::config::FailMode::kOpen) {
+      s.task_warning = why + "; this step runs WITHOUT GPU share enforcement (FailMode=open)";
+      slurm_error("egpu: %s", s.task_warning.c_str());
+    } else {
+      step_error(why + "; the step is refused rather than run unenforced (FailMode=closed)");
     }
-    slurm_error("egpu: %s; refusing to run the step unenforced (FailMode=closed)",
-                client.error().c_str());
-    return -1;
+    return 0;
   }
   s.job_id = job;
   s.step_id = step;
   for (const auto& req : *plan) {
     auto r = client->call(req);
     if (!r) {
-      slurm_error("egpu: the node agent failed: %s", r.error().c_str());
-      return -1;
+      step_error("the node agent failed: " + r.error());
+      return 0;
     }
     if (r->status != egpu::protocol::ReplyStatus::kOk &&
         r->status != egpu::protocol::ReplyStatus::kExists) {
-      slurm_error("egpu: GPU %u: %s: %s", req.gpu_index, egpu::protocol::to_string(r->status),
-                  r->text.c_str());
-      return -1;
+      step_error("the node agent refused the step's share of GPU " + std::to_string(req.gpu_index) +
+                 ": " + egpu::protocol::to_string(r->status) + ": " + r->text);
+      return 0;  // slurm_spank_exit removes what was created
     }
     s.created = true;
   }
@@ -211,6 +256,23 @@ EGPU_EXPORT int slurm_spank_init_post_opt(spank_t sp, int, char**) {
     return create_instances(sp);
   } catch (...) {
     slurm_error("egpu: internal error while registering the step");
+    return -1;
+  }
+}
+
+// In each task, as the job's user, with its stdio set up: what went wrong
+// while setting up the step goes to the job's output.
+EGPU_EXPORT int slurm_spank_task_init(spank_t, int, char**) {
+  try {
+    const PluginState& s = state();
+    if (!s.task_error.empty()) {
+      std::fprintf(stderr, "egpu: error: %s\n", s.task_error.c_str());
+      return -1;  // the task exits 1 before it runs
+    }
+    if (!s.task_warning.empty())
+      std::fprintf(stderr, "egpu: warning: %s\n", s.task_warning.c_str());
+    return 0;
+  } catch (...) {
     return -1;
   }
 }

@@ -40,9 +40,10 @@ class [[nodiscard]] Result {
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
+  // The message; empty when ok().
   const std::string& error() const {
-    assert(!ok());
-    return std::get<1>(v_).message;
+    static const std::string kNone;
+    return ok() ? kNone : std::get<1>(v_).message;
   }
 
  private:

@@ -1,13 +1,40 @@
 #!/usr/bin/env bash
-# --gres=egpu:0 is refused at submission with a message that says why.
+# Requests that can never be right are refused at submission (sbatch exits
+# non-zero, nothing is queued) with a message that says why: zero units
+# (job_submit/egpu), an unknown --egpu-mode and an --egpu-mem larger than
+# any GPU of the cluster (the SPANK plugin, when it is configured).
 source "$(dirname "$0")/lib.sh"
 ensure_testbed
-set +e
-msg=$(sl sbatch -o /dev/null --gres=egpu:0 --wrap true 2>&1)
-rc=$?
-set -e
-say "sbatch --gres=egpu:0: rc=$rc: $msg"
-[[ $rc -ne 0 ]] || fail "egpu:0 was accepted"
-grep -q "0 egpu units is invalid" <<<"$msg" || fail "no clear message"
-[[ -z $(sl squeue -h -o %i) ]] || fail "a job was queued"
+refused() { # MESSAGE_PATTERN SBATCH_ARGS...
+  local pattern=$1 msg rc
+  shift
+  set +e
+  msg=$(sl sbatch -o /dev/null --chdir /tmp "$@" --wrap true 2>&1)
+  rc=$?
+  set -e
+  say "sbatch $*: rc=$rc: $msg"
+  [[ $rc -ne 0 ]] || fail "sbatch $* was accepted"
+  grep -q "$pattern" <<<"$msg" || fail "no clear message for $*"
+  [[ -z $(sl squeue -h -o %i) ]] || fail "a job was queued"
+}
+refused "0 egpu units is invalid" --gres=egpu:0
 ok "egpu:0 refused"
+[[ -f $state/plugins/spank_egpu.so ]] || skip "spank_egpu.so not built: --egpu-* options do not exist"
+refused "egpu-mode must be burst or cap, got 'fast'" --gres=egpu:10 --egpu-mode=fast
+refused "egpu-mem=1PB is more than a GPU of this cluster has" --gres=egpu:10 --egpu-mem=1PB
+refused "egpu-mem=lots: size 'lots' does not start with a number" --gres=egpu:10 --egpu-mem=lots
+ok "--egpu-mode=fast, --egpu-mem=1PB and --egpu-mem=lots refused"
+
+# Wrong only for the step's share (checked on the node): the job fails with
+# the message in its output; it is not requeued and the node is not drained
+# (a failing SPANK plugin stack in slurmstepd would do both).
+j=$(submit --gres=egpu:10 --egpu-mem=12G --wrap 'echo RAN')
+for _ in $(seq 60); do [[ $(job_field "$j" JobState) == FAILED ]] && break; sleep 0.5; done
+say "egpu:10 --egpu-mem=12G: $(job_field "$j" JobState), output: $(head -n 1 "$out_dir/$j.out")"
+[[ $(job_field "$j" JobState) == FAILED && $(job_field "$j" Restarts) == 0 ]] ||
+  fail "job $j is $(job_field "$j" JobState) (restarts $(job_field "$j" Restarts)), expected FAILED once"
+grep -q "more than this step's share of GPU" "$out_dir/$j.out" || fail "no message in the job's output"
+! grep -q '^RAN' "$out_dir/$j.out" || fail "the job ran"
+[[ $(sl sinfo -h -n n1 -o %t) == idle* ]] || fail "node n1 is $(sl sinfo -h -n n1 -o %t)"
+ok "--egpu-mem above the step's share: job FAILED with a message, node n1 still idle"
+clean_jobs

@@ -33,14 +33,35 @@ fail() {
 ok() { say "ok: $*"; }
 skip() { say "SKIP: $*"; exit 77; }
 
-# All jobs gone (cancelled and finished), so each test starts from an idle cluster.
+# All jobs gone (cancelled and finished, of every user), so each test starts
+# from an idle cluster; with the node agent running, it must hold nothing of
+# them afterwards either.
 clean_jobs() {
-  sl scancel -u root >/dev/null 2>&1 || true
+  local ids
+  ids=$(sl squeue -h -o %i 2>/dev/null || true)
+  # shellcheck disable=SC2086
+  [[ -n $ids ]] && { sl scancel $ids >/dev/null 2>&1 || true; }
   for _ in $(seq 120); do
-    [[ -z $(sl squeue -h -o %i 2>/dev/null) ]] && return 0
+    if [[ -z $(sl squeue -h -o %i 2>/dev/null) ]]; then
+      agent_running || return 0
+      for _ in $(seq 60); do
+        [[ $(agent_instance_count) == 0 ]] && return 0
+        sleep 0.25
+      done
+      sl egpuctl status >&2 || true
+      fail "the node agent still holds instances after every job ended"
+    fi
     sleep 0.5
   done
   fail "jobs did not go away"
+}
+
+# The node agent of n1 is part of this testbed (built and running).
+agent_running() { [[ -f $state/run/agent-n1.pid && -x $state/bin/egpuctl ]] && kill -0 "$(cat "$state/run/agent-n1.pid")" 2>/dev/null; }
+
+# Instances the agent of n1 holds (all users: egpuctl runs as root).
+agent_instance_count() {
+  sl egpuctl status --json | python3 -c 'import json,sys; print(sum(len(g["instances"]) for g in json.load(sys.stdin)["gpus"]))'
 }
 
 ensure_testbed() {
@@ -49,7 +70,7 @@ ensure_testbed() {
 }
 
 # sbatch, printing the job id. Jobs sleep long: the tests cancel them.
-submit() { sl sbatch --parsable -o "$out_dir/%j.out" "$@" | cut -d';' -f1; }
+submit() { sl sbatch --parsable --chdir /tmp -o "$out_dir/%j.out" "$@" | cut -d';' -f1; }
 hold_job() { submit "$@" --wrap 'sleep 3600'; }
 
 job_field() { # JOB FIELD -> value (from scontrol -d -o)
