@@ -43,7 +43,8 @@ class [[nodiscard]] Result {
   // The message; empty when ok().
   const std::string& error() const {
     static const std::string kNone;
-    return ok() ? kNone : std::get<1>(v_).message;
+    const Error* e = std::get_if<Error>(&v_);
+    return e != nullptr ? e->message : kNone;
   }
 
  private:
