@@ -6,7 +6,7 @@
 #include <cassert>
 #include <string>
 #include <utility>
-#include <variant>
+#include <optional>
 
 namespace egpu {
 
@@ -17,23 +17,23 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}                // NOLINT(google-explicit-constructor)
+  Result(Error error) : error_(std::move(error.message)) {}  // NOLINT(google-explicit-constructor)
 
-  bool ok() const { return v_.index() == 0; }
+  bool ok() const { return value_.has_value(); }
   explicit operator bool() const { return ok(); }
 
   T& value() & {
     assert(ok());
-    return std::get<0>(v_);
+    return *value_;
   }
   const T& value() const& {
     assert(ok());
-    return std::get<0>(v_);
+    return *value_;
   }
   T&& value() && {
     assert(ok());
-    return std::get<0>(std::move(v_));
+    return *std::move(value_);
   }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
@@ -41,14 +41,11 @@ class [[nodiscard]] Result {
   const T& operator*() const& { return value(); }
 
   // The message; empty when ok().
-  const std::string& error() const {
-    static const std::string kNone;
-    const Error* e = std::get_if<Error>(&v_);
-    return e != nullptr ? e->message : kNone;
-  }
+  const std::string& error() const { return error_; }
 
  private:
-  std::variant<T, Error> v_;
+  std::optional<T> value_;
+  std::string error_;
 };
 
 // Status: success, or an error message.

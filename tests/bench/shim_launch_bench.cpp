@@ -12,6 +12,7 @@
 // the pass-through path. Figures only: nothing is asserted.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -105,6 +106,10 @@ int main(int argc, char** argv) {
     return std::chrono::duration<double, std::nano>(end - start).count() /
            static_cast<double>(launches);
   };
+  // Context switches over the timed loops: a launcher that blocks (in the
+  // gate, or in the driver) switches voluntarily; a busy machine preempts it.
+  rusage usage_before{};
+  getrusage(RUSAGE_SELF, &usage_before);
   std::vector<double> per_launch;
   std::vector<double> per_launch_direct;
   std::vector<double> paired;
@@ -120,6 +125,8 @@ int main(int argc, char** argv) {
     per_launch_direct.push_back(r % 2 == 0 ? second : first);
     paired.push_back(per_launch.back() - per_launch_direct.back());
   }
+  rusage usage_after{};
+  getrusage(RUSAGE_SELF, &usage_after);
   std::vector<double> sorted = per_launch;
   std::sort(sorted.begin(), sorted.end());
   char direct_fields[160] = "";
@@ -133,9 +140,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"bench\":\"shim_launch\",\"shim\":%s,\"managed\":%s,\"stream\":\"%s\","
       "\"launches_per_round\":%ld,\"rounds\":%d,\"ns_per_launch_median\":%.1f,"
-      "\"ns_per_launch_best\":%.1f%s}\n",
+      "\"ns_per_launch_best\":%.1f,\"voluntary_switches\":%ld,\"involuntary_switches\":%ld%s}\n",
       shim ? "true" : "false", job != nullptr && *job != '\0' ? "true" : "false",
       stream_kind.c_str(), launches, rounds, sorted[sorted.size() / 2], sorted.front(),
+      usage_after.ru_nvcsw - usage_before.ru_nvcsw, usage_after.ru_nivcsw - usage_before.ru_nivcsw,
       direct_fields);
   return 0;
 }
