@@ -87,7 +87,9 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
                                                      const ArbiterSettings& settings,
                                                      std::vector<model::Instance>* recovered) {
   const std::string path = page_path(settings.runtime_dir, gpu);
-  auto file = shm::open_page_file(path, sizeof(shm::GpuPage), 0, 0, 0644);
+  // Root only: shims get a read-only descriptor at attach, so a user sees the
+  // page only while running an egpu job on this GPU.
+  auto file = shm::open_page_file(path, sizeof(shm::GpuPage), 0, 0, 0600);
   if (!file) return Error{file.error()};
   auto* page = file->mapping.as<shm::GpuPage>();
   const bool reuse = !file->created && page->magic == shm::kGpuPageMagic &&

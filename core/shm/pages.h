@@ -1,7 +1,8 @@
 // Shared-memory page layouts between the node agent and the shims.
 //
 // Pages are split by writer (DESIGN.md "Shared memory and the control socket"):
-// - GpuPage, one per physical GPU, is written only by the agent (root, 0644):
+// - GpuPage, one per physical GPU, is written only by the agent (root, 0600;
+//   attached shims get a read-only descriptor):
 //   who holds the slice, the instances' quotas and shares, the heartbeat.
 // - InstancePage, one per instance, is owned by the job's uid (0600) and written
 //   by that instance's processes: their activity, device time, memory. The agent

@@ -94,8 +94,8 @@ TEST_F(AgentControl, PagesAreOwnedByTheJobUserAndPrivate) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(stat((agent.dir() + "/run/gpu0").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
-  EXPECT_EQ(st.st_mode & 0777, 0644u);
-  // Bob can neither open Alice's page nor write the GPU page.
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // Bob can open neither Alice's page nor the GPU page (shims get it at attach).
   const std::string inst_path = agent.dir() + "/run/instance-" + std::to_string(a);
   const std::string gpu_path = agent.dir() + "/run/gpu0";
   EXPECT_EQ(
