@@ -1,0 +1,45 @@
+#include "bench_children.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "workload_process.h"
+
+namespace egpu::bench {
+
+std::unique_ptr<harness::ChildProcess> start_unmanaged(const harness::SimGpu& gpu,
+                                                       std::vector<std::string> argv,
+                                                       const std::string& label) {
+  harness::ChildOptions o;
+  o.argv = std::move(argv);
+  o.env = gpu.environment(label);
+  o.unset_env = {"LD_PRELOAD", "EGPU_JOB_ID", "EGPU_STEP_ID", "EGPU_GPU_INDICES", "EGPU_SOCKET"};
+  o.stdout_mode = harness::OutputMode::kCapture;
+  o.stderr_mode = harness::OutputMode::kCapture;
+  return std::make_unique<harness::ChildProcess>(o);
+}
+
+nlohmann::json wait_summary(harness::ChildProcess& child, const std::string& what,
+                            std::chrono::seconds timeout) {
+  const auto status = child.wait_for(timeout);
+  if (!status) {
+    child.kill(SIGKILL);
+    std::fprintf(stderr, "egpu-bench: %s hung; killed\n", what.c_str());
+    return nlohmann::json::object();
+  }
+  if (!status->success()) {
+    std::fprintf(stderr, "egpu-bench: %s failed (%s):\n%s\n", what.c_str(),
+                 status->describe().c_str(), child.stderr_text().c_str());
+    return nlohmann::json::object();
+  }
+  try {
+    return harness::parse_summary(child.stdout_text());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "egpu-bench: %s: %s\n", what.c_str(), e.what());
+    return nlohmann::json::object();
+  }
+}
+
+}  // namespace egpu::bench

@@ -1,0 +1,106 @@
+#include "scenarios.h"
+
+#include <cstdio>
+
+#include "enforced_node.h"
+
+namespace egpu::integration {
+namespace {
+
+std::vector<std::string> greedy(double kernel_us) {
+  return {"--kernel-us", std::to_string(kernel_us)};
+}
+
+std::vector<Scenario> make_precision_scenarios() {
+  std::vector<Scenario> cases;
+  cases.push_back(
+      {"g50-50", {{"a", 50, "greedy", greedy(1000)}, {"b", 50, "greedy", greedy(1000)}}, 2, 3});
+  cases.push_back(
+      {"g70-30", {{"a", 70, "greedy", greedy(1000)}, {"b", 30, "greedy", greedy(1000)}}, 2, 3});
+  cases.push_back({"g20-30-50",
+                   {{"a", 20, "greedy", greedy(1000)},
+                    {"b", 30, "greedy", greedy(100)},
+                    {"c", 50, "greedy", greedy(1000)}},
+                   2,
+                   3});
+  Scenario ten{"g10x10", {}, 2, 3};
+  for (int i = 0; i < 10; ++i)
+    ten.members.push_back({"w" + std::to_string(i), 10, "greedy", greedy(1000)});
+  cases.push_back(ten);
+  cases.push_back(
+      {"ml70-30", {{"ml-a", 70, "ml-like", {}}, {"ml-b", 30, "ml-like", {"--seed", "2"}}}, 2, 3});
+  // Kernels of 20 ms: the whole-run bar is 3 pp.
+  cases.push_back(
+      {"hpc50-50",
+       {{"hpc", 50, "hpc-like", {"--kernel-ms", "20"}}, {"greedy", 50, "greedy", greedy(1000)}},
+       3,
+       3});
+  cases.push_back({"ml-hpc60-40",
+                   {{"ml", 60, "ml-like", {}}, {"hpc", 40, "hpc-like", {"--kernel-ms", "20-30"}}},
+                   3,
+                   3});
+  return cases;
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
+}  // namespace
+
+const std::vector<Scenario>& precision_scenarios() {
+  static const std::vector<Scenario> cases = make_precision_scenarios();
+  return cases;
+}
+
+const Scenario& sync_against_greedy_scenario() {
+  static const Scenario sync{"sync50-50",
+                             {{"sync", 50, "greedy", {"--sync-every", "1", "--kernel-us", "1000"}},
+                              {"greedy", 50, "greedy", {}}},
+                             2,
+                             3};
+  return sync;
+}
+
+std::vector<Scenario> bench_scenarios() {
+  std::vector<Scenario> all = precision_scenarios();
+  all.push_back(sync_against_greedy_scenario());
+  return all;
+}
+
+const Scenario* find_scenario(std::string_view name) {
+  for (const Scenario& s : precision_scenarios()) {
+    if (s.name == name) return &s;
+  }
+  if (sync_against_greedy_scenario().name == name) return &sync_against_greedy_scenario();
+  return nullptr;
+}
+
+ScenarioRun run_scenario(const Scenario& scenario, const ScenarioTiming& timing) {
+  EnforcedNode node("prec-" + scenario.name);
+  std::vector<std::unique_ptr<harness::ChildProcess>> procs;
+  std::vector<std::string> labels;
+  uint64_t job = 100;
+  for (const ScenarioMember& m : scenario.members) {
+    node.create(job, m.units);
+    std::vector<std::string> args = m.args;
+    for (const std::string& a : {std::string("--duration-s"), seconds_text(timing.workload_s),
+                                 std::string("--iters-per-us"), std::string("1")}) {
+      args.push_back(a);
+    }
+    procs.push_back(node.start(job, harness::WorkloadOptions{m.program, args, m.label, {}}));
+    labels.push_back(m.label);
+    ++job;
+  }
+  ScenarioRun run;
+  run.report = measure_shares(node, labels, timing.warmup, timing.measure);
+  for (const ScenarioMember& m : scenario.members)
+    run.targets[m.label] = m.units / 100.0;
+  for (auto& p : procs)
+    run.summaries.push_back(finish(*p));
+  return run;
+}
+
+}  // namespace egpu::integration

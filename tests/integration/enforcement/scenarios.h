@@ -1,0 +1,60 @@
+// The enforcement scenarios: which workloads share one simulated GPU at which
+// targets, and the bars their achieved shares must meet. One table for the
+// precision tests (which assert on it) and scripts/bench (which reports it).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "share_math.h"
+
+namespace egpu::integration {
+
+struct ScenarioMember {
+  std::string label;
+  uint32_t units;  // target share in percent of the GPU
+  std::string program;
+  std::vector<std::string> args;
+};
+
+struct Scenario {
+  std::string name;
+  std::vector<ScenarioMember> members;
+  double whole_tolerance_pp;   // bar on the whole-run share
+  double window_tolerance_pp;  // bar on every 500 ms window
+};
+
+// The precision cases (precision_test.cpp asserts on each).
+const std::vector<Scenario>& precision_scenarios();
+// A process that syncs after every kernel against a greedy one, 50/50
+// (behaviour_test.cpp asserts on its own copy; the bench reports it here).
+const Scenario& sync_against_greedy_scenario();
+// The precision cases and the sync case, in the order the bench reports them.
+std::vector<Scenario> bench_scenarios();
+// The scenario called `name` among bench_scenarios(), or nullptr.
+const Scenario* find_scenario(std::string_view name);
+
+struct ScenarioTiming {
+  double workload_s = 8;  // each workload's --duration-s
+  std::chrono::milliseconds warmup{1500};
+  std::chrono::milliseconds measure{5000};
+};
+
+struct ScenarioRun {
+  harness::ShareReport report;
+  harness::Shares targets;                // label -> target fraction
+  std::vector<nlohmann::json> summaries;  // each workload's summary, in member order
+};
+
+// Runs the scenario on a fresh EnforcedNode (simulated GPU, real agent, real
+// shim): creates one instance per member, starts the workloads, measures the
+// shares after `warmup` for `measure`, then waits for the workloads to end.
+// Harness problems (agent, crashed workloads) are reported as GoogleTest
+// failures.
+ScenarioRun run_scenario(const Scenario& scenario, const ScenarioTiming& timing = {});
+
+}  // namespace egpu::integration
