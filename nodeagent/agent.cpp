@@ -103,6 +103,9 @@ Status Agent::init() {
   settings.faa.min_hold = static_cast<int64_t>(config_.min_hold_us) * 1000;
   settings.heartbeat_timeout_ns = static_cast<int64_t>(config_.heartbeat_timeout_ms) * 1'000'000;
   settings.inflight_limit_ns = static_cast<int64_t>(config_.inflight_us) * 1000;
+  settings.handover_tail_ns = config_.handover_tail_us > 0
+                                  ? static_cast<int64_t>(config_.handover_tail_us) * 1000
+                                  : 2 * settings.inflight_limit_ns;
   settings.fail_mode = config_.fail_mode == config::FailMode::kClosed ? shm::PageFailMode::kClosed
                                                                       : shm::PageFailMode::kOpen;
   settings.epoch = epoch_;

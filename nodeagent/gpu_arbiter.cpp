@@ -341,14 +341,15 @@ int64_t GpuArbiter::tick(int64_t now) {
   const auto old = members_.find(published_);
   if (successor && published_ != shm::kNoHolder && *successor != published_ &&
       old != members_.end()) {
-    // A tail within twice the bound is the normal overlap (the bound is
-    // checked before a launch, so one kernel may pass it); more is a long kernel.
-    if (drain_until_ns_ == 0 && old->second.inflight_ns > long_tail) {
-      drain_until_ns_ = now + std::min(old->second.inflight_ns, settings_.max_drain_ns);
+    // Waiting shims publish their remaining tail every kDrainPollNs; the next
+    // holder starts when the old one's is within handover_tail_ns (its own
+    // wake-up and first launch cover the rest), or at the deadline.
+    const int64_t tail = old->second.inflight_ns;
+    if (drain_until_ns_ == 0 && tail > settings_.handover_tail_ns) {
+      drain_until_ns_ = now + std::min(tail, settings_.max_drain_ns) + settings_.drain_slack_ns;
     }
-    if (drain_until_ns_ != 0 && now < drain_until_ns_ && old->second.inflight_ns > long_tail) {
+    if (drain_until_ns_ != 0 && now < drain_until_ns_ && tail > settings_.handover_tail_ns) {
       publish_draining();
-      // The tail ends when the old holder's sync returns: look often.
       return std::min({grant.until, drain_until_ns_, now + settings_.drain_poll_ns});
     }
   }

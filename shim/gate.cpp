@@ -26,7 +26,7 @@ void futex_wait_shared(const std::atomic<uint32_t>* word, uint32_t expected, int
             0);
 }
 
-SliceWait wait_for_slice(const Attachment& a) {
+SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain) {
   const shm::GpuPage& gpu = *a.gpu;
   const int64_t start = monotonic_ns();
   a.me->busy.fetch_add(1, std::memory_order_acq_rel);
@@ -58,6 +58,7 @@ SliceWait wait_for_slice(const Attachment& a) {
       const int64_t stale_at = gpu.heartbeat_ns.load(std::memory_order_relaxed) + timeout;
       wait = std::clamp<int64_t>(stale_at - now + 1'000'000, 1'000'000, kMaxFutexWaitNs);
     }
+    if (drain && drain() > 0) wait = std::min(wait, kDrainPollNs);
     futex_wait_shared(&gpu.grant_seq, seq, wait);
   }
   a.me->busy.fetch_sub(1, std::memory_order_acq_rel);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "shim/attachment.h"
 
@@ -23,7 +24,11 @@ enum class SliceWait {
 
 // Blocks (counted in ProcSlot.busy, the time in throttled_ns) until one of the
 // outcomes above. Asks the agent once through the eventfd.
-SliceWait wait_for_slice(const Attachment& a);
+// `drain` (optional) polls this process's queued work and returns what is
+// left: while some is, the wait wakes every kDrainPollNs to publish it, so
+// the agent can hand the slice over as soon as this tail is done.
+SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain = {});
+inline constexpr int64_t kDrainPollNs = 100'000;
 
 // Sleeps up to `ns` (at most kMaxFutexWaitNs) on the grant word, waking early
 // when the holder changes: used while duty-cycling without an agent.

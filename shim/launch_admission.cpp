@@ -163,7 +163,16 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
       if (a->gpu->holder.load(std::memory_order_acquire) == a->gpu_slot) return a;
       continue;
     }
-    switch (wait_for_slice(*a)) {
+    // While this process's tail drains, publish what is left of it: the
+    // agent starts the next holder once it is (nearly) done.
+    const auto drain = [&b, a] {
+      add_charge(*a, b.pacer().poll_all(launch_clock_ns(), thread_token()));
+      const int64_t queued = b.pacer().queued_ns();
+      a->me->inflight_ns.store(queued > 0 ? static_cast<uint64_t>(queued) : 0,
+                               std::memory_order_relaxed);
+      return queued;
+    };
+    switch (wait_for_slice(*a, drain)) {
       case SliceWait::kGranted:
       case SliceWait::kEpochChanged:
       case SliceWait::kAgentDead:

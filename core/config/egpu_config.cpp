@@ -148,6 +148,7 @@ const std::vector<KeySpec>& key_specs() {
       {"HeartbeatMs", int_field(&EgpuConfig::heartbeat_ms, 10, 10000)},
       {"HeartbeatTimeoutMs", int_field(&EgpuConfig::heartbeat_timeout_ms, 50, 600000)},
       {"InflightUs", int_field(&EgpuConfig::inflight_us, 100, 100000)},
+      {"HandoverTailUs", int_field(&EgpuConfig::handover_tail_us, 0, 100000)},
       {"MetricsAddress",
        [](EgpuConfig& c, std::string_view v) -> Status {
          if (v.empty()) {

@@ -32,6 +32,10 @@ struct EgpuConfig {
   int heartbeat_ms = 100;                // agent heartbeat period
   int heartbeat_timeout_ms = 1000;       // shims call the agent dead after this
   int inflight_us = 2000;                // device time a process may have queued
+  // At a handover the next holder waits until the old one has at most this
+  // much queued (0 = twice InflightUs): lower = exact per-instance device
+  // time (the two never share the device), higher = no idle gap on slow hosts.
+  int handover_tail_us = 0;
   // Metrics: Prometheus text over HTTP on a loopback address; empty = off.
   std::string metrics_address;
   // Logging.

@@ -173,7 +173,8 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
   inst.uid = spec.uid;
   inst.gid = spec.gid;
   inst.units = spec.units;
-  inst.job_units = job_units;
+  // A step records the job's allocation on the GPU (an umbrella's, if any).
+  inst.job_units = spec.umbrella ? job_units : new_alloc;
   inst.mode = spec.mode;
   inst.mem_quota = quota;
   inst.mem_quota_explicit = spec.mem_quota != 0;

@@ -37,7 +37,11 @@ Result<nlohmann::json> fetch_status(const std::string& socket) {
 
 Result<Selector> parse_selector(const std::string& text) {
   Selector s;
-  if (parse_u64(text, s.id)) return s;
+  // parse_u64 may write a partial number: parse into a temporary.
+  if (uint64_t id = 0; parse_u64(text, id)) {
+    s.id = id;
+    return s;
+  }
   std::string rest = text;
   if (auto at = rest.find('@'); at != std::string::npos) {
     uint64_t gpu = 0;

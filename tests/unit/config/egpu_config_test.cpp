@@ -59,7 +59,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   auto c = parse_egpu_config(
       "slicems=5\nDefaultMode=CAP\nFailMode=closed\nMetricsAddress=127.0.0.1:9464\n"
       "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
-      "LogTarget=syslog LogLevel=debug GpuCount=8\n",
+      "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n",
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
@@ -73,6 +73,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   EXPECT_EQ(c->log_target, LogTarget::kSyslog);
   EXPECT_EQ(c->log_level, LogLevel::kDebug);
   EXPECT_EQ(c->gpu_count, 8);
+  EXPECT_EQ(c->handover_tail_us, 200);
 }
 
 struct BadCase {
