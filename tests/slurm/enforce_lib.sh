@@ -1,0 +1,112 @@
+# shellcheck shell=bash disable=SC2154 # state, release, out_dir...: from lib.sh
+# Helpers for the end-to-end tests WITH enforcement (sourced after lib.sh): the
+# node agent (egpuctl, as root or as the job owner egpuuser), workloads on the
+# simulated GPUs, and the simulated GPUs' ground truth (egpu-share-monitor,
+# simgpu-stat). All run in the cluster's world (`testbed exec`), so the same
+# code serves the 24.11 chroot and the 22.05 host.
+
+ensure_testbed
+agent_running || skip "no node agent in this testbed (build nodeagent/, spank/, shim/)"
+[[ -x $state/bin/greedy && -x $state/bin/egpu-share-monitor ]] || skip "workloads or egpu-share-monitor not built"
+[[ -f $state/simgpu/libcuda.so.1 ]] || skip "the simulated GPU driver is not built"
+
+shm=/egpu-tb${release/./}-n1 # node n1's simulated GPUs (the testbed's TaskProlog)
+tag=$$                       # labels are unique per run: old contexts stay in the segment
+
+as_user() { sl runuser -u egpuuser -- "$@"; }
+submit_as_user() { as_user sbatch --parsable --chdir /tmp -o "$out_dir/%j.out" "$@" | cut -d';' -f1; }
+
+# A greedy workload (1 ms kernels, queued deep) labelled L for S seconds.
+greedy() { echo "greedy --iters-per-us 1 --duration-s $2 --label $1"; }
+
+# Shell that waits (at most 30 s) for FILE before going on: workloads of
+# several jobs start together, so their device times compare.
+gate() { echo "i=0; while [ ! -e $1 ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done; "; }
+
+# Instances of JOB the agent holds, one line each:
+#   id step gpu units job_units memory_used memory_quota processes
+agent_instances() {
+  sl egpuctl status --json | python3 -c '
+import json, sys
+job = int(sys.argv[1])
+for g in json.load(sys.stdin)["gpus"]:
+    for i in g["instances"]:
+        if i["job"] == job:
+            print(i["id"], i["step"], i["gpu"], i["units"], i["job_units"],
+                  i.get("memory_used_bytes", 0), i["memory_quota_bytes"], i.get("processes", 0))
+' "$1"
+}
+
+# The id of JOB's instance for STEP (0, 1, ..., batch).
+instance_id() { agent_instances "$1" | awk -v s="$2" '$2 == s { print $1 }'; }
+
+wait_instances() { # JOB COUNT [seconds]: the agent holds COUNT instances of JOB
+  local n
+  for _ in $(seq $((${3:-20} * 4))); do
+    n=$(agent_instances "$1" | wc -l)
+    [[ $n -eq $2 ]] && return 0
+    sleep 0.25
+  done
+  sl egpuctl status >&2 || true
+  fail "the agent holds $n instances of job $1, expected $2"
+}
+
+# Shares of their GPU that the labelled processes get over SECONDS, from the
+# simulated GPU's device time (ground truth), once all of them run. Prints
+# "label percent" lines; the monitor's table goes to stderr (the test log).
+measure_shares() { # SECONDS LABEL...
+  local secs=$1 json=$out_dir/shares-$tag-$RANDOM.json args=() l
+  shift
+  for l; do args+=(--label "$l"); done
+  sl egpu-share-monitor --shm "$shm" "${args[@]}" --duration-s "$secs" --interval-ms 1000 \
+    --start-timeout-s 20 --json-out "$json" >&2 || fail "egpu-share-monitor failed (labels $*)"
+  python3 -c '
+import json, sys
+shares = json.load(open(sys.argv[1]))["shares"]
+for label in sys.argv[2:]:
+    print(label, "%.1f" % (100.0 * shares.get(label, 0.0)))
+' "$json" "$@"
+}
+
+share_of() { awk -v l="$1" '$1 == l { print $2 }'; } # LABEL < measure_shares output
+
+# Fails unless ACTUAL is within TOL (default 3) percentage points of WANT.
+assert_near() { # WHAT ACTUAL WANT [TOL]
+  python3 -c 'import sys; a, w, t = map(float, sys.argv[1:4]); sys.exit(0 if abs(a - w) <= t else 1)' \
+    "$2" "$3" "${4:-3}" || fail "$1: $2%, expected $3% +- ${4:-3} pp"
+}
+
+# A field of the JSON summary a workload printed into a job's output.
+workload_field() { # OUTPUT_FILE LABEL FIELD
+  python3 -c '
+import json, sys
+for line in open(sys.argv[1], errors="replace"):
+    line = line.strip()
+    if line.startswith("{"):
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if j.get("label") == sys.argv[2]:
+            print(j.get(sys.argv[3], "")); sys.exit(0)
+sys.exit(1)
+' "$@" || fail "no summary of workload $2 in $1"
+}
+
+# pid of the live process whose simulated-GPU context carries LABEL.
+label_pid() {
+  sl simgpu-stat --shm "$shm" --json | python3 -c '
+import json, sys
+for c in json.load(sys.stdin)["contexts"]:
+    if c["label"] == sys.argv[1] and c["alive"]:
+        print(c["pid"]); break
+' "$1"
+}
+
+# Device memory in use on GPU N of the simulated node (ground truth).
+gpu_memory_used() {
+  sl simgpu-stat --shm "$shm" --json | python3 -c '
+import json, sys
+print(next(d["memory_used_bytes"] for d in json.load(sys.stdin)["devices"] if d["index"] == int(sys.argv[1])))
+' "$1"
+}
