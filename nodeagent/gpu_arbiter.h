@@ -30,15 +30,14 @@ struct ArbiterSettings {
   shm::PageFailMode fail_mode;
   uint64_t epoch;
   uint32_t max_slots;
-  int64_t idle_grace_ns = 300'000;    // holder: no launch and nobody blocked this long = idle
+  int64_t idle_grace_ns = 500'000;    // holder: no launch and nobody blocked this long = idle
   int64_t poll_ns = 500'000;          // how often a contended holder is checked
   int64_t max_drain_ns = 60'000'000;  // longest wait for an old holder's tail
   int64_t drain_poll_ns = 100'000;    // how often a draining tail is checked
   // Handover: the next holder starts when the old one has at most this much
-  // queued. Below it the two briefly share the device and both events time
-  // the overlap (trim_overcharge splits it); above it (long kernels) the next
-  // holder waits, so each one's events time only its own work.
-  int64_t handover_tail_ns = 4'000'000;
+  // queued, so the two (almost) never share the device and each one's events
+  // time only its own work; whatever overlap is left, trim_overcharge splits.
+  int64_t handover_tail_ns = 200'000;
   int64_t drain_slack_ns = 1'000'000;  // beyond the tail's estimate, before giving up
 };
 

@@ -132,7 +132,7 @@ const std::vector<KeySpec>& key_specs() {
       {"SocketPath", path_field(&EgpuConfig::socket_path)},
       {"RuntimeDir", path_field(&EgpuConfig::runtime_dir)},
       {"SliceMs", int_field(&EgpuConfig::slice_ms, 1, 50)},
-      {"WindowMs", int_field(&EgpuConfig::window_ms, 50, 60000)},
+      {"WindowMs", int_field(&EgpuConfig::window_ms, 100, 60000)},
       {"PreemptThresholdPct",
        [](EgpuConfig& c, std::string_view v) -> Status {
          auto r = parse_number(v, 0, 100);

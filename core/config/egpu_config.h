@@ -32,10 +32,11 @@ struct EgpuConfig {
   int heartbeat_ms = 100;                // agent heartbeat period
   int heartbeat_timeout_ms = 1000;       // shims call the agent dead after this
   int inflight_us = 2000;                // device time a process may have queued
-  // At a handover the next holder waits until the old one has at most this
-  // much queued (0 = twice InflightUs): lower = exact per-instance device
-  // time (the two never share the device), higher = no idle gap on slow hosts.
-  int handover_tail_us = 0;
+  // At a handover the next holder starts when the old one has at most this
+  // much queued: the two then barely share the device, and each one's events
+  // time only its own work (a shared device makes both count the overlap).
+  // Higher = no idle gap at handovers where processes wake slowly, less exact.
+  int handover_tail_us = 200;
   // Metrics: Prometheus text over HTTP on a loopback address; empty = off.
   std::string metrics_address;
   // Logging.

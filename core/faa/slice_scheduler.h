@@ -65,6 +65,8 @@ class SliceScheduler {
   const Config& config() const { return config_; }
   std::size_t size() const { return instances_.size(); }
   bool contains(InstanceId id) const { return index_.contains(id); }
+  // Grants that ended another before its slice was over (latency preemptions).
+  std::uint64_t preemptions() const { return preemptions_; }
 
  private:
   static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();

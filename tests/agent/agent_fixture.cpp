@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -32,6 +33,9 @@ AgentProcess::AgentProcess(std::string extra_config, int gpu_count, uint64_t gpu
                          << "\nGpuCount=" << gpu_count << "\nGpuMemory=" << gpu_memory_mib
                          << "M\nLogLevel=debug\n"
                          << extra_config << "\n";
+  // For experiments: more egpu.conf lines for every test agent.
+  if (const char* more = std::getenv("EGPU_TEST_AGENT_CONFIG"))
+    std::ofstream(config_, std::ios::app) << more << "\n";
   mkdir((dir_ + "/run").c_str(), 0755);
 }
 

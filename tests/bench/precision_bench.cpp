@@ -16,6 +16,7 @@ nlohmann::json run_precision_bench(const integration::ScenarioTiming& timing) {
     nlohmann::json targets = nlohmann::json::object();
     nlohmann::json achieved = nlohmann::json::object();
     nlohmann::json worst = nlohmann::json::object();
+    nlohmann::json of_wall = nlohmann::json::object();
     bool within = run.report.span_s > 0;
     for (const integration::ScenarioMember& m : scenario.members) {
       const double target = run.targets.at(m.label);
@@ -24,6 +25,7 @@ nlohmann::json run_precision_bench(const integration::ScenarioTiming& timing) {
       targets[m.label] = m.units;
       achieved[m.label] = rounded(share * 100.0, 2);
       worst[m.label] = rounded(window_pp, 2);
+      of_wall[m.label] = rounded(run.wall.share(m.label) * 100.0, 2);
       within = within && std::abs(share - target) * 100.0 <= scenario.whole_tolerance_pp &&
                window_pp <= scenario.window_tolerance_pp;
     }
@@ -32,6 +34,8 @@ nlohmann::json run_precision_bench(const integration::ScenarioTiming& timing) {
          {"targets", targets},
          {"achieved", achieved},
          {"worst_window_pp", worst},
+         {"gpu_busy_pct", rounded(run.utilisation * 100.0, 2)},
+         {"achieved_of_wall_time", of_wall},
          {"measured_s", rounded(run.report.span_s, 2)},
          {"bars",
           {{"whole_pp", scenario.whole_tolerance_pp}, {"window_pp", scenario.window_tolerance_pp}}},

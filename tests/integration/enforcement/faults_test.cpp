@@ -46,11 +46,13 @@ TEST(Faults, KillingOneOfThreeJobsGivesItsShareToTheOthersAndFreesItsMemory) {
   holder->kill(SIGKILL);
   std::this_thread::sleep_for(3000ms);
   sampler.stop();
-  auto after_kill = harness::compute_shares(
+  // Shares of the device time used (handover gaps are nobody's).
+  const auto [after_kill, used] = harness::split_of_used_time(harness::compute_shares(
       harness::samples_between(sampler.samples(), killed_at + 500ms, killed_at + 3000ms), 0,
-      harness::GroupBy::kLabel, 500ms);
-  std::printf("after the kill (from one window on):\n%s",
+      harness::GroupBy::kLabel, 500ms));
+  std::printf("after the kill (from one window on; GPU %.1f%% busy):\n%s", used * 100,
               harness::format_report(after_kill).c_str());
+  EXPECT_GE(used, 0.85);
   EXPECT_NEAR(after_kill.share("a"), 0.50, 0.03);
   EXPECT_NEAR(after_kill.share("b"), 0.50, 0.03);
   EXPECT_LE(after_kill.share("victim"), 0.01);
@@ -82,9 +84,10 @@ TEST(Faults, AgentKilledUnderLoadNeitherCrashesNorHangsJobsAndResumes) {
   const auto restarted_at = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(3500ms);
   sampler.stop();
-  auto resumed = harness::compute_shares(
+  const auto [resumed, used] = harness::split_of_used_time(harness::compute_shares(
       harness::samples_between(sampler.samples(), restarted_at + 1000ms, restarted_at + 3500ms), 0,
-      harness::GroupBy::kLabel, 500ms);
+      harness::GroupBy::kLabel, 500ms));
+  EXPECT_GE(used, 0.85);
   std::printf("from 1 s after the agent restarted:\n%s",
               harness::format_report(resumed, {{"a", 0.7}, {"b", 0.3}}).c_str());
   EXPECT_NEAR(resumed.share("a"), 0.70, 0.03);

@@ -98,7 +98,10 @@ ScenarioRun run_scenario(const Scenario& scenario, const ScenarioTiming& timing)
     ++job;
   }
   ScenarioRun run;
-  run.report = measure_shares(node, labels, timing.warmup, timing.measure);
+  run.wall = measure_shares(node, labels, timing.warmup, timing.measure);
+  const harness::DeviceTimeSplit split = harness::split_of_used_time(run.wall);
+  run.report = split.split;
+  run.utilisation = split.used;
   for (const ScenarioMember& m : scenario.members)
     run.targets[m.label] = m.units / 100.0;
   for (auto& p : procs)

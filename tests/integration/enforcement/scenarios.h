@@ -45,7 +45,12 @@ struct ScenarioTiming {
 };
 
 struct ScenarioRun {
+  // Each instance's share of the device time the instances used together
+  // (so the handover gaps, which are nobody's, do not count against anyone).
   harness::ShareReport report;
+  // That device time as a fraction of wall time: GPU utilisation.
+  double utilisation = 0;
+  harness::ShareReport wall;  // the same shares against wall time
   harness::Shares targets;                // label -> target fraction
   std::vector<nlohmann::json> summaries;  // each workload's summary, in member order
 };

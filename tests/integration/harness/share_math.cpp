@@ -118,4 +118,25 @@ std::string format_report(const ShareReport& report, const Shares& targets) {
   return text;
 }
 
+DeviceTimeSplit split_of_used_time(const ShareReport& report) {
+  auto normalize = [](Shares shares) {
+    double total = 0;
+    for (const auto& [key, share] : shares)
+      total += share;
+    if (total > 0) {
+      for (auto& [key, share] : shares)
+        share /= total;
+    }
+    return shares;
+  };
+  DeviceTimeSplit out;
+  out.split = report;
+  for (const auto& [key, share] : report.whole_run)
+    out.used += share;
+  out.split.whole_run = normalize(report.whole_run);
+  for (auto& w : out.split.windows)
+    w = normalize(w);
+  return out;
+}
+
 }  // namespace egpu::harness

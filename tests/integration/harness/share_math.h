@@ -39,6 +39,15 @@ std::vector<UsageSample> samples_between(const std::vector<UsageSample>& samples
                                          std::chrono::steady_clock::time_point from,
                                          std::chrono::steady_clock::time_point to);
 
+// The same shares as fractions of the device time the keys used together
+// (whole run and each window), for comparing splits when some device time
+// went unused; `used` is that whole-run total as a fraction of the clock.
+struct DeviceTimeSplit {
+  ShareReport split;
+  double used = 0;
+};
+DeviceTimeSplit split_of_used_time(const ShareReport& report);
+
 // "greedy-a 50.1% [worst window 1.8 pp]" lines for logs.
 std::string format_report(const ShareReport& report, const Shares& targets = {});
 
