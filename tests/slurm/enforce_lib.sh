@@ -70,6 +70,29 @@ for label in sys.argv[2:]:
 
 share_of() { awk -v l="$1" '$1 == l { print $2 }'; } # LABEL < measure_shares output
 
+# The labels' parts of the device time they used together ("label percent"
+# lines), for instances sharing one GPU: handovers cost a little idle time
+# (the agent drains the old holder's queued work first, so each is charged
+# exactly its own), and that time is nobody's share. Fails when the GPU was
+# busy less than MIN_BUSY (default 85) percent of the time.
+split_of_used() { # MEASURE_SHARES_OUTPUT LABEL...
+  local lines busy
+  lines=$(python3 -c '
+import sys
+values = dict(line.split() for line in sys.argv[1].strip().splitlines())
+labels = sys.argv[2:]
+used = sum(float(values.get(l, 0)) for l in labels)
+for l in labels:
+    print(l, "%.1f" % (100.0 * float(values.get(l, 0)) / used if used > 0 else 0.0))
+print("busy", "%.1f" % used)
+' "$@") || { say "FAIL: cannot split the shares of ${*:2}" >&2; return 1; }
+  busy=$(awk '$1 == "busy" { print $2 }' <<<"$lines")
+  # Runs inside $(...): the failure goes to stderr, the status ends the test.
+  python3 -c "import sys; sys.exit(0 if float('$busy') >= ${MIN_BUSY:-85} else 1)" ||
+    { say "FAIL: the GPU was busy only $busy% of the time (${*:2})" >&2; return 1; }
+  echo "$lines"
+}
+
 # Fails unless ACTUAL is within TOL (default 3) percentage points of WANT.
 assert_near() { # WHAT ACTUAL WANT [TOL]
   python3 -c 'import sys; a, w, t = map(float, sys.argv[1:4]); sys.exit(0 if abs(a - w) <= t else 1)' \

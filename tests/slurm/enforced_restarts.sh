@@ -13,7 +13,7 @@ ia=$(instance_id "$a" batch); ib=$(instance_id "$b" batch)
 
 check_shares() { # WHEN
   local shares s30 s70
-  shares=$(measure_shares 3 "x30-$tag" "x70-$tag")
+  shares=$(split_of_used "$(measure_shares 3 "x30-$tag" "x70-$tag")" "x30-$tag" "x70-$tag")
   s30=$(share_of "x30-$tag" <<<"$shares"); s70=$(share_of "x70-$tag" <<<"$shares")
   assert_near "egpu:30 $1" "$s30" 30
   assert_near "egpu:70 $1" "$s70" 70

@@ -21,7 +21,7 @@ read -r id1 step1 < <(agent_instances "$j" | awk '$2 != "batch" && $4 == 70 { pr
 idb=$(instance_id "$j" batch)
 [[ -n $id0 && -n $id1 && -n $idb ]] || fail "instances of job $j: $(agent_instances "$j" | tr '\n' ';')"
 
-shares=$(measure_shares 3 "r0-$tag" "r1-$tag")
+shares=$(split_of_used "$(measure_shares 3 "r0-$tag" "r1-$tag")" "r0-$tag" "r1-$tag")
 b0=$(share_of "r0-$tag" <<<"$shares"); b1=$(share_of "r1-$tag" <<<"$shares")
 assert_near "step $step0 (30 units) before the resize" "$b0" 30
 assert_near "step $step1 (70 units) before the resize" "$b1" 70
@@ -33,7 +33,7 @@ ok "before: step $step0 (30 units) $b0%, step $step1 (70 units) $b1% (pids $pid0
 out=$(as_user egpuctl resize "$id0=70" "$id1=30" 2>&1) || fail "the owner's resize failed: $out"
 say "egpuuser: egpuctl resize $id0=70 $id1=30: $(tr '\n' ' ' <<<"$out")"
 sleep 1 # decayed usage settles in a few hundred ms
-shares=$(measure_shares 3 "r0-$tag" "r1-$tag")
+shares=$(split_of_used "$(measure_shares 3 "r0-$tag" "r1-$tag")" "r0-$tag" "r1-$tag")
 a0=$(share_of "r0-$tag" <<<"$shares"); a1=$(share_of "r1-$tag" <<<"$shares")
 assert_near "step $step0 (now 70 units) after the resize" "$a0" 70
 assert_near "step $step1 (now 30 units) after the resize" "$a1" 30

@@ -26,8 +26,9 @@ ok "Slurm and the agent agree: 30 and 70 on GPU ${ga%%:*}, 50 on GPU ${gc%%:*}"
 
 touch "$go"
 shares=$(measure_shares 4 "a30-$tag" "b70-$tag" "c50-$tag")
-s30=$(share_of "a30-$tag" <<<"$shares"); s70=$(share_of "b70-$tag" <<<"$shares"); s50=$(share_of "c50-$tag" <<<"$shares")
-say "GPU time over 4 s (simulated GPU): egpu:30 $s30%, egpu:70 $s70% (GPU ${ga%%:*}); egpu:50 alone $s50% (GPU ${gc%%:*})"
+split=$(split_of_used "$shares" "a30-$tag" "b70-$tag")
+s30=$(share_of "a30-$tag" <<<"$split"); s70=$(share_of "b70-$tag" <<<"$split"); s50=$(share_of "c50-$tag" <<<"$shares")
+say "device time over 4 s (simulated GPU): egpu:30 $s30%, egpu:70 $s70% of GPU ${ga%%:*}'s $(share_of busy <<<"$split")% busy; egpu:50 alone $s50% (GPU ${gc%%:*})"
 assert_near "egpu:30's share of its GPU" "$s30" 30
 assert_near "egpu:70's share of its GPU" "$s70" 70
 # Burst mode is work-conserving: alone on its GPU, egpu:50 takes what is idle.

@@ -30,7 +30,7 @@ while read -r _ step gpu units job_units _; do
 done <<<"$(agent_instances "$j")"
 ok "the agent holds the job's 60 units on GPU ${gj%%:*} and its steps' 20 and 40"
 
-shares=$(measure_shares 4 "s20-$tag" "s40-$tag" "o40-$tag")
+shares=$(split_of_used "$(measure_shares 4 "s20-$tag" "s40-$tag" "o40-$tag")" "s20-$tag" "s40-$tag" "o40-$tag")
 s20=$(share_of "s20-$tag" <<<"$shares"); s40=$(share_of "s40-$tag" <<<"$shares"); o40=$(share_of "o40-$tag" <<<"$shares")
 say "GPU time over 4 s: step egpu:20 $s20%, step egpu:40 $s40%, other job egpu:40 $o40%"
 assert_near "step egpu:20's share of the GPU" "$s20" 20
