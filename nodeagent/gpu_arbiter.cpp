@@ -291,9 +291,10 @@ int64_t GpuArbiter::tick(int64_t now) {
   size_t i = 0;
   for (auto& [slot, m] : members_) {
     const InstanceActivity& a = activity[i];
-    m.inflight_ns = a.inflight_ns;
     const int64_t charge = charges[i++];
     if (charge > 0) (void)scheduler_.charge(slot, charge, now);
+    if (a.inflight_ns != m.inflight_ns) (void)scheduler_.set_pending(slot, a.inflight_ns, now);
+    m.inflight_ns = a.inflight_ns;
     if (a.launched || a.busy > 0) {
       m.last_activity = now;
     } else if (a.idle_since_ns > m.last_activity && a.idle_since_ns <= now) {

@@ -27,6 +27,8 @@ struct InstanceState {
   Nanos waiting_since = 0;  // asking and not holding since (valid while so)
   // Longest wait allowed between grants: (ceil(1 / target) + 1) slices.
   Nanos patience = 0;
+  // Queued device time not yet charged (set_pending), true nanoseconds.
+  Nanos pending = 0;
   // Device time charged since its latest grant began.
   Nanos usage_this_grant = 0;
   double target;

@@ -62,6 +62,7 @@ void SliceScheduler::advance(Nanos now) {
   for (InstanceState& instance : instances_)
     instance.used *= factor;
   busy_ *= factor;
+  joined_history_ *= factor;
 }
 
 void SliceScheduler::set_order_weight(InstanceState& instance) const {
@@ -86,7 +87,11 @@ Status SliceScheduler::join(InstanceId id, double target, Mode mode, Nanos now) 
   advance(now);
   InstanceState& instance = instances_.emplace_back(id, target, mode, config_.slice, now);
   // Deviation 0: the decayed usage of an instance that always ran at target.
+  // Relative deviations count the same history as busy time, or they would
+  // start inflated by 1 / utilisation on a fresh GPU and set off preemptions
+  // between instances that are all at their targets.
   instance.used = target * tau_ * clock_.scale();
+  joined_history_ += instance.used;
   set_order_weight(instance);
   set_patience(instance);
   deadlines_.reserve(instances_.size());
@@ -101,6 +106,7 @@ Status SliceScheduler::leave(InstanceId id, Nanos now) {
   advance(now);
   const std::size_t index = found.value();
   if (holder_ == index) holder_ = kNone;
+  if (previous_holder_ == index) previous_holder_ = kNone;
   allocated_ = std::max(0.0, allocated_ - instances_[index].target);
   index_.erase(id);
   const std::size_t last = instances_.size() - 1;
@@ -108,6 +114,7 @@ Status SliceScheduler::leave(InstanceId id, Nanos now) {
     instances_[index] = std::move(instances_[last]);
     index_[instances_[index].id] = index;
     if (holder_ == last) holder_ = index;
+    if (previous_holder_ == last) previous_holder_ = index;
   }
   instances_.pop_back();
   return Status::Ok();
@@ -180,6 +187,18 @@ Status SliceScheduler::charge(InstanceId id, Nanos device_time, Nanos now) {
     set_order_weight(instance);
   }
   if (instance.mode == Mode::kCap) instance.bucket.spend(device_time, now);
+  return Status::Ok();
+}
+
+Status SliceScheduler::set_pending(InstanceId id, Nanos pending, Nanos now) {
+  const Result<std::size_t> found = find(id, "update");
+  if (!found.ok()) return Error{found.error()};
+  if (pending < 0) {
+    return Error{"cannot set " + describe(id) + " a negative pending device time (" +
+                 std::to_string(pending) + " ns)"};
+  }
+  advance(now);
+  instances_[found.value()].pending = pending;
   return Status::Ok();
 }
 

@@ -55,6 +55,10 @@ class SliceScheduler {
   Status set_asking(InstanceId id, bool asking, Nanos now);
   // Measured device time used by the instance (overrun included).
   Status charge(InstanceId id, Nanos device_time, Nanos now);
+  // Device time it has queued that is not charged yet (it will run whoever
+  // holds the slice): counted in its ordering key, so a holder is not chosen
+  // again for work it already submitted. Replaces the previous value.
+  Status set_pending(InstanceId id, Nanos pending, Nanos now);
 
   // Idempotent: without a change in between, calling it again returns the same
   // grant. Re-decides at slice end, on yield, on leave and for a preemption.
@@ -91,6 +95,15 @@ class SliceScheduler {
   std::size_t next_holder(Nanos now);
   Nanos wait_deadline(const InstanceState& instance) const;
   std::size_t preemptor(Nanos now) const;
+  // The instance's ordering key, true frame (comparable across times).
+  double order_key(const InstanceState& instance) const;
+  // The asking, eligible non-holder with the lowest key (and that key), or kNone.
+  std::size_t lowest_waiter(Nanos now, double* key) const;
+  // When the current grant ends by overdue takeover: <= now if it does now,
+  // kNever if not within the slice.
+  Nanos overdue_takeover_at(Nanos now) const;
+  // When the grant just started must be re-decided at the latest.
+  Nanos grant_until(Nanos now) const;
   Nanos next_cap_ready(Nanos now) const;
   Grant current_grant(Nanos until) const;
 
@@ -103,10 +116,16 @@ class SliceScheduler {
   double allocated_ = 0.0;
   // Decayed device time charged to anyone (stored frame): the utilisation.
   double busy_ = 0.0;
+  // Decayed usage join() credited to instances (stored frame), which never ran
+  // on the device: added to busy_ for relative deviations only.
+  double joined_history_ = 0.0;
 
   std::size_t holder_ = kNone;
   Nanos grant_start_ = 0;
   Nanos grant_end_ = 0;
+  double grant_key_ = 0.0;  // the holder's order_key() at grant start
+  bool takeover_ = false;   // the grant was won on order (may be taken over)
+  std::size_t previous_holder_ = kNone;
   std::uint64_t grants_ = 0;
   std::uint64_t preemptions_ = 0;
 };

@@ -41,24 +41,28 @@ TEST(Behaviour, SyncEveryKernelGetsItsHalfAgainstGreedy) {
 }
 
 // p99 of an inference-like service at 30% beside a greedy job at 70% stays
-// within its p99 alone + 3 ms.
+// within its p99 alone + 3 ms. 50 requests/s of 2 ms use a third of its share;
+// at 100/s (two thirds) Poisson clusters ask for more than 30% for tens of ms,
+// FAA rightly holds them to the share, and the tail is the share's, not the
+// scheduler's (measured: p99 +1.5 to +6 ms). 10 s of requests: on 2 cores a
+// 5 s p99 rests on 5 requests and swings with the machine.
 TEST(Behaviour, InferenceLatencyBesideGreedyStaysNearAlone) {
-  const std::vector<std::string> args = {"--rate", "100",         "--kernels-per-request",
+  const std::vector<std::string> args = {"--rate", "50",          "--kernels-per-request",
                                          "4",      "--kernel-us", "500"};
   double alone_p99 = 0;
   {
     EnforcedNode node("lat-alone");
     node.create(1, 30);
-    auto inf = node.start(1, workload("inference-like", "inference", 5, args));
+    auto inf = node.start(1, workload("inference-like", "inference", 10, args));
     auto summary = finish(*inf);
     alone_p99 = summary["latency_ms"].value("p99", 0.0);
   }
   EnforcedNode node("lat-shared");
   node.create(1, 30);
   node.create(2, 70);
-  auto greedy = node.start(2, workload("greedy", "greedy", 7));
+  auto greedy = node.start(2, workload("greedy", "greedy", 12));
   std::this_thread::sleep_for(500ms);
-  auto inf = node.start(1, workload("inference-like", "inference", 5, args));
+  auto inf = node.start(1, workload("inference-like", "inference", 10, args));
   auto summary = finish(*inf);
   finish(*greedy);
   const double shared_p99 = summary["latency_ms"].value("p99", 1e9);

@@ -37,5 +37,26 @@ TEST(Overrun, ChargedLateEveryMillisecondStillConverges) {
   EXPECT_NEAR(sim.share(short_kernels, 0, run), 0.7, 0.03);
 }
 
+// A solver step of 20 ms (twice the slice), then 5 ms of host work, against
+// short kernels at 60%: the solver becomes due during the other's runs of
+// slices and, as in the agent, keeps the device through its overrun.
+TEST(Overrun, ClosedLoopLongKernelsGetTheirShareAgainstShortOnes) {
+  sim::SimOptions options;
+  options.hold_through_overrun = true;
+  options.charge_period = kMillisecond;
+  options.config.tau = 250 * kMillisecond;  // the agent's default (window 500 ms)
+  sim::FaaSim sim(options);
+  const std::size_t solver =
+      sim.add(0.4, Mode::kBurst, sim::Workload::closed_loop(20 * kMillisecond, 5 * kMillisecond));
+  const std::size_t training = sim.add(0.6, Mode::kBurst, sim::Workload::greedy(kSimKernel));
+  const Nanos from = kSecond;
+  const Nanos to = 6 * kSecond;
+  sim.run_until(to);
+  const double total = sim.share(solver, from, to) + sim.share(training, from, to);
+  EXPECT_GE(total, 0.999);
+  EXPECT_NEAR(sim.share(solver, from, to), 0.4, 0.005);
+  EXPECT_NEAR(sim.share(training, from, to), 0.6, 0.005);
+}
+
 }  // namespace
 }  // namespace egpu::faa::test

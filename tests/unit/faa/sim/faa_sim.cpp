@@ -31,7 +31,7 @@ std::size_t FaaSim::add(double target, Mode mode, Workload workload) {
   Simulated instance;
   instance.id = kFirstId + static_cast<InstanceId>(instances_.size());
   instance.workload = workload;
-  instance.next_arrival = now_ + workload.first_burst;
+  instance.next_arrival = now_ + workload.first_burst;  // closed loop: at once
   instance.used_per_tick.assign(static_cast<std::size_t>(now_ / options_.tick), 0);
   require(scheduler_.join(instance.id, target, mode, now_));
   instances_.push_back(std::move(instance));
@@ -58,7 +58,9 @@ void FaaSim::step() {
   arrivals();
   update_asking();
   if (now_ - last_charge_ >= options_.charge_period) charge_all();
-  note_grant(scheduler_.decide(now_));
+  const bool overrunning = options_.hold_through_overrun && kernel_left_ > 0 && holder_ &&
+                           *holder_ == instances_[kernel_owner_].id && now_ >= grant_until_;
+  if (!overrunning) note_grant(scheduler_.decide(now_));
   run_device();
   now_ += options_.tick;
 }
@@ -66,7 +68,15 @@ void FaaSim::step() {
 void FaaSim::arrivals() {
   for (Simulated& instance : instances_) {
     const Workload& work = instance.workload;
-    if (!instance.present || work.endless || work.burst_period <= 0) continue;
+    if (!instance.present || work.endless) continue;
+    if (work.think >= 0) {
+      if (instance.next_arrival <= now_) {
+        instance.pending += work.kernel;
+        instance.next_arrival = kNever;  // set again when this kernel ends
+      }
+      continue;
+    }
+    if (work.burst_period <= 0) continue;
     while (instance.next_arrival <= now_) {
       instance.pending += work.burst_work;
       instance.next_arrival += work.burst_period;
@@ -109,6 +119,7 @@ void FaaSim::note_grant(const Grant& grant) {
   const bool new_grant = grant.sequence != sequence_;
   sequence_ = grant.sequence;
   holder_ = grant.holder;
+  grant_until_ = grant.until;
   if (previous && previous != holder_) {
     // The previous holder lost the slice while still asking: it waits now.
     Simulated& lost = instances_[*previous - kFirstId];
@@ -147,6 +158,9 @@ void FaaSim::run_device() {
   owner.used_per_tick.back() += use;
   owner.uncharged += use;
   kernel_left_ -= use;
+  if (kernel_left_ == 0 && owner.workload.think >= 0) {
+    owner.next_arrival = now_ + options_.tick + owner.workload.think;
+  }
 }
 
 Nanos FaaSim::longest_wait(std::size_t instance) const {

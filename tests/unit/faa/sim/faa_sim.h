@@ -23,6 +23,10 @@ struct SimOptions {
   Nanos tick = 100 * kMicrosecond;
   // How often measured device time is charged (the agent's check period).
   Nanos charge_period = 100 * kMicrosecond;
+  // Like the agent: a holder whose kernel outlasts its slice keeps the device
+  // until the kernel ends, and the scheduler decides again only then (off: the
+  // next holder's grant starts while that kernel still runs).
+  bool hold_through_overrun = false;
 };
 
 class FaaSim {
@@ -87,6 +91,7 @@ class FaaSim {
   std::size_t kernel_owner_ = 0;
   Nanos kernel_left_ = 0;
   std::optional<InstanceId> holder_;
+  Nanos grant_until_ = 0;
   std::uint64_t sequence_ = 0;
 };
 

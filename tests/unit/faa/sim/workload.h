@@ -17,11 +17,18 @@ struct Workload {
     return Workload{false, kernel, work, period, first};
   }
 
+  // One `kernel` at a time, the next `think` after the previous one ended
+  // (a simulation step followed by host work), the first at once.
+  static Workload closed_loop(Nanos kernel, Nanos think) {
+    return Workload{false, kernel, 0, 0, 0, think};
+  }
+
   bool endless = false;
   Nanos kernel = 0;
   Nanos burst_work = 0;
   Nanos burst_period = 0;
   Nanos first_burst = 0;
+  Nanos think = -1;  // closed loop when >= 0
 };
 
 }  // namespace egpu::faa::sim
