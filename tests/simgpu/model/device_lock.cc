@@ -37,7 +37,7 @@ void DeviceLock::on_acquired(int rc) {
     rc = 0;
   }
   held_ = rc == 0;
-  if (held_) dev_.lock_holder_pid = static_cast<int32_t>(::getpid());
+  if (held_) dev_.lock_holder_pid = current_pid();
 }
 
 DeviceLock::~DeviceLock() {
@@ -54,7 +54,7 @@ void retire_and_free(DeviceShared& dev, uint32_t slot, uint64_t now_ns) {
 }
 
 void sweep_dead_contexts(DeviceShared& dev, uint64_t now_ns) {
-  const int32_t self = static_cast<int32_t>(::getpid());
+  const int32_t self = current_pid();
   for (uint32_t s = 0; s < kMaxContexts; ++s) {
     const ContextSlot& c = dev.timeline.contexts[s];
     if (c.state != static_cast<uint32_t>(ContextState::kActive) || c.owner.pid == self) continue;

@@ -1,10 +1,12 @@
 #include "model/process_identity.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +62,24 @@ bool proc_usable() {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<int32_t> g_pid{0};
+}  // namespace
+
+int32_t current_pid() {
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_pid.store(0, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)registered;
+  int32_t pid = g_pid.load(std::memory_order_relaxed);
+  if (pid == 0) {
+    pid = static_cast<int32_t>(::getpid());
+    g_pid.store(pid, std::memory_order_relaxed);
+  }
+  return pid;
+}
 
 ProcessIdentity self_identity() {
   ProcessIdentity id{};

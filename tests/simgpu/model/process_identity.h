@@ -13,6 +13,11 @@ namespace egpu::simgpu {
 
 ProcessIdentity self_identity();
 
+// getpid() without the syscall: glibc no longer caches it, and the device lock
+// takes it on every launch (its cost, ~100 ns and noisy on a VM, sat in the
+// baseline of every shim overhead measurement). Reset in a forked child.
+int32_t current_pid();
+
 bool process_alive(const ProcessIdentity& who);
 
 // SIMGPU_LABEL if set, else the process's comm name.
