@@ -97,11 +97,16 @@ class SliceScheduler {
   std::size_t preemptor(Nanos now) const;
   // The instance's ordering key, true frame (comparable across times).
   double order_key(const InstanceState& instance) const;
-  // The asking, eligible non-holder with the lowest key (and that key), or kNone.
-  std::size_t lowest_waiter(Nanos now, double* key) const;
-  // When the current grant ends by overdue takeover: <= now if it does now,
-  // kNever if not within the slice.
-  Nanos overdue_takeover_at(Nanos now) const;
+  struct Waiter {
+    std::size_t index;  // kNone if nobody waits
+    double key;         // its order_key(); the largest double if nobody waits
+  };
+  // The asking, eligible non-holder with the lowest key (newcomers to the
+  // current grant excluded).
+  Waiter lowest_waiter(Nanos now) const;
+  // When the current grant ends by overdue takeover to `waiter` (the lowest
+  // waiter now): <= now if it does now, kNever if not within the slice.
+  Nanos overdue_takeover_at(Nanos now, const Waiter& waiter) const;
   // When the grant just started must be re-decided at the latest.
   Nanos grant_until(Nanos now) const;
   Nanos next_cap_ready(Nanos now) const;

@@ -71,7 +71,7 @@ double SliceScheduler::order_key(const InstanceState& instance) const {
          instance.order_weight;
 }
 
-std::size_t SliceScheduler::lowest_waiter(Nanos now, double* key) const {
+SliceScheduler::Waiter SliceScheduler::lowest_waiter(Nanos now) const {
   Pick<double> lowest;
   for (std::size_t i = 0; i < instances_.size(); ++i) {
     const InstanceState& candidate = instances_[i];
@@ -80,8 +80,7 @@ std::size_t SliceScheduler::lowest_waiter(Nanos now, double* key) const {
     if (holder_ != kNone && candidate.asking_since > grant_start_) continue;
     lowest.offer(i, order_key(candidate), candidate.waiting_since);
   }
-  *key = lowest.key;
-  return lowest.index;
+  return Waiter{lowest.index, lowest.key};
 }
 
 void SliceScheduler::start_grant(std::size_t index, Nanos now) {
@@ -94,12 +93,12 @@ void SliceScheduler::start_grant(std::size_t index, Nanos now) {
   ++grants_;
   holder_ = index;
   grant_start_ = now;
-  // Only a grant won on order may be taken over: one given for a wait deadline
-  // must run, or the deadline rule would be undone a min_hold later.
+  // Only a holder continuing into another slice, on order, may be taken over:
+  // a grant given for a wait deadline must run (or the deadline rule would be
+  // undone a min_hold later), and taking over first grants too cut rotations
+  // short and put random target sets off their shares. No waiter: key = max.
   grant_key_ = order_key(instance);
-  double waiting_key = 0;
-  takeover_ = index == previous_holder_ &&
-              (lowest_waiter(now, &waiting_key) == kNone || waiting_key >= grant_key_);
+  takeover_ = index == previous_holder_ && lowest_waiter(now).key >= grant_key_;
   previous_holder_ = index;
   Nanos length = config_.slice;
   // A cap grant never outlasts its tokens: usage over any window stays within
@@ -163,9 +162,9 @@ std::size_t SliceScheduler::preemptor(Nanos now) const {
   return lowest.index;
 }
 
-Nanos SliceScheduler::overdue_takeover_at(Nanos now) const {
-  double key = 0;
-  if (lowest_waiter(now, &key) == kNone) return kNever;
+Nanos SliceScheduler::overdue_takeover_at(Nanos now, const Waiter& waiter) const {
+  if (waiter.index == kNone) return kNever;
+  const double key = waiter.key;
   const Nanos earliest = grant_start_ + config_.min_hold;
   if (key < grant_key_) return std::max(now, earliest);
   // A waiter's key decays as e^(-t/tau) while it is not charged: it crosses
@@ -178,7 +177,8 @@ Nanos SliceScheduler::overdue_takeover_at(Nanos now) const {
 }
 
 Nanos SliceScheduler::grant_until(Nanos now) const {
-  return takeover_ ? std::min(grant_end_, overdue_takeover_at(now)) : grant_end_;
+  return takeover_ ? std::min(grant_end_, overdue_takeover_at(now, lowest_waiter(now)))
+                   : grant_end_;
 }
 
 Nanos SliceScheduler::next_cap_ready(Nanos now) const {
@@ -204,14 +204,13 @@ Grant SliceScheduler::decide(Nanos now) {
   if (holder_ != kNone && now >= grant_end_) end_grant(now);
   Nanos takeover_at = kNever;
   if (holder_ != kNone && takeover_) {
-    takeover_at = overdue_takeover_at(now);
+    const Waiter waiter = lowest_waiter(now);
+    takeover_at = overdue_takeover_at(now, waiter);
     if (takeover_at <= now) {
       // Straight to the overdue waiter: a fresh decision could pick the
       // holder again, whose key dips while its new grant's usage is small.
-      double key = 0;
-      const std::size_t waiter = lowest_waiter(now, &key);
       end_grant(now);
-      start_grant(waiter, now);
+      start_grant(waiter.index, now);
       return current_grant(grant_until(now));
     }
   }
