@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "enforced_node.h"
+#include "latency_stats.h"
+#include "stall_monitor.h"
 
 namespace egpu::integration {
 namespace {
@@ -40,37 +42,87 @@ TEST(Behaviour, SyncEveryKernelGetsItsHalfAgainstGreedy) {
   finish(*greedy);
 }
 
+// Latencies of requests that a stall of the machine did not touch.
+struct LatencySamples {
+  std::vector<double> kept_ms;
+  size_t left_out = 0;
+};
+
 // p99 of an inference-like service at 30% beside a greedy job at 70% stays
 // within its p99 alone + 3 ms. 50 requests/s of 2 ms use a third of its share;
 // at 100/s (two thirds) Poisson clusters ask for more than 30% for tens of ms,
 // FAA rightly holds them to the share, and the tail is the share's, not the
-// scheduler's (measured: p99 +1.5 to +6 ms). 10 s of requests: on 2 cores a
-// 5 s p99 rests on 5 requests and swings with the machine.
+// scheduler's.
+// These 2-core VMs lose their CPUs for 5-80 ms, several times a minute in bad
+// spells (a sleeper beside this test saw 42 such stalls in 45 s): a p99 taken
+// across them measures the host. A StallMonitor records them; requests they
+// touched, or that began within a slice after one (FAA then hands the GPU to
+// the job that waited through it), are left out of both sides and counted.
+// Alone and shared runs alternate so both see the same spells.
 TEST(Behaviour, InferenceLatencyBesideGreedyStaysNearAlone) {
-  const std::vector<std::string> args = {"--rate", "50",          "--kernels-per-request",
-                                         "4",      "--kernel-us", "500"};
-  double alone_p99 = 0;
-  {
-    EnforcedNode node("lat-alone");
+  constexpr int kRounds = 3;
+  constexpr double kSeconds = 6;
+  constexpr auto kAftermath = std::chrono::milliseconds(10);  // the default slice
+  const std::vector<std::string> args = {
+      "--rate", "50", "--kernels-per-request", "4", "--kernel-us", "500", "--samples"};
+  harness::StallMonitor monitor(std::chrono::milliseconds(2));
+  std::vector<nlohmann::json> alone_runs;
+  std::vector<nlohmann::json> shared_runs;
+  for (int round = 0; round < kRounds; ++round) {
+    {
+      EnforcedNode node("lat-alone");
+      node.create(1, 30);
+      auto inf = node.start(1, workload("inference-like", "alone", kSeconds, args));
+      alone_runs.push_back(finish(*inf));
+    }
+    EnforcedNode node("lat-shared");
     node.create(1, 30);
-    auto inf = node.start(1, workload("inference-like", "inference", 10, args));
-    auto summary = finish(*inf);
-    alone_p99 = summary["latency_ms"].value("p99", 0.0);
+    node.create(2, 70);
+    auto greedy = node.start(2, workload("greedy", "greedy", kSeconds + 2));
+    std::this_thread::sleep_for(500ms);
+    auto inf = node.start(1, workload("inference-like", "shared", kSeconds, args));
+    shared_runs.push_back(finish(*inf));
+    finish(*greedy);
   }
-  EnforcedNode node("lat-shared");
-  node.create(1, 30);
-  node.create(2, 70);
-  auto greedy = node.start(2, workload("greedy", "greedy", 12));
-  std::this_thread::sleep_for(500ms);
-  auto inf = node.start(1, workload("inference-like", "inference", 10, args));
-  auto summary = finish(*inf);
-  finish(*greedy);
-  const double shared_p99 = summary["latency_ms"].value("p99", 1e9);
-  std::printf("inference p99: alone %.2f ms, beside greedy %.2f ms (p50 %.2f, served %s)\n",
-              alone_p99, shared_p99, summary["latency_ms"].value("p50", 0.0),
-              summary.value("requests", nlohmann::json()).dump().c_str());
-  EXPECT_GT(alone_p99, 0);
-  EXPECT_LE(shared_p99, alone_p99 + 3.0);
+  const std::vector<harness::Stall> stalls = monitor.stalls();
+  const auto keep = [&stalls, kAftermath](const std::vector<nlohmann::json>& runs) {
+    LatencySamples out;
+    for (const nlohmann::json& run : runs) {
+      const auto latency = run.value("latency_samples_ms", std::vector<double>{});
+      const auto arrival = run.value("arrival_samples_s", std::vector<double>{});
+      EXPECT_EQ(latency.size(), arrival.size());
+      EXPECT_GT(latency.size(), 200u) << run.dump();
+      for (size_t i = 0; i < std::min(latency.size(), arrival.size()); ++i) {
+        const std::chrono::steady_clock::time_point from(
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(arrival[i])));
+        const auto to = from + std::chrono::microseconds(static_cast<int64_t>(latency[i] * 1e3));
+        if (harness::overlaps_stall(from, to, stalls, kAftermath)) {
+          ++out.left_out;
+        } else {
+          out.kept_ms.push_back(latency[i]);
+        }
+      }
+    }
+    return out;
+  };
+  const LatencySamples alone = keep(alone_runs);
+  const LatencySamples shared = keep(shared_runs);
+  const workload::Percentiles a = workload::compute_percentiles(alone.kept_ms);
+  const workload::Percentiles s = workload::compute_percentiles(shared.kept_ms);
+  std::printf(
+      "inference latency over %d rounds (ms); %zu machine stalls over 2 ms (monitor %s)\n"
+      "  alone:         p50 %.2f p90 %.2f p99 %.2f max %.2f (%zu requests, %zu left out)\n"
+      "  beside greedy: p50 %.2f p90 %.2f p99 %.2f max %.2f (%zu requests, %zu left out)\n",
+      kRounds, stalls.size(), monitor.realtime() ? "SCHED_FIFO" : "normal priority", a.p50, a.p90,
+      a.p99, a.max, a.count, alone.left_out, s.p50, s.p90, s.p99, s.max, s.count, shared.left_out);
+  // With most requests touched by stalls, what is left says nothing.
+  for (const LatencySamples* side : {&alone, &shared}) {
+    EXPECT_LT(side->left_out * 3, side->left_out + side->kept_ms.size())
+        << "the machine stalled too often to measure latency";
+  }
+  EXPECT_GT(a.p99, 2.0);  // a request is 2 ms of device work
+  EXPECT_LE(s.p99, a.p99 + 3.0);
 }
 
 TEST(Behaviour, DeepQueueGetsNoMoreThanItsShare) {

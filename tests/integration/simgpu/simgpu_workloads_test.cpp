@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -125,11 +126,25 @@ TEST(Workloads, InferenceLikeClosedLoopServesACount) {
   SimGpu gpu("wl-inf-closed");
   const json summary = run_alone(
       gpu, "inference-like",
-      {"--duration-s", "0", "--iters-per-us", "1", "--rate", "0", "--requests", "50"}, "closed");
+      {"--duration-s", "0", "--iters-per-us", "1", "--rate", "0", "--requests", "50", "--samples"},
+      "closed");
   expect_common_fields(summary, "inference-like");
   EXPECT_EQ(summary.value("requests", 0), 50);
   EXPECT_EQ(summary.value("stopped_by", ""), "count");
   EXPECT_GE(summary["latency_ms"].value("p50", 0.0), 2.0);  // 4 x 500 us by default
+  // --samples: one latency per request, the percentiles' own input.
+  ASSERT_TRUE(summary.contains("latency_samples_ms"));
+  const auto samples = summary["latency_samples_ms"].get<std::vector<double>>();
+  ASSERT_EQ(samples.size(), 50u);
+  EXPECT_DOUBLE_EQ(*std::max_element(samples.begin(), samples.end()),
+                   summary["latency_ms"].value("max", 0.0));
+  EXPECT_GE(*std::min_element(samples.begin(), samples.end()), 2.0);
+  // Closed loop: each request arrives when the one before it has completed.
+  const auto arrivals = summary["arrival_samples_s"].get<std::vector<double>>();
+  ASSERT_EQ(arrivals.size(), 50u);
+  for (size_t i = 1; i < arrivals.size(); ++i) {
+    EXPECT_GE(arrivals[i] - arrivals[i - 1], samples[i - 1] * 1e-3 - 1e-6) << "request " << i;
+  }
 }
 
 TEST(Workloads, HpcLikeDeviceTimeMatchesTheDevicesGroundTruth) {

@@ -27,6 +27,7 @@ struct InferenceOptions {
   std::uint64_t kernels_per_request = 4;
   double kernel_us = 500;
   std::uint64_t max_requests = 0;
+  bool report_samples = false;
 };
 
 WorkloadResult run_inference(const InferenceOptions& options, const WorkloadContext& context) {
@@ -43,6 +44,7 @@ WorkloadResult run_inference(const InferenceOptions& options, const WorkloadCont
   const auto kernel_ns = static_cast<std::uint64_t>(options.kernel_us * 1000.0);
   const Event done;
   std::vector<double> latency_ms;
+  std::vector<double> arrival_s;  // CLOCK_MONOTONIC, comparable across processes
   std::uint64_t served = 0;
   while (!context.clock.should_stop() &&
          (options.max_requests == 0 || served < options.max_requests)) {
@@ -58,6 +60,9 @@ WorkloadResult run_inference(const InferenceOptions& options, const WorkloadCont
     done.record(context.session.stream());
     done.synchronize();
     latency_ms.push_back(egpu::workload::seconds_between(arrival, Clock::now()) * 1e3);
+    if (options.report_samples) {
+      arrival_s.push_back(std::chrono::duration<double>(arrival.time_since_epoch()).count());
+    }
     ++served;
     context.progress.report(context.clock, "requests=" + std::to_string(served));
   }
@@ -75,6 +80,12 @@ WorkloadResult run_inference(const InferenceOptions& options, const WorkloadCont
                    {"request_device_ms",
                     static_cast<double>(options.kernels_per_request) * options.kernel_us * 1e-3},
                    {"latency_ms", to_json(latency)}};
+  // Raw samples let a caller pool several runs before taking percentiles, or
+  // leave out requests that overlapped something it knows about.
+  if (options.report_samples) {
+    result.fields["latency_samples_ms"] = latency_ms;
+    result.fields["arrival_samples_s"] = arrival_s;
+  }
   return result;
 }
 
@@ -95,6 +106,9 @@ int main(int argc, char** argv) {
                       "duration of each kernel in us (default 500)");
     parser.add_u64("requests", &options.max_requests,
                    "stop after N requests, 0 = no limit (default 0)");
+    parser.add_flag("samples", &options.report_samples,
+                    "also report every request's latency (latency_samples_ms) and arrival "
+                    "(arrival_samples_s, CLOCK_MONOTONIC seconds)");
   };
   spec.validate = [&options] {
     if (options.rate < 0) throw UsageError("--rate must be >= 0");
