@@ -107,6 +107,7 @@ Status Agent::init() {
   settings.faa.min_hold = static_cast<int64_t>(config_.min_hold_us) * 1000;
   settings.heartbeat_timeout_ns = static_cast<int64_t>(config_.heartbeat_timeout_ms) * 1'000'000;
   settings.inflight_limit_ns = static_cast<int64_t>(config_.inflight_us) * 1000;
+  settings.inflight_alone_ns = static_cast<int64_t>(config_.inflight_alone_us) * 1000;
   settings.handover_tail_ns = static_cast<int64_t>(config_.handover_tail_us) * 1000;
   settings.fail_mode = config_.fail_mode == config::FailMode::kClosed ? shm::PageFailMode::kClosed
                                                                       : shm::PageFailMode::kOpen;

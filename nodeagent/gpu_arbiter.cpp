@@ -67,6 +67,13 @@ std::vector<int64_t> trim_overcharge(const std::vector<int64_t>& charges, int64_
   return out;
 }
 
+int64_t inflight_bound(const ArbiterSettings& settings, size_t with_processes, bool all_burst) {
+  if (settings.inflight_alone_ns > 0 && with_processes <= 1 && all_burst) {
+    return std::max(settings.inflight_alone_ns, settings.inflight_limit_ns);
+  }
+  return settings.inflight_limit_ns;
+}
+
 std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) {
   return runtime_dir + "/gpu" + std::to_string(gpu);
 }
@@ -140,10 +147,38 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   std::unique_ptr<GpuArbiter> arbiter(new GpuArbiter(gpu, memory_bytes, settings, std::move(*file),
                                                      scheduler.value(), std::move(efd)));
   arbiter->published_ = page->holder.load();
+  arbiter->inflight_bound_ns_ = settings.inflight_limit_ns;
   arbiter->last_tick_ns_ = monotonic_ns();
   arbiter->readonly_fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!arbiter->readonly_fd_.valid()) return Error{"open " + path + ": " + std::strerror(errno)};
   return arbiter;
+}
+
+void GpuArbiter::update_inflight_bound() {
+  size_t with_processes = 0;
+  bool all_burst = true;
+  for (const auto& [slot, m] : members_) {
+    if (m.runtime.processes() == 0) continue;
+    ++with_processes;
+    all_burst = all_burst && m.instance.mode != protocol::Mode::kCap;
+  }
+  publish_inflight_bound(with_processes, all_burst);
+}
+
+void GpuArbiter::publish_inflight_bound(size_t with_processes, bool all_burst) {
+  const int64_t bound = inflight_bound(settings_, with_processes, all_burst);
+  if (bound == inflight_bound_ns_) return;
+  EGPU_LOG_DEBUG("GPU %u: in-flight bound %.1f ms (%zu instance(s) with processes)", gpu_,
+                 bound / 1e6, with_processes);
+  if (bound < inflight_bound_ns_) {
+    // What was queued under the deeper bound drains within that bound's
+    // time; until then it is not a long kernel to wait for (see tick()).
+    loose_bound_ns_ = inflight_bound_ns_;
+    loose_until_ns_ = monotonic_ns() + inflight_bound_ns_;
+  }
+  inflight_bound_ns_ = bound;
+  // Shims read it on their next slow-path launch (at least every 10 ms).
+  page()->inflight_limit_ns.store(bound, std::memory_order_relaxed);
 }
 
 void GpuArbiter::write_control(const model::Instance& inst) {
@@ -178,6 +213,7 @@ Status GpuArbiter::add(const model::Instance& instance, double target, bool reop
   write_control(instance);
   members_.emplace(instance.slot, Member{instance, std::move(*runtime), target, now, false});
   slot_of_[instance.id] = instance.slot;
+  update_inflight_bound();
   return {};
 }
 
@@ -196,6 +232,7 @@ void GpuArbiter::remove(uint64_t instance_id) {
     members_.erase(m);
   }
   slot_of_.erase(it);
+  update_inflight_bound();
 }
 
 void GpuArbiter::update_control(const model::Instance& instance) {
@@ -203,6 +240,7 @@ void GpuArbiter::update_control(const model::Instance& instance) {
   if (it == slot_of_.end()) return;
   members_.at(it->second).instance = instance;
   write_control(instance);
+  update_inflight_bound();  // the mode may have changed
 }
 
 Status GpuArbiter::retarget(const std::map<uint64_t, std::pair<double, protocol::Mode>>& targets) {
@@ -227,13 +265,18 @@ Status GpuArbiter::retarget(const std::map<uint64_t, std::pair<double, protocol:
 int GpuArbiter::attach(uint64_t instance_id, pid_t pid) {
   auto it = slot_of_.find(instance_id);
   if (it == slot_of_.end()) return -1;
-  return members_.at(it->second).runtime.attach(pid);
+  const int proc_slot = members_.at(it->second).runtime.attach(pid);
+  // A second job with processes: the holder's queue shrinks before this
+  // process's first launch (a CUDA start-up takes far longer than 10 ms).
+  update_inflight_bound();
+  return proc_slot;
 }
 
 void GpuArbiter::reclaim(uint64_t instance_id, uint32_t proc_slot, pid_t pid) {
   auto it = slot_of_.find(instance_id);
   if (it == slot_of_.end()) return;
   members_.at(it->second).runtime.reclaim(proc_slot, pid);
+  update_inflight_bound();
 }
 
 pid_t GpuArbiter::process_in_slot(uint64_t instance_id, uint32_t proc_slot) const {
@@ -288,6 +331,18 @@ int64_t GpuArbiter::tick(int64_t now) {
     charges.push_back(activity.back().device_ns);
   }
   charges = trim_overcharge(charges, &charge_credit_ns_);
+  {
+    // Processes may also have left on their own.
+    size_t with_processes = 0;
+    bool all_burst = true;
+    size_t k = 0;
+    for (const auto& [slot, m] : members_) {
+      if (activity[k++].processes == 0) continue;
+      ++with_processes;
+      all_burst = all_burst && m.instance.mode != protocol::Mode::kCap;
+    }
+    publish_inflight_bound(with_processes, all_burst);
+  }
   size_t i = 0;
   for (auto& [slot, m] : members_) {
     const InstanceActivity& a = activity[i];
@@ -321,7 +376,9 @@ int64_t GpuArbiter::tick(int64_t now) {
   // the next decision waits until its charge has come in (its sync returns),
   // instead of starting another instance's slice on a busy device.
   // Its slice still ends on time: it may launch nothing more meanwhile.
-  const int64_t long_tail = 2 * settings_.inflight_limit_ns;
+  const int64_t long_tail =
+      2 * (now < loose_until_ns_ ? std::max(loose_bound_ns_, inflight_bound_ns_)
+                                 : inflight_bound_ns_);
   if (const auto h = members_.find(published_);
       h != members_.end() && h->second.asking && h->second.inflight_ns > long_tail &&
       now >= page()->slice_end_ns.load(std::memory_order_relaxed)) {

@@ -27,6 +27,7 @@ struct ArbiterSettings {
   faa::Config faa;
   int64_t heartbeat_timeout_ns;
   int64_t inflight_limit_ns;
+  int64_t inflight_alone_ns = 0;  // while one burst instance alone has processes; 0 = the same
   shm::PageFailMode fail_mode;
   uint64_t epoch;
   uint32_t max_slots;
@@ -109,6 +110,9 @@ class GpuArbiter {
   void publish(std::optional<faa::InstanceId> holder, int64_t until);
   void publish_draining();
   void write_control(const model::Instance& instance);
+  // Publishes the in-flight bound that fits who has processes on the GPU now.
+  void update_inflight_bound();
+  void publish_inflight_bound(size_t with_processes, bool all_burst);
 
   uint32_t gpu_;
   uint64_t memory_bytes_;
@@ -126,7 +130,16 @@ class GpuArbiter {
   int64_t last_tick_ns_ = 0;
   // A handover waiting for the old holder's long queued work to finish.
   int64_t drain_until_ns_ = 0;
+  int64_t inflight_bound_ns_ = 0;  // as published in the GPU page
+  int64_t loose_bound_ns_ = 0;     // the deeper bound before it last tightened
+  int64_t loose_until_ns_ = 0;     // until then, queues up to it are no long kernel
 };
+
+// The in-flight bound for a GPU where `with_processes` instances have
+// processes attached and `all_burst` says whether they are all in burst mode.
+// A lone burst instance gets the deeper alone bound: nobody can be waiting
+// behind its queue. A capped one does not: its queue would run past its cap.
+int64_t inflight_bound(const ArbiterSettings& settings, size_t with_processes, bool all_burst);
 
 // Charges reported in one tick, trimmed so the GPU is never charged more
 // time than passed. Shims measure their work with events; around a handover

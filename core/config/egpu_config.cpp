@@ -148,6 +148,7 @@ const std::vector<KeySpec>& key_specs() {
       {"HeartbeatMs", int_field(&EgpuConfig::heartbeat_ms, 10, 10000)},
       {"HeartbeatTimeoutMs", int_field(&EgpuConfig::heartbeat_timeout_ms, 50, 600000)},
       {"InflightUs", int_field(&EgpuConfig::inflight_us, 100, 100000)},
+      {"InflightAloneUs", int_field(&EgpuConfig::inflight_alone_us, 0, 1000000)},
       {"HandoverTailUs", int_field(&EgpuConfig::handover_tail_us, 0, 100000)},
       {"MetricsAddress",
        [](EgpuConfig& c, std::string_view v) -> Status {
@@ -230,6 +231,11 @@ Result<EgpuConfig> parse_egpu_config(std::string_view text, std::string_view sou
                  std::to_string(config.heartbeat_timeout_ms) +
                  ") must be at least twice HeartbeatMs (" + std::to_string(config.heartbeat_ms) +
                  ")"};
+  }
+  if (config.inflight_alone_us != 0 && config.inflight_alone_us < config.inflight_us) {
+    return Error{std::string(source) + ": InflightAloneUs (" +
+                 std::to_string(config.inflight_alone_us) + ") must be 0 or at least InflightUs (" +
+                 std::to_string(config.inflight_us) + ")"};
   }
   return config;
 }

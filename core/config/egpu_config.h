@@ -32,6 +32,11 @@ struct EgpuConfig {
   int heartbeat_ms = 100;                // agent heartbeat period
   int heartbeat_timeout_ms = 1000;       // shims call the agent dead after this
   int inflight_us = 2000;                // device time a process may have queued
+  // The same bound while a GPU has one job (burst) with processes: nobody
+  // waits behind its queue then, and a deep queue hides its host stalls
+  // (page faults, a busy Python thread, a shared VM losing its CPU). 0 = as
+  // InflightUs.
+  int inflight_alone_us = 20000;
   // At a handover the next holder starts when the old one has at most this
   // much queued: the two then barely share the device, and each one's events
   // time only its own work (a shared device makes both count the overlap).

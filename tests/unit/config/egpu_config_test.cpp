@@ -53,13 +53,16 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   EXPECT_EQ(c->fail_mode, FailMode::kOpen);
   EXPECT_TRUE(c->metrics_address.empty());
   EXPECT_EQ(c->socket_path, "/run/egpu/agent.sock");
+  EXPECT_EQ(c->inflight_us, 2000);
+  EXPECT_EQ(c->inflight_alone_us, 20000);
 }
 
 TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   auto c = parse_egpu_config(
       "slicems=5\nDefaultMode=CAP\nFailMode=closed\nMetricsAddress=127.0.0.1:9464\n"
       "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
-      "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n",
+      "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n"
+      "InflightUs=1000 InflightAloneUs=0\n",
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
@@ -74,6 +77,8 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   EXPECT_EQ(c->log_level, LogLevel::kDebug);
   EXPECT_EQ(c->gpu_count, 8);
   EXPECT_EQ(c->handover_tail_us, 200);
+  EXPECT_EQ(c->inflight_us, 1000);
+  EXPECT_EQ(c->inflight_alone_us, 0);
 }
 
 struct BadCase {
@@ -104,7 +109,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"SocketPath=relative/sock", "absolute path"},
         BadCase{"GpuMemory=12XB", "unknown unit"}, BadCase{"GpuMemory=0", "more than 0"},
         BadCase{"HeartbeatMs=500 HeartbeatTimeoutMs=600", "at least twice"},
-        BadCase{"PreemptThresholdPct=-1", "between 0 and 100"}));
+        BadCase{"PreemptThresholdPct=-1", "between 0 and 100"},
+        BadCase{"InflightUs=4000 InflightAloneUs=3000", "at least InflightUs"},
+        BadCase{"InflightAloneUs=-5", "between 0 and 1000000"}));
 
 TEST(EgpuConfig, LoadFileReportsMissingPath) {
   auto c = load_egpu_config("/nonexistent/egpu.conf");
