@@ -6,18 +6,34 @@
 
 namespace egpu::harness {
 
-StallMonitor::StallMonitor(std::chrono::microseconds threshold)
-    : threshold_(threshold), thread_([this] { loop(); }) {}
+StallMonitor::StallMonitor(std::chrono::microseconds threshold) : threshold_(threshold) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || CPU_COUNT(&cpus) == 0) {
+    threads_.emplace_back([this] { loop(-1); });
+    return;
+  }
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &cpus)) threads_.emplace_back([this, cpu] { loop(cpu); });
+  }
+}
 
 StallMonitor::~StallMonitor() {
   stopping_ = true;
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_)
+    t.join();
 }
 
-void StallMonitor::loop() {
+void StallMonitor::loop(int cpu) {
+  if (cpu >= 0) {
+    cpu_set_t only;
+    CPU_ZERO(&only);
+    CPU_SET(cpu, &only);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof only, &only);
+  }
   sched_param param{};
   param.sched_priority = 1;  // above every normal thread, below the kernel's own
-  realtime_ = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
+  if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) != 0) realtime_ = false;
   using Clock = std::chrono::steady_clock;
   constexpr auto kNap = std::chrono::milliseconds(1);
   while (!stopping_) {

@@ -4,10 +4,12 @@
 // across such a stall says nothing about the code under test; tests use the
 // recorded stalls to leave those measurements out and say how many they left.
 //
-// A thread sleeps 1 ms at a time and records every wake-up that came more
-// than `threshold` late. It asks for SCHED_FIFO, so that the CPU load of the
-// processes under test cannot delay it (only the host, or the kernel, can);
-// where that is refused (not root) it runs at normal priority and says so.
+// On each CPU a thread pinned there sleeps 1 ms at a time and records every
+// wake-up that came more than `threshold` late: a host takes one vCPU as
+// often as all of them, and the processes under test then crowd onto the
+// others. The threads ask for SCHED_FIFO, so that the CPU load of the
+// processes under test cannot delay them (only the host, or the kernel, can);
+// where that is refused (not root) they run at normal priority and say so.
 #pragma once
 
 #include <atomic>
@@ -34,14 +36,14 @@ class StallMonitor {
   bool realtime() const { return realtime_.load(); }
 
  private:
-  void loop();
+  void loop(int cpu);
 
   std::chrono::microseconds threshold_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> realtime_{false};
+  std::atomic<bool> realtime_{true};
   mutable std::mutex mutex_;
   std::vector<Stall> stalls_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 // Whether [from, to] overlaps a stall, or starts within `aftermath` of one's
