@@ -154,18 +154,18 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   return arbiter;
 }
 
-void GpuArbiter::update_inflight_bound() {
+void GpuArbiter::update_inflight_bound(const std::vector<InstanceActivity>* scanned) {
   size_t with_processes = 0;
   bool all_burst = true;
+  size_t k = 0;
   for (const auto& [slot, m] : members_) {
-    if (m.runtime.processes() == 0) continue;
+    // A tick has just scanned every page; elsewhere count the slots.
+    const uint32_t processes =
+        scanned != nullptr ? (*scanned)[k++].processes : m.runtime.processes();
+    if (processes == 0) continue;
     ++with_processes;
     all_burst = all_burst && m.instance.mode != protocol::Mode::kCap;
   }
-  publish_inflight_bound(with_processes, all_burst);
-}
-
-void GpuArbiter::publish_inflight_bound(size_t with_processes, bool all_burst) {
   const int64_t bound = inflight_bound(settings_, with_processes, all_burst);
   if (bound == inflight_bound_ns_) return;
   EGPU_LOG_DEBUG("GPU %u: in-flight bound %.1f ms (%zu instance(s) with processes)", gpu_,
@@ -331,18 +331,7 @@ int64_t GpuArbiter::tick(int64_t now) {
     charges.push_back(activity.back().device_ns);
   }
   charges = trim_overcharge(charges, &charge_credit_ns_);
-  {
-    // Processes may also have left on their own.
-    size_t with_processes = 0;
-    bool all_burst = true;
-    size_t k = 0;
-    for (const auto& [slot, m] : members_) {
-      if (activity[k++].processes == 0) continue;
-      ++with_processes;
-      all_burst = all_burst && m.instance.mode != protocol::Mode::kCap;
-    }
-    publish_inflight_bound(with_processes, all_burst);
-  }
+  update_inflight_bound(&activity);  // processes may also have left on their own
   size_t i = 0;
   for (auto& [slot, m] : members_) {
     const InstanceActivity& a = activity[i];
@@ -377,8 +366,8 @@ int64_t GpuArbiter::tick(int64_t now) {
   // instead of starting another instance's slice on a busy device.
   // Its slice still ends on time: it may launch nothing more meanwhile.
   const int64_t long_tail =
-      2 * (now < loose_until_ns_ ? std::max(loose_bound_ns_, inflight_bound_ns_)
-                                 : inflight_bound_ns_);
+      2 *
+      (now < loose_until_ns_ ? std::max(loose_bound_ns_, inflight_bound_ns_) : inflight_bound_ns_);
   if (const auto h = members_.find(published_);
       h != members_.end() && h->second.asking && h->second.inflight_ns > long_tail &&
       now >= page()->slice_end_ns.load(std::memory_order_relaxed)) {

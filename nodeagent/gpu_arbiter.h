@@ -110,9 +110,9 @@ class GpuArbiter {
   void publish(std::optional<faa::InstanceId> holder, int64_t until);
   void publish_draining();
   void write_control(const model::Instance& instance);
-  // Publishes the in-flight bound that fits who has processes on the GPU now.
-  void update_inflight_bound();
-  void publish_inflight_bound(size_t with_processes, bool all_burst);
+  // Publishes the in-flight bound that fits who has processes on the GPU now
+  // (`scanned`: this tick's scan of every member, in members_ order).
+  void update_inflight_bound(const std::vector<InstanceActivity>* scanned = nullptr);
 
   uint32_t gpu_;
   uint64_t memory_bytes_;
