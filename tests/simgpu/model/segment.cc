@@ -140,17 +140,19 @@ Outcome attach_existing(const std::string& name, bool may_unlink_stale, void** b
     if (header_map == MAP_FAILED && static_cast<size_t>(st.st_size) >= header_bytes) {
       header_map = ::mmap(nullptr, header_bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
     }
+    const auto* header = static_cast<const SegmentHeader*>(header_map);
     if (header_map != MAP_FAILED) {
-      const auto* header = static_cast<const SegmentHeader*>(header_map);
       if (load_acquire(header->initialised) != 0) break;
       const ProcessIdentity creator{header->creator_pid, 0, 0};
       if (header->creator_pid != 0 && !process_alive(creator)) {
-        stale = true;
+        // It may have finished and exited since the look above (a short
+        // program does): only a creator that died unfinished leaves it stale.
+        stale = load_acquire(header->initialised) == 0;
         break;
       }
     }
     if (monotonic_ns() > deadline) {
-      stale = true;
+      stale = header_map == MAP_FAILED || load_acquire(header->initialised) == 0;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
