@@ -339,6 +339,7 @@ int64_t GpuArbiter::tick(int64_t now) {
     if (charge > 0) (void)scheduler_.charge(slot, charge, now);
     if (a.inflight_ns != m.inflight_ns) (void)scheduler_.set_pending(slot, a.inflight_ns, now);
     m.inflight_ns = a.inflight_ns;
+    m.blocked = a.busy > 0;
     if (a.launched || a.busy > 0) {
       m.last_activity = now;
     } else if (a.idle_since_ns > m.last_activity && a.idle_since_ns <= now) {
@@ -371,8 +372,10 @@ int64_t GpuArbiter::tick(int64_t now) {
   if (const auto h = members_.find(published_);
       h != members_.end() && h->second.asking && h->second.inflight_ns > long_tail &&
       now >= page()->slice_end_ns.load(std::memory_order_relaxed)) {
-    if (drain_until_ns_ == 0)
+    if (drain_until_ns_ == 0) {
+      drain_started_ns_ = now;
       drain_until_ns_ = now + std::min(h->second.inflight_ns, settings_.max_drain_ns);
+    }
     if (now < drain_until_ns_) {
       publish_draining();
       return now + settings_.drain_poll_ns;
@@ -397,11 +400,19 @@ int64_t GpuArbiter::tick(int64_t now) {
     // wake-up and first launch cover the rest), or at the deadline.
     const int64_t tail = old->second.inflight_ns;
     if (drain_until_ns_ == 0 && tail > settings_.handover_tail_ns && !preempted) {
+      drain_started_ns_ = now;
       drain_until_ns_ = now + std::min(tail, settings_.max_drain_ns) + settings_.drain_slack_ns;
     }
-    if (drain_until_ns_ != 0 && now < drain_until_ns_ && tail > settings_.handover_tail_ns) {
+    // The tail is an estimate (launches x their average duration) and one
+    // long kernel among short ones outlasts it. A blocked old holder reports
+    // its tail as it drains (its gate polls, its sync returns when the work
+    // is done), so follow that report; the estimate's deadline only bounds
+    // the wait for a holder that does not report.
+    const int64_t until =
+        old->second.blocked ? drain_started_ns_ + settings_.max_drain_ns : drain_until_ns_;
+    if (drain_until_ns_ != 0 && now < until && tail > settings_.handover_tail_ns) {
       publish_draining();
-      return std::min({grant.until, drain_until_ns_, now + settings_.drain_poll_ns});
+      return std::min({grant.until, until, now + settings_.drain_poll_ns});
     }
   }
   drain_until_ns_ = 0;

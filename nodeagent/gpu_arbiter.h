@@ -31,15 +31,18 @@ struct ArbiterSettings {
   shm::PageFailMode fail_mode;
   uint64_t epoch;
   uint32_t max_slots;
-  int64_t idle_grace_ns = 500'000;    // holder: no launch and nobody blocked this long = idle
-  int64_t poll_ns = 500'000;          // how often a contended holder is checked
-  int64_t max_drain_ns = 60'000'000;  // longest wait for an old holder's tail
-  int64_t drain_poll_ns = 100'000;    // how often a draining tail is checked
+  int64_t idle_grace_ns = 500'000;  // holder: no launch and nobody blocked this long = idle
+  int64_t poll_ns = 500'000;        // how often a contended holder is checked
+  // Longest wait for an old holder's tail (one that keeps reporting it).
+  int64_t max_drain_ns = 60'000'000;
+  int64_t drain_poll_ns = 100'000;  // how often a draining tail is checked
   // Handover: the next holder starts when the old one has at most this much
   // queued, so the two (almost) never share the device and each one's events
   // time only its own work; whatever overlap is left, trim_overcharge splits.
   int64_t handover_tail_ns = 200'000;
-  int64_t drain_slack_ns = 1'000'000;  // beyond the tail's estimate, before giving up
+  // Beyond the tail's estimate, before giving up on a holder that has stopped
+  // reporting it (one that is not blocked in the gate, the bound or a sync).
+  int64_t drain_slack_ns = 1'000'000;
 };
 
 struct InstanceView {  // for status and metrics
@@ -101,6 +104,7 @@ class GpuArbiter {
     double target;
     int64_t last_activity = 0;
     bool asking = false;
+    bool blocked = false;  // a thread of it waits in the gate, the bound or a sync
     int64_t inflight_ns = 0;
   };
 
@@ -129,7 +133,8 @@ class GpuArbiter {
   int64_t charge_credit_ns_ = 0;
   int64_t last_tick_ns_ = 0;
   // A handover waiting for the old holder's long queued work to finish.
-  int64_t drain_until_ns_ = 0;
+  int64_t drain_until_ns_ = 0;     // the tail estimate's deadline
+  int64_t drain_started_ns_ = 0;   // when that drain began (MaxDrain counts from it)
   int64_t inflight_bound_ns_ = 0;  // as published in the GPU page
   int64_t loose_bound_ns_ = 0;     // the deeper bound before it last tightened
   int64_t loose_until_ns_ = 0;     // until then, queues up to it are no long kernel

@@ -136,8 +136,7 @@ void wait_inflight(GpuBinding& b, const Attachment& a) {
   a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
   a.me->throttled_ns.fetch_add(static_cast<uint64_t>(launch_clock_ns() - start),
                                std::memory_order_relaxed);
-  a.me->inflight_ns.store(static_cast<uint64_t>(std::max<int64_t>(pacer.queued_ns(), 0)),
-                          std::memory_order_relaxed);
+  publish_inflight(a, pacer.queued_ns());
 }
 
 Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
@@ -168,8 +167,7 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
     const auto drain = [&b, a] {
       add_charge(*a, b.pacer().poll_all(launch_clock_ns(), thread_token()));
       const int64_t queued = b.pacer().queued_ns();
-      a->me->inflight_ns.store(queued > 0 ? static_cast<uint64_t>(queued) : 0,
-                               std::memory_order_relaxed);
+      publish_inflight(*a, queued);
       return queued;
     };
     switch (wait_for_slice(*a, drain)) {

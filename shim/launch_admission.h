@@ -33,4 +33,11 @@ inline void add_charge(const Attachment& a, const pacing::Charge& c) {
   }
 }
 
+// Publishes the process's queued device time (the agent drains it at a
+// handover and sizes its long-kernel rule on it).
+inline void publish_inflight(const Attachment& a, int64_t queued_ns) {
+  a.me->inflight_ns.store(queued_ns > 0 ? static_cast<uint64_t>(queued_ns) : 0,
+                          std::memory_order_relaxed);
+}
+
 }  // namespace egpu::shim

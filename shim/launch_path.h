@@ -51,9 +51,7 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
     }
     add_charge(*a, charge);
     if (result == CUDA_SUCCESS) a->me->launches.fetch_add(1, std::memory_order_relaxed);
-    const int64_t queued = b->pacer().queued_ns();
-    a->me->inflight_ns.store(queued > 0 ? static_cast<uint64_t>(queued) : 0,
-                             std::memory_order_relaxed);
+    publish_inflight(*a, b->pacer().queued_ns());
     return result;
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error in the launch path: launches pass through unpaced");

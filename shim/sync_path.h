@@ -55,6 +55,10 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
     } else {
       charge += b->pacer().close_tails(launch_clock_ns(), token);
     }
+    // While blocked here this process is not polling: what it says now is
+    // what the agent follows if a handover waits for its tail (see
+    // GpuArbiter::tick), so it must not be a launch-time figure gone stale.
+    publish_inflight(*a, b->pacer().queued_ns());
     called = true;
     result = sync();
     charge += b->pacer().poll_all(launch_clock_ns(), token, /*close_tails=*/false);
@@ -62,8 +66,7 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
     // The agent waits for a long queued tail to drain before it hands the
     // slice over; after a sync it is (mostly) gone.
     const int64_t queued = b->pacer().queued_ns();
-    a->me->inflight_ns.store(queued > 0 ? static_cast<uint64_t>(queued) : 0,
-                             std::memory_order_relaxed);
+    publish_inflight(*a, queued);
     if (queued <= 0) note_idle(*a);
     counted = false;
     a->me->busy.fetch_sub(1, std::memory_order_acq_rel);

@@ -23,6 +23,56 @@ std::string agent_binary() {
   return EGPU_AGENTD_PATH;
 }
 
+protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner) {
+  protocol::CreateRequest r{};
+  r.job_id = job;
+  r.step_id = 0;
+  r.gpu_index = 0;
+  r.units = units;
+  r.job_units = units;
+  r.uid = owner;
+  r.gid = owner;
+  return r;
+}
+
+namespace {
+int g_wake_fd = -1;  // the attached child's wake eventfd
+void kick_agent(int) {
+  const uint64_t one = 1;
+  (void)!write(g_wake_fd, &one, sizeof one);
+}
+}  // namespace
+
+pid_t attached_process(const std::string& socket, uint64_t job, uid_t owner) {
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
+  const pid_t child = fork();
+  if (child == 0) {
+    char ok = 0;
+    if (setresgid(owner, owner, owner) == 0 && setresuid(owner, owner, owner) == 0) {
+      auto att = attach(socket, job, 0, 0);
+      ok = att && att->reply.status == protocol::ReplyStatus::kOk ? 1 : 0;
+      if (ok == 1 && att->fds.size() >= 3) {
+        g_wake_fd = att->fds[2];
+        signal(SIGUSR1, kick_agent);
+      }
+    }
+    (void)!write(ready[1], &ok, 1);
+    for (;;)
+      pause();
+  }
+  char ok = 0;
+  const bool replied = read(ready[0], &ok, 1) == 1;
+  close(ready[0]);
+  close(ready[1]);
+  if (!replied || ok != 1) {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    return -1;
+  }
+  return child;
+}
+
 AgentProcess::AgentProcess(std::string extra_config, int gpu_count, uint64_t gpu_memory_mib) {
   char tmpl[] = "/tmp/egpu-agent-test-XXXXXX";
   dir_ = mkdtemp(tmpl);

@@ -52,6 +52,15 @@ struct RawReply {
 };
 Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, uint32_t gpu);
 
+// A CreateRequest for job `job` step 0 on GPU 0, all `units` the job's, owned
+// by `owner` (uid and gid).
+protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner);
+
+// A forked process of job `job` (step 0, GPU 0) attached as `owner`; it waits
+// until killed. SIGUSR1 makes it wake the agent (its eventfd), as a shim does
+// when it starts to wait. Returns its pid, or -1 if the attach failed.
+pid_t attached_process(const std::string& socket, uint64_t job, uid_t owner);
+
 std::string agent_binary();
 
 }  // namespace egpu::test

@@ -22,33 +22,6 @@ constexpr uid_t kOwner = 4242;
 constexpr int64_t kShared = 2'000'000;  // InflightUs=2000 (the default)
 constexpr int64_t kAlone = 20'000'000;  // InflightAloneUs=20000 (the default)
 
-// A process of job `job` (step 0, GPU 0) attached as the owner, until killed.
-pid_t attached_process(const std::string& socket, uint64_t job) {
-  int ready[2];
-  if (pipe(ready) != 0) return -1;
-  const pid_t child = fork();
-  if (child == 0) {
-    char ok = 0;
-    if (setresgid(kOwner, kOwner, kOwner) == 0 && setresuid(kOwner, kOwner, kOwner) == 0) {
-      auto att = attach(socket, job, 0, 0);
-      ok = att && att->reply.status == ReplyStatus::kOk ? 1 : 0;
-    }
-    (void)!write(ready[1], &ok, 1);
-    pause();
-    _exit(0);
-  }
-  char ok = 0;
-  const bool replied = read(ready[0], &ok, 1) == 1;
-  close(ready[0]);
-  close(ready[1]);
-  if (!replied || ok != 1) {
-    kill(child, SIGKILL);
-    waitpid(child, nullptr, 0);
-    return -1;
-  }
-  return child;
-}
-
 class PublishedBound {
  public:
   explicit PublishedBound(const AgentProcess& agent) {
@@ -74,32 +47,20 @@ class PublishedBound {
   const shm::GpuPage* page_ = nullptr;
 };
 
-protocol::CreateRequest create_req(uint64_t job, uint32_t units) {
-  protocol::CreateRequest r{};
-  r.job_id = job;
-  r.step_id = 0;
-  r.gpu_index = 0;
-  r.units = units;
-  r.job_units = units;
-  r.uid = kOwner;
-  r.gid = kOwner;
-  return r;
-}
-
 TEST(AgentInflightBound, DeepForALoneBurstJobSharedWithTwoOrACap) {
   AgentProcess agent;
   ASSERT_TRUE(agent.start()) << agent.log();
-  auto a = agent.call(create_req(1, 50));
+  auto a = agent.call(create_request(1, 50, kOwner));
   ASSERT_EQ(a->status, ReplyStatus::kOk) << a->text;
-  ASSERT_EQ(agent.call(create_req(2, 50))->status, ReplyStatus::kOk);
+  ASSERT_EQ(agent.call(create_request(2, 50, kOwner))->status, ReplyStatus::kOk);
   PublishedBound bound(agent);
   ASSERT_TRUE(bound.ok());
 
-  const pid_t first = attached_process(agent.socket(), 1);
+  const pid_t first = attached_process(agent.socket(), 1, kOwner);
   ASSERT_GT(first, 0) << agent.log();
   EXPECT_EQ(bound.now(), kAlone);
   // A second job's process: the shared bound before its attach returns.
-  const pid_t second = attached_process(agent.socket(), 2);
+  const pid_t second = attached_process(agent.socket(), 2, kOwner);
   ASSERT_GT(second, 0) << agent.log();
   EXPECT_EQ(bound.now(), kShared);
   // It dies: alone again once it is reclaimed.

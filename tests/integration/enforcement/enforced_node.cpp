@@ -98,14 +98,17 @@ harness::ShareSampler::Source EnforcedNode::source() const {
 
 harness::ShareReport measure_shares(EnforcedNode& node, const std::vector<std::string>& labels,
                                     std::chrono::milliseconds warmup,
-                                    std::chrono::milliseconds measure, int device) {
+                                    std::chrono::milliseconds measure, int device,
+                                    const std::function<void()>& at_edges) {
   harness::ShareSampler sampler(node.source(), std::chrono::milliseconds(50));
   EXPECT_TRUE(sampler.wait_until(harness::labels_busy(labels), std::chrono::seconds(20)))
       << "workloads did not all start";
   std::this_thread::sleep_for(warmup);
+  if (at_edges) at_edges();
   const auto from = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(measure);
   const auto to = std::chrono::steady_clock::now();
+  if (at_edges) at_edges();
   sampler.stop();
   return harness::compute_shares(harness::samples_between(sampler.samples(), from, to), device,
                                  harness::GroupBy::kLabel, std::chrono::milliseconds(500));

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,9 +62,11 @@ class EnforcedNode {
 };
 
 // Shares of `labels` over `measure` after all have been busy for `warmup`.
+// `at_edges`, if set, runs right at the start and at the end of `measure`.
 harness::ShareReport measure_shares(EnforcedNode& node, const std::vector<std::string>& labels,
                                     std::chrono::milliseconds warmup,
-                                    std::chrono::milliseconds measure, int device = 0);
+                                    std::chrono::milliseconds measure, int device = 0,
+                                    const std::function<void()>& at_edges = nullptr);
 
 // Waits for a workload and returns its JSON summary (test failure if it
 // crashed, hung or printed none).

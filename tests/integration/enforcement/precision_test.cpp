@@ -28,6 +28,10 @@ void run_case(std::string_view name) {
   const harness::ShareReport& report = run.report;
   std::printf("%s (GPU %.1f%% busy):\n%s", c->name.c_str(), run.utilisation * 100,
               harness::format_report(report, run.targets).c_str());
+  for (const auto& [label, charged] : run.agent_charged) {
+    std::printf("  %-20s agent charged %.1f%% of wall (ground truth %.1f%%)\n", label.c_str(),
+                charged * 100, run.wall.share(label) * 100);
+  }
   EXPECT_GE(report.span_s, 4.5);
   EXPECT_GE(run.utilisation, kMinUtilisation);
   for (const ScenarioMember& m : c->members) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -33,7 +34,10 @@ const std::vector<Scenario>& precision_scenarios();
 // A process that syncs after every kernel against a greedy one, 50/50
 // (behaviour_test.cpp asserts on its own copy; the bench reports it here).
 const Scenario& sync_against_greedy_scenario();
-// The precision cases and the sync case, in the order the bench reports them.
+// A GEMM-heavy training loop against a greedy job, 50/50: the shape that a
+// per-launch average misjudges at handovers (behaviour_test.cpp asserts on it).
+const Scenario& gemm_training_scenario();
+// The precision cases, the sync case and the GEMM case, in the bench's order.
 std::vector<Scenario> bench_scenarios();
 // The scenario called `name` among bench_scenarios(), or nullptr.
 const Scenario* find_scenario(std::string_view name);
@@ -51,6 +55,9 @@ struct ScenarioRun {
   // That device time as a fraction of wall time: GPU utilisation.
   double utilisation = 0;
   harness::ShareReport wall;  // the same shares against wall time
+  // Device time the agent was told of (before trimming), as a fraction of
+  // wall time, by label; empty if the agent's status could not be read.
+  std::map<std::string, double> agent_charged;
   harness::Shares targets;                // label -> target fraction
   std::vector<nlohmann::json> summaries;  // each workload's summary, in member order
 };

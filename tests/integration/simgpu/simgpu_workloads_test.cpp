@@ -100,6 +100,21 @@ TEST(Workloads, MlLikeRunsIterationsOfItsModel) {
   EXPECT_GE(summary.value("device_time_s", 0.0), 0.7 * summary.value("wall_s", 0.0));
 }
 
+TEST(Workloads, MlLikeAddsLongKernelsToItsModel) {
+  SimGpu gpu("wl-mllong");
+  const json summary =
+      run_alone(gpu, "ml-like",
+                with(brief_run_args(1),
+                     {"--kernels-per-iteration", "20", "--kernel-us-min", "10", "--kernel-us-max",
+                      "40", "--long-kernels", "3", "--long-kernel-us", "2000"}),
+                "ml-long");
+  expect_common_fields(summary, "ml-like");
+  EXPECT_EQ(summary.value("kernels_per_iteration", 0), 23);
+  // Three 2 ms kernels and twenty of 10-40 us.
+  EXPECT_GE(summary.value("iteration_device_ms", 0.0), 6.0 + 20 * 0.010);
+  EXPECT_LE(summary.value("iteration_device_ms", 0.0), 6.0 + 20 * 0.040);
+}
+
 TEST(Workloads, InferenceLikeLatencyCoversItsKernels) {
   SimGpu gpu("wl-inf");
   const json summary = run_alone(gpu, "inference-like",
@@ -205,10 +220,11 @@ TEST(Workloads, SigtermStopsLaunchingAndPrintsTheSummary) {
 TEST(Workloads, BadInputExitsWithCodeTwoAndAMessage) {
   SimGpu gpu("wl-bad");
   const std::vector<std::vector<std::string>> cases = {
-      {"greedy", "--no-such-option"},     {"greedy", "--kernel-us", "fast"},
-      {"greedy", "--duration-s", "-1"},   {"ml-like", "--queue-ahead", "0"},
-      {"inference-like", "--rate", "-5"}, {"hpc-like", "--kernel-ms", "50-20"},
-      {"hpc-like", "--device", "7"},      {"ml-like", "stray-argument"},
+      {"greedy", "--no-such-option"},        {"greedy", "--kernel-us", "fast"},
+      {"greedy", "--duration-s", "-1"},      {"ml-like", "--queue-ahead", "0"},
+      {"inference-like", "--rate", "-5"},    {"hpc-like", "--kernel-ms", "50-20"},
+      {"hpc-like", "--device", "7"},         {"ml-like", "stray-argument"},
+      {"ml-like", "--long-kernel-us", "-1"},
   };
   for (const auto& arguments : cases) {
     ChildOptions options;

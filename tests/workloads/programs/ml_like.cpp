@@ -3,6 +3,7 @@
 // to --queue-ahead iterations in flight (tracked with events); each iteration
 // end is waited for, then a small CPU phase runs.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <random>
@@ -26,6 +27,8 @@ struct MlOptions {
   std::uint64_t kernels_per_iteration = 0;  // 0: seeded random in [30, 60]
   double kernel_us_min = 50;
   double kernel_us_max = 500;
+  std::uint64_t long_kernels = 0;  // GEMM-like kernels among the short ones
+  double long_kernel_us = 3000;
   std::uint64_t queue_ahead = 2;
   double cpu_us = 300;
   std::uint64_t max_iterations = 0;
@@ -40,6 +43,13 @@ std::vector<std::uint64_t> make_model(const MlOptions& options, std::uint64_t se
   std::vector<std::uint64_t> model(count);
   for (auto& ns : model)
     ns = static_cast<std::uint64_t>(kernel_us(random) * 1000.0);
+  // A real model's few large matrix products among many elementwise kernels:
+  // a per-launch average says little about the kernel at the head of a queue.
+  for (std::uint64_t i = 0; i < options.long_kernels; ++i) {
+    std::uniform_int_distribution<std::size_t> position(0, model.size());
+    model.insert(model.begin() + static_cast<std::ptrdiff_t>(position(random)),
+                 static_cast<std::uint64_t>(options.long_kernel_us * 1000.0));
+  }
   return model;
 }
 
@@ -116,6 +126,10 @@ int main(int argc, char** argv) {
                       "shortest kernel in us (default 50)");
     parser.add_double("kernel-us-max", &options.kernel_us_max,
                       "longest kernel in us (default 500)");
+    parser.add_u64("long-kernels", &options.long_kernels,
+                   "long kernels added at seeded places in each iteration (default 0)");
+    parser.add_double("long-kernel-us", &options.long_kernel_us,
+                      "duration of each long kernel in us (default 3000)");
     parser.add_u64("queue-ahead", &options.queue_ahead,
                    "iterations in flight before waiting for the oldest (default 2)");
     parser.add_double("cpu-us", &options.cpu_us, "CPU phase per iteration in us (default 300)");
@@ -126,6 +140,7 @@ int main(int argc, char** argv) {
     if (options.kernel_us_min < 0 || options.kernel_us_max < options.kernel_us_min) {
       throw UsageError("need 0 <= --kernel-us-min <= --kernel-us-max");
     }
+    if (options.long_kernel_us < 0) throw UsageError("--long-kernel-us must be >= 0");
     if (options.queue_ahead == 0) throw UsageError("--queue-ahead must be >= 1");
     if (options.cpu_us < 0) throw UsageError("--cpu-us must be >= 0");
   };
