@@ -4,6 +4,8 @@
 #include <sched.h>
 #include <time.h>
 
+#include "realtime_thread.h"
+
 namespace egpu::harness {
 
 StallMonitor::StallMonitor(std::chrono::microseconds threshold) : threshold_(threshold) {
@@ -25,15 +27,8 @@ StallMonitor::~StallMonitor() {
 }
 
 void StallMonitor::loop(int cpu) {
-  if (cpu >= 0) {
-    cpu_set_t only;
-    CPU_ZERO(&only);
-    CPU_SET(cpu, &only);
-    (void)pthread_setaffinity_np(pthread_self(), sizeof only, &only);
-  }
-  sched_param param{};
-  param.sched_priority = 1;  // above every normal thread, below the kernel's own
-  if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) != 0) realtime_ = false;
+  // Priority 1: above every normal thread, below egpu-host-stalls' spinners.
+  if (pin_realtime(cpu, 1) != 0) realtime_ = false;
   using Clock = std::chrono::steady_clock;
   constexpr auto kNap = std::chrono::milliseconds(1);
   while (!stopping_) {

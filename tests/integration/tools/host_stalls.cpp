@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "realtime_thread.h"
+
 namespace {
 
 long long monotonic_ns() {
@@ -28,13 +30,7 @@ long long monotonic_ns() {
 }
 
 void stall_cpu(int cpu, long long end_ns, double mean_gap_ms) {
-  cpu_set_t only;
-  CPU_ZERO(&only);
-  CPU_SET(cpu, &only);
-  pthread_setaffinity_np(pthread_self(), sizeof only, &only);
-  sched_param param{};
-  param.sched_priority = 2;
-  if (const int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param); rc != 0) {
+  if (const int rc = egpu::harness::pin_realtime(cpu, 2); rc != 0) {
     std::fprintf(stderr, "egpu-host-stalls: SCHED_FIFO on CPU %d: %s\n", cpu, std::strerror(rc));
     return;
   }
