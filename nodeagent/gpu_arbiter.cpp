@@ -339,7 +339,7 @@ int64_t GpuArbiter::tick(int64_t now) {
     if (charge > 0) (void)scheduler_.charge(slot, charge, now);
     if (a.inflight_ns != m.inflight_ns) (void)scheduler_.set_pending(slot, a.inflight_ns, now);
     m.inflight_ns = a.inflight_ns;
-    m.blocked = a.busy > 0;
+    m.reported_inflight_ns = a.reported_inflight_ns;
     if (a.launched || a.busy > 0) {
       m.last_activity = now;
     } else if (a.idle_since_ns > m.last_activity && a.idle_since_ns <= now) {
@@ -404,15 +404,17 @@ int64_t GpuArbiter::tick(int64_t now) {
       drain_until_ns_ = now + std::min(tail, settings_.max_drain_ns) + settings_.drain_slack_ns;
     }
     // The tail is an estimate (launches x their average duration) and one
-    // long kernel among short ones outlasts it. A blocked old holder reports
-    // its tail as it drains (its gate polls, its sync returns when the work
-    // is done), so follow that report; the estimate's deadline only bounds
-    // the wait for a holder that does not report.
-    const int64_t until =
-        old->second.blocked ? drain_started_ns_ + settings_.max_drain_ns : drain_until_ns_;
-    if (drain_until_ns_ != 0 && now < until && tail > settings_.handover_tail_ns) {
+    // long kernel among short ones outlasts it. A process blocked in the
+    // gate or a sync keeps reporting its tail as it drains (the gate polls,
+    // the sync returns when the work is done): that report is followed up to
+    // MaxDrain. The rest of the tail, from processes that said it at their
+    // last call, is waited for until the estimate's deadline only.
+    const bool estimate_due = now < drain_until_ns_ && tail > settings_.handover_tail_ns;
+    const bool report_due = now < drain_started_ns_ + settings_.max_drain_ns &&
+                            old->second.reported_inflight_ns > settings_.handover_tail_ns;
+    if (drain_until_ns_ != 0 && (estimate_due || report_due)) {
       publish_draining();
-      return std::min({grant.until, until, now + settings_.drain_poll_ns});
+      return std::min(grant.until, now + settings_.drain_poll_ns);
     }
   }
   drain_until_ns_ = 0;

@@ -104,8 +104,8 @@ class GpuArbiter {
     double target;
     int64_t last_activity = 0;
     bool asking = false;
-    bool blocked = false;  // a thread of it waits in the gate, the bound or a sync
     int64_t inflight_ns = 0;
+    int64_t reported_inflight_ns = 0;  // InstanceActivity::reported_inflight_ns
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,

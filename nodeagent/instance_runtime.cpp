@@ -100,10 +100,13 @@ InstanceActivity InstanceRuntime::scan() {
     const uint64_t launches = s.launches.load(std::memory_order_acquire);
     if (launches != seen_launches_[i]) a.launched = true;
     seen_launches_[i] = launches;
-    a.busy += std::min<uint32_t>(s.busy.load(std::memory_order_acquire), 1024);
+    const uint32_t busy = std::min<uint32_t>(s.busy.load(std::memory_order_acquire), 1024);
+    a.busy += busy;
     // Bounded: the value comes from a page the job can write.
-    a.inflight_ns += static_cast<int64_t>(
+    const auto inflight = static_cast<int64_t>(
         std::min<uint64_t>(s.inflight_ns.load(std::memory_order_relaxed), 1'000'000'000));
+    a.inflight_ns += inflight;
+    if (busy > 0) a.reported_inflight_ns += inflight;
     a.idle_since_ns = std::max(a.idle_since_ns, s.idle_since_ns.load(std::memory_order_relaxed));
   }
   device_ns_total_ += static_cast<uint64_t>(a.device_ns);
