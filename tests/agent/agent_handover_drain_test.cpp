@@ -270,21 +270,17 @@ Attempt stale_tail_of_an_idle_process_is_not_followed(std::string* why) {
   return Attempt::kPassed;
 }
 
+// Runs `attempt` until one is conclusive (at most 6 times) and asserts on it.
 void run_attempts(Attempt (*attempt)(std::string*)) {
-  int unknown = 0;
-  for (int i = 0; i < 6; ++i) {
+  constexpr int kAttempts = 6;
+  for (int i = 0; i < kAttempts; ++i) {
     std::string why;
-    switch (attempt(&why)) {
-      case Attempt::kPassed:
-        return;
-      case Attempt::kFailed:
-        FAIL() << why;
-      case Attempt::kUnknown:
-        ++unknown;
-        break;
-    }
+    const Attempt outcome = attempt(&why);
+    if (outcome == Attempt::kUnknown) continue;
+    EXPECT_EQ(outcome, Attempt::kPassed) << why;
+    return;
   }
-  FAIL() << "the machine held this test up in all " << unknown << " attempts";
+  ADD_FAILURE() << "the machine held this test up in all " << kAttempts << " attempts";
 }
 
 TEST(AgentHandoverDrain, FollowsABlockedHoldersReportPastTheEstimate) {
