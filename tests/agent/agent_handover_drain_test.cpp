@@ -146,6 +146,24 @@ std::optional<Look> watch(const Node& node, Clock::duration limit, Done done) {
 
 enum class Attempt { kPassed, kFailed, kUnknown };
 
+// Watches for `want` to hold the GPU within `limit`: kPassed once it does,
+// kUnknown if the watching was held up, else kFailed saying `failure`.
+Attempt expect_holder(const Node& node, uint32_t want, Clock::duration limit, const char* failure,
+                      std::string* why) {
+  const auto look = watch(node, limit, [want](uint32_t x) { return x == want; });
+  if (!look) return Attempt::kUnknown;
+  if (look->holder == want) return Attempt::kPassed;
+  *why = failure;
+  return Attempt::kFailed;
+}
+
+// `shim`'s job, the only one asking, is granted the GPU.
+Attempt only_asker_holds(const Node& node, FakeShim& shim, std::string* why) {
+  shim.asking(true);
+  shim.launched();
+  return expect_holder(node, shim.gpu_slot, 2s, "the only asking job was not granted the GPU", why);
+}
+
 // The holder blocks at the gate with a 3 ms tail it does not finish: the
 // other job must not start while that tail is reported, well past the
 // estimate's deadline (tail + 1 ms slack), and must start once it is gone.
@@ -189,13 +207,7 @@ Attempt blocked_holder_is_followed(std::string* why) {
     return Attempt::kFailed;
   }
   old.tail(0);  // its gate saw the work complete
-  const auto handed = watch(node, 1s, [want](uint32_t x) { return x == want; });
-  if (!handed) return Attempt::kUnknown;
-  if (handed->holder != want) {
-    *why = "the next job did not start once the tail was gone";
-    return Attempt::kFailed;
-  }
-  return Attempt::kPassed;
+  return expect_holder(node, want, 1s, "the next job did not start once the tail was gone", why);
 }
 
 // A holder that stopped asking says nothing more about its tail: the next
@@ -206,29 +218,16 @@ Attempt silent_holder_is_not_waited_for(std::string* why) {
     *why = "set-up failed:\n" + node.log();
     return Attempt::kFailed;
   }
-  node.shim(0).asking(true);
-  node.shim(0).launched();
-  const uint32_t first_slot = node.shim(0).gpu_slot;
-  const auto held = watch(node, 2s, [first_slot](uint32_t h) { return h == first_slot; });
-  if (!held) return Attempt::kUnknown;
-  if (held->holder != first_slot) {
-    *why = "the only asking job was not granted the GPU";
-    return Attempt::kFailed;
-  }
+  if (const Attempt held = only_asker_holds(node, node.shim(0), why); held != Attempt::kPassed)
+    return held;
   node.shim(0).tail(kTailNs);
   node.shim(0).launched();
   node.shim(0).asking(false);  // a CPU phase: idle after the agent's grace
   node.shim(1).asking(true);
   node.shim(1).launched();
-  const uint32_t want = node.shim(1).gpu_slot;
   // Idle grace (0.5 ms) + deadline (tail + 1 ms slack) + polling.
-  const auto handed = watch(node, 40ms, [want](uint32_t x) { return x == want; });
-  if (!handed) return Attempt::kUnknown;
-  if (handed->holder != want) {
-    *why = "a silent holder's stale tail kept the GPU idle for 40 ms";
-    return Attempt::kFailed;
-  }
-  return Attempt::kPassed;
+  return expect_holder(node, node.shim(1).gpu_slot, 40ms,
+                       "a silent holder's stale tail kept the GPU idle for 40 ms", why);
 }
 
 // Job 1's first process waits at the gate with nothing left; its second one
@@ -243,31 +242,18 @@ Attempt stale_tail_of_an_idle_process_is_not_followed(std::string* why) {
   FakeShim& waiting = node.shim(0);
   FakeShim& idle = node.shim(2);
   FakeShim& next = node.shim(1);
-  waiting.asking(true);
-  waiting.launched();
-  const uint32_t first_slot = waiting.gpu_slot;
-  const auto held = watch(node, 2s, [first_slot](uint32_t h) { return h == first_slot; });
-  if (!held) return Attempt::kUnknown;
-  if (held->holder != first_slot) {
-    *why = "the only asking job was not granted the GPU";
-    return Attempt::kFailed;
-  }
+  if (const Attempt held = only_asker_holds(node, waiting, why); held != Attempt::kPassed)
+    return held;
   // No charges: job 2 is not far enough below job 1 to take the GPU at once
   // (that takeover, for latency, skips the drain); it is next at the slice end.
   idle.tail(kTailNs);
   idle.launched();
   next.asking(true);
   next.launched();
-  const uint32_t want = next.gpu_slot;
   // Slice (10 ms) + deadline (tail + 1 ms slack) + polling, well short of
   // MaxDrain counted from the drain's start.
-  const auto handed = watch(node, 40ms, [want](uint32_t x) { return x == want; });
-  if (!handed) return Attempt::kUnknown;
-  if (handed->holder != want) {
-    *why = "an idle process's stale tail held the handover for 40 ms";
-    return Attempt::kFailed;
-  }
-  return Attempt::kPassed;
+  return expect_holder(node, next.gpu_slot, 40ms,
+                       "an idle process's stale tail held the handover for 40 ms", why);
 }
 
 // Runs `attempt` until one is conclusive (at most 6 times) and asserts on it.
