@@ -92,6 +92,12 @@ bool request_attach(const std::string& socket_path, const protocol::AttachReques
       if (!wait_for(sock.get(), POLLOUT, deadline, "send", error)) return false;
       continue;
     }
+    // An agent that closes at once (overloaded, restarting) may do so before
+    // the request is out: said as plainly as a close after it.
+    if (sent < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+      return fail(error, AttachFailure::kUnreachable,
+                  "the agent closed the connection before the request was sent");
+    }
     return fail(error, AttachFailure::kUnreachable, errno_text("send"));
   }
 
