@@ -3,8 +3,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,22 +14,51 @@
 #include "core/util/log.h"
 
 namespace egpu::agent {
+namespace {
 
-ControlServer::ControlServer(event_base* base, std::string path, UniqueFd fd, Handler handler)
+// Accepts per wakeup: a connection flood must not starve the GPU schedulers,
+// which share this loop. The listen event is level-triggered, so the rest of
+// the backlog is taken on the next turn.
+constexpr int kAcceptBatch = 64;
+// A user can provoke refusals at will; say so at most this often.
+constexpr int64_t kWarnIntervalNs = 10'000'000'000;
+
+timespec monotonic_now() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t;
+}
+
+int64_t to_ns(const timespec& t) {
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+timeval to_timeval(int64_t ns) {
+  return timeval{static_cast<time_t>(ns / 1'000'000'000),
+                 static_cast<suseconds_t>((ns % 1'000'000'000) / 1000)};
+}
+
+}  // namespace
+
+ControlServer::ControlServer(event_base* base, std::string path, UniqueFd fd, Handler handler,
+                             const ControlLimits& limits)
     : base_(base),
       path_(std::move(path)),
       listen_fd_(std::move(fd)),
-      handler_(std::move(handler)) {}
+      handler_(std::move(handler)),
+      limits_(limits) {}
 
 ControlServer::~ControlServer() {
   conns_.clear();
+  resume_ev_.reset();
   listen_ev_.reset();
   ::unlink(path_.c_str());
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
                                                              const std::string& path,
-                                                             Handler handler) {
+                                                             Handler handler,
+                                                             const ControlLimits& limits) {
   sockaddr_un addr{};
   if (path.size() >= sizeof addr.sun_path) return Error{"socket path too long: " + path};
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -38,53 +69,144 @@ Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return Error{"bind " + path + ": " + std::strerror(errno)};
   }
-  // Anyone may connect; every request is authorised from SO_PEERCRED.
+  // Anyone may connect: shims run as the job's user, whoever that is, so no
+  // narrower owner or group fits. Every request is authorised from
+  // SO_PEERCRED, and what a user can hoard is bounded by the caps above.
   if (::chmod(path.c_str(), 0666) != 0) return Error{"chmod " + path + ": " + std::strerror(errno)};
-  if (::listen(fd.get(), 128) != 0) return Error{"listen " + path + ": " + std::strerror(errno)};
+  // The kernel's maximum: a large step's tasks attach at once, and waiting in
+  // the backlog costs the agent no descriptor.
+  if (::listen(fd.get(), SOMAXCONN) != 0) {
+    return Error{"listen " + path + ": " + std::strerror(errno)};
+  }
   std::unique_ptr<ControlServer> server(
-      new ControlServer(base, path, std::move(fd), std::move(handler)));
+      new ControlServer(base, path, std::move(fd), std::move(handler), limits));
   server->listen_ev_.reset(event_new(base, server->listen_fd_.get(), EV_READ | EV_PERSIST,
                                      &ControlServer::on_accept, server.get()));
-  if (!server->listen_ev_ || event_add(server->listen_ev_.get(), nullptr) != 0) {
+  server->resume_ev_.reset(evtimer_new(base, &ControlServer::on_resume, server.get()));
+  if (!server->listen_ev_ || !server->resume_ev_ ||
+      event_add(server->listen_ev_.get(), nullptr) != 0) {
     return Error{"cannot add the control socket to the event loop"};
   }
   return server;
 }
 
-void ControlServer::on_accept(evutil_socket_t fd, short, void* arg) {
+void ControlServer::on_accept(evutil_socket_t, short, void* arg) {
+  static_cast<ControlServer*>(arg)->accept_batch();
+}
+
+void ControlServer::on_resume(evutil_socket_t, short, void* arg) {
   auto* self = static_cast<ControlServer*>(arg);
-  for (;;) {
-    UniqueFd client(::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+  event_add(self->listen_ev_.get(), nullptr);
+}
+
+bool ControlServer::should_warn() {
+  const int64_t now = to_ns(monotonic_now());
+  if (last_warn_ns_ != 0 && now - last_warn_ns_ < kWarnIntervalNs) return false;
+  last_warn_ns_ = now;
+  return true;
+}
+
+void ControlServer::pause_accepting(int err) {
+  // Out of descriptors (or kernel memory) the backlog stays readable, and
+  // retrying at once would spin the loop. Stop watching the socket for a
+  // moment: waiting clients stay in the backlog and are served once
+  // descriptors are free again; ones that give up first cost nothing.
+  if (should_warn()) {
+    EGPU_LOG_WARN("control socket: cannot accept: %s; pausing accepts for %d ms",
+                  std::strerror(err), limits_.accept_pause_ms);
+  }
+  event_del(listen_ev_.get());
+  const timeval pause = to_timeval(int64_t{limits_.accept_pause_ms} * 1'000'000);
+  if (evtimer_add(resume_ev_.get(), &pause) != 0) event_add(listen_ev_.get(), nullptr);
+}
+
+bool ControlServer::admit(const PeerCred& peer) {
+  if (conns_.size() >= limits_.max_connections) {
+    if (should_warn()) {
+      EGPU_LOG_WARN("control socket: all %zu connections in use; refusing uid %u",
+                    limits_.max_connections, static_cast<unsigned>(peer.uid));
+    }
+    return false;
+  }
+  if (peer.uid == 0) return true;  // only the total bounds root
+  const size_t users_max = limits_.max_connections > limits_.root_reserved
+                               ? limits_.max_connections - limits_.root_reserved
+                               : 0;
+  if (non_root_ >= users_max) {
+    if (should_warn()) {
+      EGPU_LOG_WARN("control socket: users hold all %zu of their connections; refusing uid %u",
+                    users_max, static_cast<unsigned>(peer.uid));
+    }
+    return false;
+  }
+  auto it = per_uid_.find(peer.uid);
+  if (it != per_uid_.end() && it->second >= limits_.per_uid) {
+    if (should_warn()) {
+      EGPU_LOG_WARN("control socket: uid %u holds %zu connections, its limit; refusing more",
+                    static_cast<unsigned>(peer.uid), limits_.per_uid);
+    }
+    return false;
+  }
+  return true;
+}
+
+void ControlServer::accept_batch() {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    UniqueFd client(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!client.valid()) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        EGPU_LOG_WARN("accept on the control socket: %s", std::strerror(errno));
-      }
+      const int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK) return;
+      // The one connection went away or failed; the next may be fine.
+      if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
+      pause_accepting(err);  // EMFILE, ENFILE, ENOBUFS, ENOMEM, anything unexpected
       return;
     }
-    if (self->conns_.size() >= kMaxConnections) {
-      ++self->rejected_;
-      continue;  // closed by UniqueFd: the agent keeps serving the others
-    }
+    // SO_PEERCRED holds the connecting process's credentials, fixed at
+    // connect: what a client does later cannot change the uid it counts for.
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(client.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-      ++self->rejected_;
+      ++rejected_;
       continue;
+    }
+    const PeerCred peer{cred.pid, cred.uid, cred.gid};
+    if (!admit(peer)) {
+      ++rejected_;
+      continue;  // closed by UniqueFd: the agent keeps serving the others
     }
     // Status replies can be several chunks; let them queue without blocking.
     int sndbuf = 1 << 20;
     ::setsockopt(client.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
     auto c = std::make_unique<Connection>();
-    c->peer = PeerCred{cred.pid, cred.uid, cred.gid};
-    c->owner = self;
+    c->peer = peer;
+    c->owner = this;
+    c->deadline = monotonic_now();
+    c->deadline.tv_sec += limits_.lifetime_s;
     const int cfd = client.get();
-    c->ev.reset(event_new(self->base_, cfd, EV_READ | EV_PERSIST | EV_TIMEOUT,
-                          &ControlServer::on_readable, c.get()));
-    timeval idle{kIdleTimeoutSeconds, 0};
-    if (!c->ev || event_add(c->ev.get(), &idle) != 0) continue;
+    // The timeout is set by arm(): the idle timeout, cut to what is left of
+    // the lifetime.
+    c->ev.reset(event_new(base_, cfd, EV_READ | EV_PERSIST, &ControlServer::on_readable, c.get()));
+    if (!c->ev || !arm(c.get())) continue;
     c->fd = std::move(client);
-    self->conns_.emplace(cfd, std::move(c));
+    if (peer.uid != 0) {
+      ++per_uid_[peer.uid];
+      ++non_root_;
+    }
+    conns_.emplace(cfd, std::move(c));
   }
+}
+
+bool ControlServer::arm(Connection* c) {
+  int64_t timeout_ns = int64_t{limits_.idle_timeout_s} * 1'000'000'000;
+  if (c->peer.uid != 0) {
+    const int64_t left = to_ns(c->deadline) - to_ns(monotonic_now());
+    if (left <= 0) return false;
+    timeout_ns = std::min(timeout_ns, left);
+  }
+  // Re-adding a pending event replaces its timeout: a request restarts the
+  // idle timer, never the lifetime.
+  const timeval tv = to_timeval(timeout_ns);
+  return event_add(c->ev.get(), &tv) == 0;
 }
 
 void ControlServer::on_readable(evutil_socket_t fd, short what, void* arg) {
@@ -94,10 +216,11 @@ void ControlServer::on_readable(evutil_socket_t fd, short what, void* arg) {
     self->close_connection(static_cast<int>(fd));
     return;
   }
-  self->serve(c);
+  if (!self->serve(c)) return;  // closed
+  if (!self->arm(c)) self->close_connection(static_cast<int>(fd));
 }
 
-void ControlServer::serve(Connection* c) {
+bool ControlServer::serve(Connection* c) {
   const int fd = c->fd.get();
   // One byte more than the largest request: MSG_TRUNC tells an oversized one.
   uint8_t buf[protocol::kMaxRequestSize + 1];
@@ -108,13 +231,13 @@ void ControlServer::serve(Connection* c) {
   // No control buffer: descriptors a client sends are discarded by the kernel.
   const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
   if (n < 0) {
-    if (errno == EAGAIN || errno == EINTR) return;
+    if (errno == EAGAIN || errno == EINTR) return true;
     close_connection(fd);
-    return;
+    return false;
   }
   if (n == 0) {
     close_connection(fd);
-    return;
+    return false;
   }
   ++requests_;
   // An oversized packet is passed on at its true length marker: the handler
@@ -124,9 +247,10 @@ void ControlServer::serve(Connection* c) {
   for (const auto& out : replies) {
     if (!send(c, out)) {
       close_connection(fd);
-      return;
+      return false;
     }
   }
+  return true;
 }
 
 bool ControlServer::send(Connection* c, const Outgoing& out) {
@@ -151,7 +275,15 @@ bool ControlServer::send(Connection* c, const Outgoing& out) {
 }
 
 void ControlServer::close_connection(int fd) {
-  conns_.erase(fd);
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  const uid_t uid = it->second->peer.uid;
+  if (uid != 0) {
+    --non_root_;
+    auto u = per_uid_.find(uid);
+    if (u != per_uid_.end() && --u->second == 0) per_uid_.erase(u);
+  }
+  conns_.erase(it);
 }
 
 }  // namespace egpu::agent

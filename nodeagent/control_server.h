@@ -3,6 +3,12 @@
 // caller from SO_PEERCRED (never from the message), hands the bytes to the
 // handler and sends its replies, with descriptors as SCM_RIGHTS. It never
 // blocks on a client: a client that does not read its replies is dropped.
+//
+// Every job user can connect (shims run as the job's user), so connections
+// are a shared resource a hostile user could hoard. Each uid but root gets a
+// bounded share of them, some are kept for root alone (slurmstepd's create and
+// remove must always get through), and a user's connection lives a bounded
+// time however busy it keeps it.
 #pragma once
 
 #include <event2/event.h>
@@ -14,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/util/result.h"
@@ -33,16 +40,38 @@ struct Outgoing {
   std::vector<int> fds;  // borrowed: the server does not close them
 };
 
+// The defaults are the agent's; tests shorten the times.
+struct ControlLimits {
+  // All connections together: far below the agent's descriptor limit
+  // (LimitNOFILE=65536 in the unit), which pages and pidfds share.
+  size_t max_connections = 512;
+  // Slots only root may take: users together get max_connections minus these.
+  size_t root_reserved = 64;
+  // Per non-root uid. Honest clients (shims, egpuctl) connect, send one or a
+  // few requests and close, so a uid rarely has more than a handful open; 64
+  // leaves room for a many-task step whose tasks all attach at once.
+  size_t per_uid = 64;
+  // Without a request for this long a connection is closed (root's too).
+  int idle_timeout_s = 30;
+  // A non-root connection is closed this long after accept however active:
+  // requests must not keep a slot forever. Root (slurmstepd) is exempt.
+  int lifetime_s = 60;
+  // Out of descriptors, accepting pauses this long instead of retrying at once.
+  int accept_pause_ms = 100;
+};
+
 class ControlServer {
  public:
   using Handler = std::function<std::vector<Outgoing>(const PeerCred&, std::span<const uint8_t>)>;
 
   static Result<std::unique_ptr<ControlServer>> listen(event_base* base, const std::string& path,
-                                                       Handler handler);
+                                                       Handler handler,
+                                                       const ControlLimits& limits = {});
   ~ControlServer();
 
   size_t connections() const { return conns_.size(); }
   uint64_t requests() const { return requests_; }
+  // Connections closed at accept: over a cap, or no credentials.
   uint64_t rejected() const { return rejected_; }
 
  private:
@@ -51,26 +80,35 @@ class ControlServer {
     PeerCred peer;
     EventHandle ev;
     ControlServer* owner;
+    timespec deadline;  // end of the lifetime; unused for root
   };
-  ControlServer(event_base* base, std::string path, UniqueFd fd, Handler handler);
+  ControlServer(event_base* base, std::string path, UniqueFd fd, Handler handler,
+                const ControlLimits& limits);
   static void on_accept(evutil_socket_t fd, short what, void* arg);
+  static void on_resume(evutil_socket_t fd, short what, void* arg);
   static void on_readable(evutil_socket_t fd, short what, void* arg);
-  void serve(Connection* c);
+  void accept_batch();
+  bool admit(const PeerCred& peer);
+  void pause_accepting(int err);
+  bool serve(Connection* c);
+  bool arm(Connection* c);
   void close_connection(int fd);
   bool send(Connection* c, const Outgoing& out);
+  bool should_warn();
 
   event_base* base_;
   std::string path_;
   UniqueFd listen_fd_;
   EventHandle listen_ev_;
+  EventHandle resume_ev_;  // re-enables accepting after a pause
   Handler handler_;
+  ControlLimits limits_;
   std::map<int, std::unique_ptr<Connection>> conns_;
+  std::unordered_map<uid_t, size_t> per_uid_;  // open connections of each non-root uid
+  size_t non_root_ = 0;
   uint64_t requests_ = 0;
   uint64_t rejected_ = 0;
+  int64_t last_warn_ns_ = 0;
 };
-
-// Bytes a malformed request gets back; the handler builds it.
-inline constexpr size_t kMaxConnections = 512;
-inline constexpr int kIdleTimeoutSeconds = 30;
 
 }  // namespace egpu::agent

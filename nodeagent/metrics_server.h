@@ -1,31 +1,77 @@
-// MetricsServer: Prometheus text exposition over HTTP (libevent's evhttp) on a
-// loopback address, off unless MetricsAddress is set.
+// MetricsServer: Prometheus text exposition over HTTP on a loopback address,
+// off unless MetricsAddress is set. One request per connection, answered and
+// closed (Connection: close), which is all a scraper needs.
+//
+// Any local user can connect to a loopback port, so connections are capped:
+// at the cap the server stops accepting (waiting clients stay in the kernel's
+// backlog, at no descriptor of ours) until one closes. libevent 2.1's evhttp
+// (Debian 12 ships 2.1.12) cannot do that: evhttp_set_max_connections came in
+// 2.2, and evhttp_bind_listener replaces the listener's callback, so nothing
+// of ours sees a connection before evhttp holds it. Hence this small server
+// on bufferevents.
 #pragma once
 
 #include <event2/event.h>
-#include <event2/http.h>
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "core/util/result.h"
+#include "core/util/unique_fd.h"
+#include "nodeagent/event_handle.h"
+
+struct bufferevent;
 
 namespace egpu::agent {
+
+struct MetricsLimits {
+  // A scraper needs one; a few for humans with curl at the same time.
+  size_t max_connections = 8;
+  // From accept to the reply written: a client trickling its request or not
+  // reading the reply gives up its slot after this.
+  int timeout_s = 10;
+  // Out of descriptors, accepting pauses this long instead of retrying at once.
+  int accept_pause_ms = 100;
+};
 
 class MetricsServer {
  public:
   using Render = std::function<std::string()>;
   static Result<std::unique_ptr<MetricsServer>> start(event_base* base, const std::string& host,
-                                                      int port, Render render);
+                                                      int port, Render render,
+                                                      const MetricsLimits& limits = {});
   ~MetricsServer();
 
- private:
-  MetricsServer(evhttp* http, Render render) : http_(http), render_(std::move(render)) {}
-  static void on_request(evhttp_request* req, void* arg);
+  size_t connections() const { return conns_.size(); }
 
-  evhttp* http_;
+ private:
+  struct Connection;
+  MetricsServer(event_base* base, UniqueFd fd, Render render, const MetricsLimits& limits);
+  static void on_accept(evutil_socket_t fd, short what, void* arg);
+  static void on_resume(evutil_socket_t fd, short what, void* arg);
+  static void on_read(bufferevent* bev, void* arg);
+  static void on_written(bufferevent* bev, void* arg);
+  static void on_event(bufferevent* bev, short what, void* arg);
+  static void on_deadline(evutil_socket_t fd, short what, void* arg);
+  void accept_batch();
+  void handle_request(Connection* c);
+  void respond(Connection* c, int code, const char* reason, const std::string& body,
+               bool head_only);
+  void close_connection(Connection* c);
+  void stop_listening();
+  void maybe_resume();
+
+  event_base* base_;
+  UniqueFd listen_fd_;
+  EventHandle listen_ev_;
+  EventHandle resume_ev_;
+  bool listening_ = false;
   Render render_;
+  MetricsLimits limits_;
+  std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
 };
 
 }  // namespace egpu::agent
