@@ -17,6 +17,7 @@
 #include "nodeagent/gpu_inventory.h"
 #include "nodeagent/metrics_server.h"
 #include "nodeagent/status_report.h"
+#include "nodeagent/user_page_guard.h"
 
 namespace egpu::agent {
 namespace {
@@ -27,6 +28,10 @@ using protocol::ReplyStatus;
 // FAA needs a positive target: an umbrella whose steps hold the whole job
 // allocation keeps this sliver (it may still burst into idle capacity).
 constexpr double kMinShare = 0.001;
+
+// The most often kicks make one GPU decide (a decision a shim asks for waits
+// at most this long; a job that floods its channel costs no more).
+constexpr int64_t kMinKickGapNs = 100'000;
 
 Reply error_reply(ReplyStatus status, std::string message) {
   Reply r;
@@ -80,6 +85,8 @@ Result<std::unique_ptr<Agent>> Agent::create(const config::EgpuConfig& config) {
 Status Agent::init() {
   started_ns_ = monotonic_ns();
   epoch_ = random_epoch();
+  // Before any page of a job is mapped (see UserPageGuard).
+  if (Status s = UserPageGuard::install(); !s) return s;
   if (Status s = make_runtime_dir(config_.runtime_dir); !s) return s;
   auto inventory = discover_gpus(config_);
   if (!inventory) return Error{inventory.error()};
@@ -122,9 +129,7 @@ Status Agent::init() {
     ev->agent = this;
     ev->gpu = gpu;
     ev->tick_timer.reset(evtimer_new(base_.get(), &Agent::on_tick_timer, ev.get()));
-    ev->kick.reset(event_new(base_.get(), arbiters_.back()->event_fd(), EV_READ | EV_PERSIST,
-                             &Agent::on_kick, ev.get()));
-    if (!ev->tick_timer || !ev->kick || event_add(ev->kick.get(), nullptr) != 0) {
+    if (!ev->tick_timer) {
       return Error{"cannot add GPU " + std::to_string(gpu) + " to the event loop"};
     }
     gpu_events_.push_back(std::move(ev));
@@ -177,6 +182,7 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
       (void)registry_->remove(0, inst.job_id, inst.step_id, &gone);
       continue;
     }
+    if (Status s = watch_kicks(gpu, inst.id); !s) return s;
     // Its processes: watch the living, reclaim the dead.
     uint32_t alive = 0;
     for (uint32_t slot = 0; slot < shm::kMaxProcsPerInstance; ++slot) {
@@ -240,6 +246,28 @@ void Agent::schedule_tick(uint32_t gpu, int64_t at) {
 
 void Agent::tick(uint32_t gpu) {
   schedule_tick(gpu, arbiters_[gpu]->tick(monotonic_ns()));
+  // Channels that kicked are watched again once the GPU has looked.
+  for (auto& [id, k] : gpu_events_[gpu]->kicks) {
+    if (k->paused && !k->closed && event_add(k->ev.get(), nullptr) == 0) k->paused = false;
+  }
+}
+
+Status Agent::watch_kicks(uint32_t gpu, uint64_t instance_id) {
+  GpuEvents& g = *gpu_events_[gpu];
+  auto k = std::make_unique<KickWatch>();
+  k->gpu_events = &g;
+  k->instance_id = instance_id;
+  k->ev.reset(event_new(base_.get(), arbiters_[gpu]->wake_fd(instance_id), EV_READ | EV_PERSIST,
+                        &Agent::on_kick, k.get()));
+  if (!k->ev || event_add(k->ev.get(), nullptr) != 0) {
+    return Error{"cannot watch the wake channel of instance " + std::to_string(instance_id)};
+  }
+  g.kicks[instance_id] = std::move(k);
+  return {};
+}
+
+void Agent::unwatch_kicks(uint32_t gpu, uint64_t instance_id) {
+  gpu_events_[gpu]->kicks.erase(instance_id);
 }
 
 void Agent::on_tick_timer(evutil_socket_t, short, void* arg) {
@@ -248,8 +276,30 @@ void Agent::on_tick_timer(evutil_socket_t, short, void* arg) {
 }
 
 void Agent::on_kick(evutil_socket_t, short, void* arg) {
-  auto* ev = static_cast<GpuEvents*>(arg);
-  ev->agent->tick(ev->gpu);
+  auto* k = static_cast<KickWatch*>(arg);
+  GpuEvents& g = *k->gpu_events;
+  Agent& self = *g.agent;
+  event_del(k->ev.get());  // until the GPU's next tick (see KickWatch)
+  k->paused = true;
+  const auto drained = self.arbiters_[g.gpu]->drain_wake(k->instance_id);
+  if (drained == WakeChannel::Drained::kClosed) {
+    EGPU_LOG_WARN("instance %llu: its wake channel was shut down; no longer watched",
+                  static_cast<unsigned long long>(k->instance_id));
+    k->closed = true;
+    return;
+  }
+  if (drained == WakeChannel::Drained::kNothing) return;
+  // A kick asks for a decision now, but at most one per kMinKickGapNs per GPU:
+  // kicks are how waiting is said quickly, not a way to buy the agent's time.
+  const int64_t now = monotonic_ns();
+  if (now - g.last_kick_tick >= kMinKickGapNs) {
+    g.last_kick_tick = now;
+    self.tick(g.gpu);
+    return;
+  }
+  const int64_t at = g.last_kick_tick + kMinKickGapNs;
+  // `scheduled` is the pending tick, or one that already fired (<= now).
+  if (g.scheduled <= now || g.scheduled > at) self.schedule_tick(g.gpu, at);
 }
 
 void Agent::on_heartbeat(evutil_socket_t, short, void* arg) {
@@ -340,8 +390,9 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
   ok.instance_id = inst->id;
   ok.gpu_slot = inst->slot;
   ok.proc_slot = static_cast<uint32_t>(slot);
-  return {
-      reply(ok, id, {arb.gpu_page_readonly_fd(), arb.instance_page_fd(inst->id), arb.event_fd()})};
+  return {reply(
+      ok, id,
+      {arb.gpu_page_readonly_fd(), arb.instance_page_fd(inst->id), arb.shim_wake_fd(inst->id)})};
 }
 
 std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol::CreateRequest& r,
@@ -361,6 +412,10 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   const auto all = targets(created.gpu);
   Status s = arb.retarget(all);
   if (s) s = arb.add(created, all.at(created.id).first, /*reopen=*/false);
+  if (s) {
+    s = watch_kicks(created.gpu, created.id);
+    if (!s) arb.remove(created.id);
+  }
   if (!s) {
     std::vector<model::Instance> undo;
     (void)registry_->remove(0, created.job_id, created.step_id, &undo);
@@ -387,6 +442,7 @@ std::vector<Outgoing> Agent::handle_remove(const PeerCred& peer, const protocol:
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
   for (const auto& inst : removed) {
     tracker_->forget_instance(inst.id);
+    unwatch_kicks(inst.gpu, inst.id);
     arbiters_[inst.gpu]->remove(inst.id);
     EGPU_LOG_INFO("removed instance %llu (job %llu step %u, GPU %u)",
                   static_cast<unsigned long long>(inst.id),

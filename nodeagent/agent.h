@@ -68,6 +68,9 @@ class Agent {
   Status retarget(uint32_t gpu);
   void schedule_tick(uint32_t gpu, int64_t at);
   void tick(uint32_t gpu);
+  // Watches (or stops watching) an instance's wake channel.
+  Status watch_kicks(uint32_t gpu, uint64_t instance_id);
+  void unwatch_kicks(uint32_t gpu, uint64_t instance_id);
   void on_process_exit(const Attachment& a);
 
   static void on_tick_timer(evutil_socket_t, short, void* arg);
@@ -81,12 +84,23 @@ class Agent {
   EventBaseHandle base_;
   std::unique_ptr<model::InstanceRegistry> registry_;
   std::vector<std::unique_ptr<GpuArbiter>> arbiters_;
+  struct GpuEvents;
+  // One instance's wake channel in the loop. After a kick it is not watched
+  // until its GPU's next tick: a flooding job gets one drain per tick.
+  struct KickWatch {
+    GpuEvents* gpu_events;
+    uint64_t instance_id;
+    EventHandle ev;
+    bool paused = false;
+    bool closed = false;  // shut down by its user: never watched again
+  };
   struct GpuEvents {
     Agent* agent;
     uint32_t gpu;
     EventHandle tick_timer;
-    EventHandle kick;
+    std::map<uint64_t, std::unique_ptr<KickWatch>> kicks;  // by instance id
     int64_t scheduled = 0;
+    int64_t last_kick_tick = 0;  // when a kick last made this GPU tick
   };
   std::vector<std::unique_ptr<GpuEvents>> gpu_events_;
   std::unique_ptr<ProcessTracker> tracker_;

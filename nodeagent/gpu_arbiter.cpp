@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -79,14 +78,13 @@ std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) 
 }
 
 GpuArbiter::GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings,
-                       shm::PageFile page, faa::SliceScheduler scheduler, UniqueFd event_fd)
+                       shm::PageFile page, faa::SliceScheduler scheduler)
     : gpu_(gpu),
       memory_bytes_(memory),
       settings_(settings),
       path_(page_path(settings.runtime_dir, gpu)),
       page_(std::move(page)),
-      scheduler_(std::move(scheduler)),
-      event_fd_(std::move(event_fd)) {}
+      scheduler_(std::move(scheduler)) {}
 
 GpuArbiter::~GpuArbiter() = default;
 
@@ -142,10 +140,8 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   }
   auto scheduler = faa::SliceScheduler::create(settings.faa, monotonic_ns());
   if (!scheduler.ok()) return Error{scheduler.error()};
-  UniqueFd efd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!efd.valid()) return Error{std::string("eventfd: ") + std::strerror(errno)};
-  std::unique_ptr<GpuArbiter> arbiter(new GpuArbiter(gpu, memory_bytes, settings, std::move(*file),
-                                                     scheduler.value(), std::move(efd)));
+  std::unique_ptr<GpuArbiter> arbiter(
+      new GpuArbiter(gpu, memory_bytes, settings, std::move(*file), scheduler.value()));
   arbiter->published_ = page->holder.load();
   arbiter->inflight_bound_ns_ = settings.inflight_limit_ns;
   arbiter->last_tick_ns_ = monotonic_ns();
@@ -205,13 +201,16 @@ Status GpuArbiter::add(const model::Instance& instance, double target, bool reop
   }
   auto runtime = InstanceRuntime::open(settings_.runtime_dir, instance, reopen);
   if (!runtime) return Error{runtime.error()};
+  auto wake = WakeChannel::create();
+  if (!wake) return Error{wake.error()};
   const int64_t now = monotonic_ns();
   if (Status s = scheduler_.join(instance.slot, target, to_faa(instance.mode), now); !s.ok()) {
     ::unlink(runtime->path().c_str());
     return Error{s.error()};
   }
   write_control(instance);
-  members_.emplace(instance.slot, Member{instance, std::move(*runtime), target, now, false});
+  members_.emplace(instance.slot,
+                   Member{instance, std::move(*runtime), std::move(*wake), target, now, false});
   slot_of_[instance.id] = instance.slot;
   update_inflight_bound();
   return {};
@@ -293,6 +292,22 @@ int GpuArbiter::instance_page_fd(uint64_t instance_id) const {
   return it == slot_of_.end() ? -1 : members_.at(it->second).runtime.fd();
 }
 
+int GpuArbiter::wake_fd(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  return it == slot_of_.end() ? -1 : members_.at(it->second).wake.agent_fd();
+}
+
+int GpuArbiter::shim_wake_fd(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  return it == slot_of_.end() ? -1 : members_.at(it->second).wake.shim_fd();
+}
+
+WakeChannel::Drained GpuArbiter::drain_wake(uint64_t instance_id) {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return WakeChannel::Drained::kNothing;
+  return members_.at(it->second).wake.drain();
+}
+
 std::optional<uint64_t> GpuArbiter::holder() const {
   if (published_ == shm::kNoHolder) return std::nullopt;
   auto it = members_.find(published_);
@@ -313,9 +328,6 @@ void GpuArbiter::publish(std::optional<faa::InstanceId> holder, int64_t until) {
 }
 
 int64_t GpuArbiter::tick(int64_t now) {
-  uint64_t kicks = 0;
-  while (::read(event_fd_.get(), &kicks, sizeof kicks) > 0) {
-  }
   bool others_asking = false;
   if (last_tick_ns_ != 0 && now > last_tick_ns_) {
     // Credit is bounded: idle time is not banked for later overcharges.

@@ -19,6 +19,7 @@
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 #include "nodeagent/instance_runtime.h"
+#include "nodeagent/wake_channel.h"
 
 namespace egpu::agent {
 
@@ -88,10 +89,14 @@ class GpuArbiter {
 
   uint32_t gpu() const { return gpu_; }
   uint64_t memory_bytes() const { return memory_bytes_; }
-  int event_fd() const { return event_fd_.get(); }
   // A read-only descriptor of the GPU page, the one shims get.
   int gpu_page_readonly_fd() const { return readonly_fd_.get(); }
   int instance_page_fd(uint64_t instance_id) const;
+  // The instance's wake channel: the agent's end (to watch), the end its
+  // processes get at attach, and one bounded drain of what they sent.
+  int wake_fd(uint64_t instance_id) const;
+  int shim_wake_fd(uint64_t instance_id) const;
+  WakeChannel::Drained drain_wake(uint64_t instance_id);
   const std::string& gpu_page_path() const { return path_; }
   std::optional<uint64_t> holder() const;
   faa::GpuStats gpu_stats(int64_t now) const { return scheduler_.gpu_stats(now); }
@@ -101,6 +106,7 @@ class GpuArbiter {
   struct Member {
     model::Instance instance;
     InstanceRuntime runtime;
+    WakeChannel wake;
     double target;
     int64_t last_activity = 0;
     bool asking = false;
@@ -109,7 +115,7 @@ class GpuArbiter {
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
-             faa::SliceScheduler scheduler, UniqueFd event_fd);
+             faa::SliceScheduler scheduler);
   shm::GpuPage* page() const { return page_.mapping.as<shm::GpuPage>(); }
   void publish(std::optional<faa::InstanceId> holder, int64_t until);
   void publish_draining();
@@ -124,7 +130,6 @@ class GpuArbiter {
   std::string path_;
   shm::PageFile page_;
   faa::SliceScheduler scheduler_;
-  UniqueFd event_fd_;
   UniqueFd readonly_fd_;
   std::map<uint32_t, Member> members_;    // by slot (= FAA instance id)
   std::map<uint64_t, uint32_t> slot_of_;  // instance id -> slot

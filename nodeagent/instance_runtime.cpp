@@ -5,11 +5,16 @@
 #include <new>
 
 #include "core/quota/memory_quota.h"
+#include "core/util/log.h"
 
 namespace egpu::agent {
 
-InstanceRuntime::InstanceRuntime(shm::PageFile page, std::string path)
-    : page_(std::move(page)), path_(std::move(path)) {}
+InstanceRuntime::InstanceRuntime(shm::PageFile page, std::string runtime_dir,
+                                 model::Instance identity)
+    : page_(std::move(page)),
+      runtime_dir_(std::move(runtime_dir)),
+      identity_(std::move(identity)),
+      path_(page_path(runtime_dir_, identity_.id)) {}
 
 std::string InstanceRuntime::page_path(const std::string& runtime_dir, uint64_t instance_id) {
   return runtime_dir + "/instance-" + std::to_string(instance_id);
@@ -25,8 +30,13 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   auto* page = file->mapping.as<shm::InstancePage>();
   const bool valid = !file->created && page->magic == shm::kInstancePageMagic &&
                      page->version == shm::kLayoutVersion && page->instance_id == instance.id;
-  if (reopen && !valid)
-    return Error{path + " is not the page of instance " + std::to_string(instance.id)};
+  if (reopen && !valid) {
+    // Its user can write, truncate or replace the contents of its own page;
+    // dropping the instance for that would free its units to others and let
+    // its processes run unattached. What the page said is lost, not the instance.
+    EGPU_LOG_WARN("%s is not the page of instance %llu any more; starting it afresh", path.c_str(),
+                  static_cast<unsigned long long>(instance.id));
+  }
   if (!valid) {
     new (page) shm::InstancePage();
     page->instance_id = instance.id;
@@ -37,7 +47,10 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
     std::atomic_thread_fence(std::memory_order_release);
     page->magic = shm::kInstancePageMagic;
   }
-  InstanceRuntime rt(std::move(*file), path);
+  auto guard = UserPageGuard::watch(file->mapping.get(), file->mapping.size());
+  if (!guard) return Error{path + ": " + guard.error()};
+  InstanceRuntime rt(std::move(*file), runtime_dir, instance);
+  rt.guard_ = std::move(*guard);
   // Start from what the shims already reported: nothing is charged twice.
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     rt.seen_device_ns_[i] = page->procs[i].device_ns.load(std::memory_order_acquire);
@@ -46,7 +59,26 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   return rt;
 }
 
+void InstanceRuntime::repair_if_broken() {
+  if (!guard_.broken()) return;
+  auto fresh = open(runtime_dir_, identity_, /*reopen=*/false);
+  if (!fresh) {
+    // Tried again at the next look; meanwhile the page reads as zeros.
+    EGPU_LOG_WARN("instance %llu: its user truncated its page, which cannot be replaced: %s",
+                  static_cast<unsigned long long>(identity_.id), fresh.error().c_str());
+    return;
+  }
+  const uint64_t total = device_ns_total_;
+  const int64_t pending = pending_device_ns_;
+  *this = std::move(*fresh);
+  device_ns_total_ = total;
+  pending_device_ns_ = pending;
+  EGPU_LOG_WARN("instance %llu: its user truncated its page; the page was replaced",
+                static_cast<unsigned long long>(identity_.id));
+}
+
 int InstanceRuntime::attach(pid_t pid) {
+  repair_if_broken();
   auto* p = page();
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     if (p->procs[i].pid.load(std::memory_order_acquire) == pid) return static_cast<int>(i);
@@ -85,6 +117,7 @@ void InstanceRuntime::reclaim(uint32_t slot, pid_t pid) {
 }
 
 InstanceActivity InstanceRuntime::scan() {
+  repair_if_broken();
   InstanceActivity a;
   a.device_ns = pending_device_ns_;
   pending_device_ns_ = 0;

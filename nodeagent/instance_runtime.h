@@ -14,6 +14,7 @@
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
 #include "core/util/result.h"
+#include "nodeagent/user_page_guard.h"
 
 namespace egpu::agent {
 
@@ -32,7 +33,9 @@ struct InstanceActivity {
 
 class InstanceRuntime {
  public:
-  // Creates (or, after an agent restart, reopens) the page of `instance`.
+  // Creates (or, after an agent restart, reopens) the page of `instance`. A
+  // page that is not the instance's on reopen (truncated, overwritten by its
+  // user) is started afresh: the instance keeps its units either way.
   static Result<InstanceRuntime> open(const std::string& runtime_dir,
                                       const model::Instance& instance, bool reopen);
   InstanceRuntime(InstanceRuntime&&) = default;
@@ -49,6 +52,10 @@ class InstanceRuntime {
 
   InstanceActivity scan();
 
+  // After the job truncated its page under the agent (see UserPageGuard):
+  // a fresh page in its place, which processes get when they attach again.
+  void repair_if_broken();
+
   shm::InstancePage* page() const { return page_.mapping.as<shm::InstancePage>(); }
   int fd() const { return page_.fd.get(); }
   const std::string& path() const { return path_; }
@@ -59,9 +66,12 @@ class InstanceRuntime {
   uint32_t processes() const;
 
  private:
-  InstanceRuntime(shm::PageFile page, std::string path);
+  InstanceRuntime(shm::PageFile page, std::string runtime_dir, model::Instance identity);
 
   shm::PageFile page_;
+  UserPageGuard guard_;  // after page_: stops watching before the unmap
+  std::string runtime_dir_;
+  model::Instance identity_;  // what a fresh page is made of
   std::string path_;
   std::array<uint64_t, shm::kMaxProcsPerInstance> seen_device_ns_{};
   std::array<uint64_t, shm::kMaxProcsPerInstance> seen_launches_{};

@@ -16,7 +16,7 @@ struct AttachReply {
   protocol::Reply reply;
   UniqueFd gpu_page;       // the GPU page (map read-only)
   UniqueFd instance_page;  // the instance page (map read-write)
-  UniqueFd wake;           // eventfd: write 1 to ask the agent to decide now
+  UniqueFd wake;           // the instance's wake channel (see kick_agent)
 };
 
 // Why an attach failed: the agent was not there (worth retrying later), or it

@@ -1,5 +1,8 @@
 #include "shim/attachment.h"
 
+#include <sys/socket.h>
+
+#include <cstdint>
 #include <string>
 
 namespace egpu::shim {
@@ -59,6 +62,13 @@ Result<std::unique_ptr<Attachment>> make_attachment(AttachReply reply, uint32_t 
   a->instance_mapping = std::move(*inst_map);
   a->wake = std::move(reply.wake);
   return a;
+}
+
+void kick_agent(const Attachment& a) {
+  const uint64_t one = 1;
+  // Per call, not per descriptor: O_NONBLOCK is shared by every process the
+  // descriptor was passed to, MSG_DONTWAIT is this call's own.
+  (void)::send(a.wake.get(), &one, sizeof one, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 }  // namespace egpu::shim

@@ -1,6 +1,6 @@
 // Attachment: this process's coordinates on one GPU after a successful attach:
 // the GPU page (read-only), the instance page (read-write), its slots and the
-// agent's wake-up eventfd. Immutable once published and never unmapped: after a
+// instance's wake channel to the agent. Immutable once published and never unmapped: after a
 // re-attach, threads still holding the old one read a stale but valid page.
 #pragma once
 
@@ -39,5 +39,10 @@ struct Attachment {
 
 // Maps and validates what the agent sent for physical GPU `gpu_index`.
 Result<std::unique_ptr<Attachment>> make_attachment(AttachReply reply, uint32_t gpu_index);
+
+// Asks the agent to decide now (one datagram on the wake channel). Never
+// blocks and never raises SIGPIPE, whatever was done to the descriptor's
+// flags and whether or not the agent that sent it still runs.
+void kick_agent(const Attachment& a);
 
 }  // namespace egpu::shim

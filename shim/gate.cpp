@@ -46,9 +46,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
     }
     if (!asked) {
       // Once per wait: the agent re-decides now instead of at its next tick.
-      const uint64_t one = 1;
-      ssize_t ignored = ::write(a.wake.get(), &one, sizeof one);
-      (void)ignored;
+      kick_agent(a);
       asked = true;
     }
     // Wake no later than the heartbeat could go stale.

@@ -1,6 +1,6 @@
 // The slice gate's slow path: waiting until this instance holds the GPU's
 // slice, and telling a live agent from a dead one. Free of CUDA: it works on
-// the shared pages only (futex on GpuPage.grant_seq, eventfd to ask).
+// the shared pages only (futex on GpuPage.grant_seq, the wake channel to ask).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@ enum class SliceWait {
 };
 
 // Blocks (counted in ProcSlot.busy, the time in throttled_ns) until one of the
-// outcomes above. Asks the agent once through the eventfd.
+// outcomes above. Asks the agent once through the wake channel.
 // `drain` (optional) polls this process's queued work and returns what is
 // left: while some is, the wait wakes every kDrainPollNs to publish it, so
 // the agent can hand the slice over as soon as this tail is done.

@@ -102,9 +102,7 @@ void note_idle(const Attachment& a) {
   a.me->idle_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
   if (a.gpu->waiters.load(std::memory_order_relaxed) != 0 &&
       a.gpu->holder.load(std::memory_order_relaxed) == a.gpu_slot) {
-    const uint64_t one = 1;
-    ssize_t ignored = ::write(a.wake.get(), &one, sizeof one);
-    (void)ignored;
+    kick_agent(a);
   }
 }
 

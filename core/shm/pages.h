@@ -65,7 +65,7 @@ struct GpuPage {
   std::atomic<uint32_t> grant_seq;
   std::atomic<int64_t> slice_end_ns;
   // Instances asking for the slice besides the holder: a holder that goes
-  // idle tells the agent at once (eventfd) only when someone waits.
+  // idle tells the agent at once (wake channel) only when someone waits.
   std::atomic<uint32_t> waiters;
 
   alignas(64) SlotControl slots[kMaxSlotsPerGpu];

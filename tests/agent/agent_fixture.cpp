@@ -36,10 +36,10 @@ protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner
 }
 
 namespace {
-int g_wake_fd = -1;  // the attached child's wake eventfd
+int g_wake_fd = -1;  // the attached child's end of its instance's wake channel
 void kick_agent(int) {
   const uint64_t one = 1;
-  (void)!write(g_wake_fd, &one, sizeof one);
+  (void)!send(g_wake_fd, &one, sizeof one, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 }  // namespace
 

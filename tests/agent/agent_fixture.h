@@ -57,7 +57,7 @@ Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, 
 protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner);
 
 // A forked process of job `job` (step 0, GPU 0) attached as `owner`; it waits
-// until killed. SIGUSR1 makes it wake the agent (its eventfd), as a shim does
+// until killed. SIGUSR1 makes it wake the agent (its wake channel), as a shim does
 // when it starts to wait. Returns its pid, or -1 if the attach failed.
 pid_t attached_process(const std::string& socket, uint64_t job, uid_t owner);
 

@@ -1,0 +1,39 @@
+// WakeChannel: how one instance's shims ask the agent to decide now (a shim
+// that starts to wait sends one datagram). Each instance has its own channel,
+// and the agent reads only its own end of it: a job user can change the flags
+// of, flood, fill or shut down the end it was given, and that reaches no other
+// user and never blocks the agent (its end is non-blocking, every receive
+// says MSG_DONTWAIT, and one drain reads a bounded number of datagrams).
+#pragma once
+
+#include "core/util/result.h"
+#include "core/util/unique_fd.h"
+
+namespace egpu::agent {
+
+class WakeChannel {
+ public:
+  static Result<WakeChannel> create();
+  WakeChannel(WakeChannel&&) = default;
+  WakeChannel& operator=(WakeChannel&&) = default;
+
+  // The agent's end: watch it for reading.
+  int agent_fd() const { return agent_.get(); }
+  // The end handed to the instance's processes at attach.
+  int shim_fd() const { return shim_.get(); }
+
+  enum class Drained { kNothing, kKicked, kClosed };
+  // Reads what is queued, at most kMaxDatagramsPerDrain datagrams (a flood
+  // is read over several turns of the event loop). kClosed: the user shut
+  // the channel down; the agent stops watching it.
+  Drained drain();
+
+  static constexpr int kMaxDatagramsPerDrain = 64;
+
+ private:
+  WakeChannel(UniqueFd agent, UniqueFd shim) : agent_(std::move(agent)), shim_(std::move(shim)) {}
+  UniqueFd agent_;
+  UniqueFd shim_;
+};
+
+}  // namespace egpu::agent

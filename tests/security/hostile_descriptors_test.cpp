@@ -1,0 +1,194 @@
+// Issue 10, findings 1 and 2: a job user does to the descriptors it got at
+// attach what any process may do to its own descriptors (clear their flags,
+// flood them, truncate the files behind them), beside another user's honest
+// job. The agent must stay up, keep answering and keep every instance.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "core/protocol/control_client.h"
+#include "core/shm/page_file.h"
+#include "core/shm/pages.h"
+#include "tests/agent/agent_fixture.h"
+
+namespace egpu::test {
+namespace {
+
+using protocol::ReplyStatus;
+constexpr uid_t kMallory = 4242;
+constexpr uid_t kHonest = 4343;
+constexpr uint64_t kMalloryJob = 1;
+constexpr uint64_t kHonestJob = 2;
+
+// Descriptors an attach reply carries, in order.
+constexpr size_t kGpuPageFd = 0;
+constexpr size_t kInstancePageFd = 1;
+constexpr size_t kWakeFd = 2;
+
+class HostileDescriptors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(agent.start()) << agent.log();
+    ASSERT_EQ(agent.call(create_request(kMalloryJob, 50, kMallory))->status, ReplyStatus::kOk);
+    auto honest = agent.call(create_request(kHonestJob, 50, kHonest));
+    ASSERT_EQ(honest->status, ReplyStatus::kOk);
+    honest_instance = honest->instance_id;
+  }
+  void TearDown() override {
+    if (HasFailure()) std::fprintf(stderr, "agent log:\n%s\n", agent.log().c_str());
+  }
+
+  // The agent answers root's status within a few seconds, still knows both
+  // jobs, and its GPU page's heartbeat advances.
+  void expect_agent_serving() {
+    auto c = protocol::ControlClient::connect(agent.socket(), 3000);
+    ASSERT_TRUE(c) << "the agent does not accept connections: " << c.error();
+    auto st = c->call(protocol::StatusRequest{0, 0});
+    ASSERT_TRUE(st) << "the agent does not answer status: " << st.error();
+    const auto j = nlohmann::json::parse(st->text);
+    std::set<uint64_t> jobs;
+    for (const auto& inst : j["gpus"][0]["instances"])
+      jobs.insert(inst.at("job").get<uint64_t>());
+    EXPECT_TRUE(jobs.contains(kMalloryJob)) << st->text;
+    EXPECT_TRUE(jobs.contains(kHonestJob)) << st->text;
+    EXPECT_TRUE(heartbeat_advances());
+    int status = 0;
+    EXPECT_EQ(waitpid(agent.pid(), &status, WNOHANG), 0) << "the agent exited";
+  }
+
+  bool heartbeat_advances() {
+    const std::string page = agent.dir() + "/run/gpu0";
+    UniqueFd fd(open(page.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return false;
+    auto map = shm::map_fd(fd.get(), sizeof(shm::GpuPage), shm::Access::kReadOnly);
+    if (!map) return false;
+    const auto* gpu = map->as<const shm::GpuPage>();
+    const int64_t first = gpu->heartbeat_ns.load();
+    for (int i = 0; i < 100; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (gpu->heartbeat_ns.load() != first) return true;
+    }
+    return false;
+  }
+
+  // The honest user's process can attach and gets usable pages.
+  void expect_honest_attach() {
+    const int rc = run_as(kHonest, [&] {
+      auto att = attach(agent.socket(), kHonestJob, 0, 0);
+      if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+      auto page = shm::map_fd(att->fds[kInstancePageFd], sizeof(shm::InstancePage),
+                              shm::Access::kReadWrite);
+      return page && page->as<shm::InstancePage>()->magic == shm::kInstancePageMagic ? 0 : 2;
+    });
+    EXPECT_EQ(rc, 0);
+  }
+
+  AgentProcess agent;
+  uint64_t honest_instance = 0;
+};
+
+// Finding 1: the wake descriptor was the agent's own eventfd; clearing
+// O_NONBLOCK on it made the agent's drain loop block forever.
+TEST_F(HostileDescriptors, ClearingTheFlagsOfEveryDescriptorDoesNotHangTheAgent) {
+  const int rc = run_as(kMallory, [&] {
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+    for (int fd : att->fds)
+      (void)fcntl(fd, F_SETFL, 0);
+    // Ask the agent to decide, as a shim does when it starts to wait.
+    const uint64_t one = 1;
+    for (int i = 0; i < 3; ++i) {
+      if (write(att->fds[kWakeFd], &one, sizeof one) != sizeof one) return 3;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  expect_agent_serving();
+  expect_honest_attach();
+}
+
+// A user who floods its wake descriptor gets the agent's attention, not its
+// whole time: status and attaches are still served.
+TEST_F(HostileDescriptors, FloodingTheWakeDescriptorDoesNotStopTheAgent) {
+  const pid_t flooder = fork();
+  if (flooder == 0) {
+    _exit(run_as(kMallory, [&] {
+      auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+      if (!att || att->fds.size() < 3) return 1;
+      (void)fcntl(att->fds[kWakeFd], F_SETFL, 0);
+      const uint64_t one = 1;
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (std::chrono::steady_clock::now() < end)
+        (void)!write(att->fds[kWakeFd], &one, sizeof one);
+      return 0;
+    }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  expect_agent_serving();
+  expect_honest_attach();
+  kill(flooder, SIGKILL);
+  waitpid(flooder, nullptr, 0);
+}
+
+// Finding 2: the instance page is the user's file; truncating it made the
+// agent's next access to its mapping SIGBUS.
+TEST_F(HostileDescriptors, TruncatingTheInstancePageDoesNotCrashTheAgent) {
+  const int rc = run_as(kMallory, [&] {
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+    for (int fd : att->fds)
+      (void)ftruncate(fd, 0);
+    // Whatever it truncated, make sure the agent looks at its pages now.
+    const uint64_t one = 1;
+    (void)!write(att->fds[kWakeFd], &one, sizeof one);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  // A resize makes the agent scan every page of the GPU.
+  auto resized = agent.call(protocol::ResizeRequest{honest_instance, 50, protocol::kModeUnchanged});
+  ASSERT_TRUE(resized) << resized.error();
+  expect_agent_serving();
+  expect_honest_attach();
+  // The truncating user's job is not dropped: it can attach again.
+  EXPECT_EQ(run_as(kMallory,
+                   [&] {
+                     auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+                     return att && att->reply.status == ReplyStatus::kOk ? 0 : 1;
+                   }),
+            0);
+  // ... on a fresh page: the agent did meet the truncation.
+  EXPECT_NE(agent.log().find("truncated its page; the page was replaced"), std::string::npos)
+      << agent.log();
+}
+
+// A restart of the agent after a truncation keeps the instance (its page is
+// started afresh), instead of dropping it and freeing its units to others.
+TEST_F(HostileDescriptors, ARestartAfterATruncationKeepsTheInstance) {
+  const int rc = run_as(kMallory, [&] {
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->fds.size() < 3) return 1;
+    return ftruncate(att->fds[kInstancePageFd], 0) == 0 ? 0 : 2;
+  });
+  ASSERT_EQ(rc, 0) << "the instance page could not be truncated: nothing to test";
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  expect_agent_serving();
+  auto full = agent.call(create_request(5, 60, kHonest));
+  EXPECT_EQ(full->status, ReplyStatus::kOverAllocation) << full->text;
+}
+
+}  // namespace
+}  // namespace egpu::test
