@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <new>
 
 #include "shim/attach_client.h"
@@ -21,6 +23,17 @@ namespace {
 constexpr int kAttachTimeoutMs = 2000;
 constexpr int64_t kRetryUnreachableNs = 5'000'000'000;  // agent not there at all
 constexpr int64_t kRetryAgentGoneNs = 1'000'000'000;    // restarted or stopped beating
+// A failed attempt is followed by none for at least this many times as long
+// as it took: against a stalled agent (each attempt waits out
+// kAttachTimeoutMs) attempts take at most a fifth of the attempting thread's
+// time, while an agent that refuses at once is retried as often as before.
+constexpr int64_t kRetryCostFactor = 4;
+
+// When the next attempt may start after one that began at `began` failed.
+int64_t next_attempt_after_failure(int64_t began, int64_t retry_ns) {
+  const int64_t ended = std::max(began, launch_clock_ns());
+  return ended + std::max(retry_ns, kRetryCostFactor * (ended - began));
+}
 
 const char* read_env(const char* name) {
   return ::getenv(name);
@@ -92,7 +105,15 @@ Attachment* ProcessState::attach_slow(GpuBinding& b, int64_t now, Attachment* st
   } else if (now < b.next_attempt_ns()) {
     return stale;
   }
-  std::lock_guard lock(b.attach_mutex());
+  // Only the first attach waits for another thread's: a retry that is
+  // already running (up to kAttachTimeoutMs against a stalled agent) is that
+  // thread's, and the others go on under the fail mode meanwhile.
+  std::unique_lock lock(b.attach_mutex(), std::defer_lock);
+  if (b.link() == Link::kNeverTried) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return stale;
+  }
   Attachment* current = b.attachment();
   if (current != stale) return current;  // another thread got there first
   if (now < b.next_attempt_ns() && b.link() != Link::kNeverTried) return stale;
@@ -104,8 +125,12 @@ Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) 
   const protocol::AttachRequest request{env_.job_id, env_.step_id, b.physical_index()};
   AttachReply reply;
   AttachError error;
+  const int64_t began = std::max(now, launch_clock_ns());  // `now` may predate the lock
   if (!request_attach(env_.socket_path, request, kAttachTimeoutMs, &reply, &error)) {
-    b.set_next_attempt_ns(now + (again ? kRetryAgentGoneNs : kRetryUnreachableNs));
+    // From when the attempt ended: one that timed out must not be followed
+    // at once by the next (a stalled agent would take every launch's time).
+    b.set_next_attempt_ns(
+        next_attempt_after_failure(began, again ? kRetryAgentGoneNs : kRetryUnreachableNs));
     if (!again) {
       b.set_link(error.kind == AttachFailure::kRefused ? Link::kRefused : Link::kUnreachable);
       if (b.said_attach_failure.first()) {
@@ -120,7 +145,7 @@ Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) 
   }
   auto made = make_attachment(std::move(reply), b.physical_index());
   if (!made) {
-    b.set_next_attempt_ns(now + kRetryUnreachableNs);
+    b.set_next_attempt_ns(next_attempt_after_failure(began, kRetryUnreachableNs));
     if (!again) b.set_link(Link::kUnreachable);
     if (b.said_attach_failure.first()) {
       log_line("GPU %u: the egpu agent's pages are unusable: %s; %s", b.physical_index(),

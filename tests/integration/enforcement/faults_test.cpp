@@ -100,5 +100,49 @@ TEST(Faults, AgentKilledUnderLoadNeitherCrashesNorHangsJobsAndResumes) {
   finish(*wb);
 }
 
+// A stopped agent (SIGSTOP: its socket accepts, it never answers) makes every
+// re-attach wait out the shim's attach timeout. Those waits must not take the
+// jobs' time: before the fix, each failed attempt left the next one already
+// due, and the jobs spent the whole stop blocked in attach.
+TEST(Faults, AgentStoppedUnderLoadCostsJobsLittleAndEnforcementResumes) {
+  EnforcedNode node("agent-stop");
+  node.create(1, 70);
+  node.create(2, 30);
+  auto wa = node.start(1, greedy("a", 20));
+  auto wb = node.start(2, greedy("b", 20));
+  harness::ShareSampler sampler(node.source(), 50ms);
+  ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"a", "b"}), 20s));
+  std::this_thread::sleep_for(1000ms);
+  ASSERT_EQ(::kill(node.agent().pid(), SIGSTOP), 0);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(7500ms);
+  ASSERT_EQ(::kill(node.agent().pid(), SIGCONT), 0);
+  const auto continued_at = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(3500ms);
+  sampler.stop();
+  // The heartbeat goes stale 1 s into the stop; each job's first re-attach
+  // then waits 2 s, and the next may start 8 s after that (a fifth of the
+  // time at most). Before the fix the GPU was close to idle all along.
+  const auto [stopped, used_stopped] = harness::split_of_used_time(harness::compute_shares(
+      harness::samples_between(sampler.samples(), stopped_at + 500ms, continued_at), 0,
+      harness::GroupBy::kLabel, 500ms));
+  std::printf("while the agent was stopped: %.2f of the GPU used\n%s", used_stopped,
+              harness::format_report(stopped, {{"a", 0.7}, {"b", 0.3}}).c_str());
+  EXPECT_GE(used_stopped, 0.4);
+  EXPECT_TRUE(wa->running());
+  EXPECT_TRUE(wb->running());
+  // Continued, the agent is the same one (same epoch): shares hold again.
+  const auto [resumed, used] = harness::split_of_used_time(harness::compute_shares(
+      harness::samples_between(sampler.samples(), continued_at + 1000ms, continued_at + 3500ms), 0,
+      harness::GroupBy::kLabel, 500ms));
+  std::printf("from 1 s after the agent continued:\n%s",
+              harness::format_report(resumed, {{"a", 0.7}, {"b", 0.3}}).c_str());
+  EXPECT_GE(used, 0.85);
+  EXPECT_NEAR(resumed.share("a"), 0.70, 0.03);
+  EXPECT_NEAR(resumed.share("b"), 0.30, 0.03);
+  finish(*wa);
+  finish(*wb);
+}
+
 }  // namespace
 }  // namespace egpu::integration
