@@ -209,8 +209,8 @@ Status GpuArbiter::add(const model::Instance& instance, double target, bool reop
     return Error{s.error()};
   }
   write_control(instance);
-  members_.emplace(instance.slot,
-                   Member{instance, std::move(*runtime), std::move(*wake), target, now, false});
+  members_.emplace(instance.slot, Member{instance, std::move(*runtime), std::move(*wake), target,
+                                         now, false, 0, 0, faa::HeldTimeFloor{}});
   slot_of_[instance.id] = instance.slot;
   update_inflight_bound();
   return {};
@@ -328,11 +328,9 @@ void GpuArbiter::publish(std::optional<faa::InstanceId> holder, int64_t until) {
 }
 
 int64_t GpuArbiter::tick(int64_t now) {
-  bool others_asking = false;
-  if (last_tick_ns_ != 0 && now > last_tick_ns_) {
-    // Credit is bounded: idle time is not banked for later overcharges.
-    charge_credit_ns_ = std::min(charge_credit_ns_ + (now - last_tick_ns_), kMaxChargeCreditNs);
-  }
+  const int64_t since = last_tick_ns_ != 0 && now > last_tick_ns_ ? now - last_tick_ns_ : 0;
+  // Credit is bounded: idle time is not banked for later overcharges.
+  charge_credit_ns_ = std::min(charge_credit_ns_ + since, kMaxChargeCreditNs);
   last_tick_ns_ = now;
   std::vector<InstanceActivity> activity;
   std::vector<int64_t> charges;
@@ -347,7 +345,11 @@ int64_t GpuArbiter::tick(int64_t now) {
   size_t i = 0;
   for (auto& [slot, m] : members_) {
     const InstanceActivity& a = activity[i];
-    const int64_t charge = charges[i++];
+    // The time it held the slice while others waited, and it showed activity
+    // or its tail was drained, is charged if its reports fall short of it.
+    const bool held =
+        slot == published_ && contended_ && (a.busy > 0 || a.launched || drain_until_ns_ != 0);
+    const int64_t charge = m.floor.settle(charges[i++], held ? since : 0);
     if (charge > 0) (void)scheduler_.charge(slot, charge, now);
     if (a.inflight_ns != m.inflight_ns) (void)scheduler_.set_pending(slot, a.inflight_ns, now);
     m.inflight_ns = a.inflight_ns;
@@ -435,7 +437,8 @@ int64_t GpuArbiter::tick(int64_t now) {
   for (const auto& [slot, m] : members_) {
     if (m.asking && (!grant.holder || *grant.holder != slot)) ++waiters;
   }
-  others_asking = waiters > 0;
+  const bool others_asking = waiters > 0;
+  contended_ = others_asking;
   if (page()->waiters.load(std::memory_order_relaxed) != waiters) {
     page()->waiters.store(waiters, std::memory_order_relaxed);
   }
@@ -490,6 +493,7 @@ std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) 
   v.throttled_ns = m.runtime.throttled_ns();
   v.device_ns = m.runtime.device_ns_total();
   v.mem_denied = m.runtime.mem_denied();
+  v.floor_charged_ns = static_cast<uint64_t>(m.floor.floor_charged());
   v.processes = m.runtime.processes();
   v.target = m.target;
   return v;

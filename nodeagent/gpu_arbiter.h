@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/faa/held_time_floor.h"
 #include "core/faa/slice_scheduler.h"
 #include "core/model/instance_registry.h"
 #include "core/shm/page_file.h"
@@ -52,6 +53,7 @@ struct InstanceView {  // for status and metrics
   uint64_t throttled_ns = 0;
   uint64_t device_ns = 0;
   uint64_t mem_denied = 0;
+  uint64_t floor_charged_ns = 0;  // charged for holding beyond its reports
   uint32_t processes = 0;
   double target = 0;
 };
@@ -112,6 +114,7 @@ class GpuArbiter {
     bool asking = false;
     int64_t inflight_ns = 0;
     int64_t reported_inflight_ns = 0;  // InstanceActivity::reported_inflight_ns
+    faa::HeldTimeFloor floor;          // its reports cannot hold the slice for free
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
@@ -137,6 +140,7 @@ class GpuArbiter {
   // Device time the GPU can have delivered and not yet been charged for.
   int64_t charge_credit_ns_ = 0;
   int64_t last_tick_ns_ = 0;
+  bool contended_ = false;  // someone besides the holder asked at the last tick
   // A handover waiting for the old holder's long queued work to finish.
   int64_t drain_until_ns_ = 0;     // the tail estimate's deadline
   int64_t drain_started_ns_ = 0;   // when that drain began (MaxDrain counts from it)

@@ -56,6 +56,8 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb, int64_t
     j["holding"] = v->faa.holding;
     j["processes"] = v->processes;
     j["memory_denied"] = v->mem_denied;
+    // Non-zero: its shims reported less device time than it held the GPU for.
+    j["unreported_charged_s"] = static_cast<double>(v->floor_charged_ns) / 1e9;
   }
   return j;
 }
