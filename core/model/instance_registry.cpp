@@ -159,6 +159,17 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
                                                   " bytes is more than GPU " +
                                                   std::to_string(spec.gpu) + " has");
   }
+  // An explicit quota (--egpu-mem) stays within the job's part of the GPU:
+  // steps check it against what gres knows, but where gres knows no GPU
+  // memory this is the only place that can.
+  const uint64_t allowed = mem / 100 * new_alloc;
+  if (mem != 0 && spec.mem_quota > allowed) {
+    return fail(ReplyStatus::kOverAllocation,
+                "memory quota of " + std::to_string(spec.mem_quota) + " bytes is more than the " +
+                    std::to_string(new_alloc) + " units of job " + std::to_string(spec.job_id) +
+                    " on GPU " + std::to_string(spec.gpu) + " allow (" + std::to_string(allowed) +
+                    " bytes)");
+  }
   auto slot = free_slot(spec.gpu);
   if (!slot) {
     return fail(ReplyStatus::kFull, "GPU " + std::to_string(spec.gpu) + " already has " +

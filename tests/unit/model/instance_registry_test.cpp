@@ -169,6 +169,22 @@ TEST_F(Registry, MemoryQuotaExplicitAndBounded) {
   EXPECT_EQ(reg.create(kRoot, big, nullptr).status, ReplyStatus::kOverAllocation);
 }
 
+TEST_F(Registry, AnExplicitQuotaStaysWithinTheJobsUnits) {
+  // 20 units of an 80 GiB GPU: 16 GiB at most, whatever --egpu-mem says.
+  auto over = spec(1, 0, 0, 20);
+  over.mem_quota = 16 * kGiB + 1;
+  auto o = reg.create(kRoot, over, nullptr);
+  EXPECT_EQ(o.status, ReplyStatus::kOverAllocation);
+  EXPECT_NE(o.message.find("units of job 1"), std::string::npos) << o.message;
+  auto at = spec(1, 0, 0, 20);
+  at.mem_quota = 80 * kGiB / 100 * 20;
+  EXPECT_EQ(create(at)->mem_quota, 80 * kGiB / 100 * 20);
+  // A step of a job with more units may have more than its own units' part.
+  auto step = spec(2, 1, 0, 10, 40);
+  step.mem_quota = 30 * kGiB;
+  EXPECT_EQ(create(step)->mem_quota, 30 * kGiB);
+}
+
 TEST_F(Registry, DerivedQuotaFollowsUnitsExplicitOneStays) {
   auto* a = create(spec(1, 0, 0, 70));
   auto s = spec(2, 0, 0, 30);
