@@ -30,14 +30,16 @@ Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes, uint
                     int64_t lock_timeout_ns) {
   if (proc >= shm::kMaxProcsPerInstance) return Reservation::kLockUnavailable;
   timespec deadline{};
-  clock_gettime(CLOCK_REALTIME, &deadline);  // pthread_mutex_timedlock's clock
+  // CLOCK_MONOTONIC: a wall clock stepped back (NTP, an admin) would stretch
+  // the wait of every allocation that finds the lock taken.
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += lock_timeout_ns / 1'000'000'000;
   deadline.tv_nsec += lock_timeout_ns % 1'000'000'000;
   if (deadline.tv_nsec >= 1'000'000'000) {
     deadline.tv_sec += 1;
     deadline.tv_nsec -= 1'000'000'000;
   }
-  int rc = pthread_mutex_timedlock(&page->alloc_lock, &deadline);
+  int rc = pthread_mutex_clocklock(&page->alloc_lock, CLOCK_MONOTONIC, &deadline);
   if (rc == EOWNERDEAD) {
     // The holder died between its check and its add, or after: every update
     // below is one store, so the state is consistent as it stands.
