@@ -9,6 +9,7 @@
 #include "shim/fast_clock.h"
 #include "shim/gate.h"
 #include "shim/log.h"
+#include "shim/no_cancel_scope.h"
 #include "shim/stream_lookup.h"
 
 namespace egpu::shim {
@@ -109,6 +110,7 @@ void note_idle(const Attachment& a) {
 void wait_inflight(GpuBinding& b, const Attachment& a) {
   pacing::DevicePacer& pacer = b.pacer();
   if (pacer.under_limit()) return;
+  const NoCancelScope no_cancel;
   const uint64_t token = thread_token();
   const int64_t start = launch_clock_ns();
   a.me->busy.fetch_add(1, std::memory_order_acq_rel);
@@ -138,6 +140,7 @@ void wait_inflight(GpuBinding& b, const Attachment& a) {
 }
 
 Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
+  const NoCancelScope no_cancel;  // it waits (see NoCancelScope)
   for (;;) {
     const int64_t now = launch_clock_ns();
     b.set_next_check_ns(now + kCheckPeriodNs);

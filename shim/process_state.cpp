@@ -12,6 +12,7 @@
 #include "shim/call_counters.h"
 #include "shim/fast_clock.h"
 #include "shim/log.h"
+#include "shim/no_cancel_scope.h"
 
 namespace egpu::shim {
 namespace detail {
@@ -105,6 +106,7 @@ Attachment* ProcessState::attach_slow(GpuBinding& b, int64_t now, Attachment* st
   } else if (now < b.next_attempt_ns()) {
     return stale;
   }
+  const NoCancelScope no_cancel;  // connect and poll are cancellation points
   // Only the first attach waits for another thread's: a retry that is
   // already running (up to kAttachTimeoutMs against a stalled agent) is that
   // thread's, and the others go on under the fail mode meanwhile.

@@ -12,6 +12,9 @@ std::string memory_probe_path() {
 std::string shim_path() {
   return EGPU_SHIM_PATH;
 }
+std::string cancelled_launcher_path() {
+  return EGPU_CANCELLED_LAUNCHER_PATH;
+}
 
 EnforcedNode::EnforcedNode(const std::string& tag, NodeOptions options) {
   gpu_ = std::make_unique<harness::SimGpu>(

@@ -75,5 +75,6 @@ nlohmann::json finish(harness::ChildProcess& child,
 
 std::string memory_probe_path();
 std::string shim_path();
+std::string cancelled_launcher_path();
 
 }  // namespace egpu::integration

@@ -144,5 +144,19 @@ TEST(Faults, AgentStoppedUnderLoadCostsJobsLittleAndEnforcementResumes) {
   finish(*wb);
 }
 
+// A thread the program cancels while the shim holds it in the in-flight
+// bound: the cancellation waits for the program's own cancellation point
+// (NoCancelScope); acted on in the shim's sleep, it aborted the program.
+TEST(Faults, AThreadCancelledWhileThrottledLeavesTheProgramRunning) {
+  EnforcedNode node("cancel");
+  node.create(1, 50);
+  for (int run = 0; run < 3; ++run) {
+    auto p = node.start_program(1, {cancelled_launcher_path()});
+    const auto out = finish(*p);
+    ASSERT_TRUE(out.is_object()) << "run " << run;
+    EXPECT_EQ(out.value("cancelled", false), true) << out.dump();
+  }
+}
+
 }  // namespace
 }  // namespace egpu::integration
