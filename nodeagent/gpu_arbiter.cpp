@@ -29,6 +29,10 @@ faa::Mode to_faa(protocol::Mode m) {
 // Charges lag the work by up to the in-flight bound plus a marker interval;
 // credit up to this much covers that lag.
 constexpr int64_t kMaxChargeCreditNs = 50'000'000;
+// A contended GPU is looked at every poll; a longer gap between two ticks is
+// the agent's own stall (stopped, its host stalled), during which the jobs
+// ran under their fail mode: at most this much of it counts as held.
+constexpr int64_t kMaxHeldPerTickNs = 20'000'000;
 
 }  // namespace
 
@@ -349,7 +353,8 @@ int64_t GpuArbiter::tick(int64_t now) {
     // or its tail was drained, is charged if its reports fall short of it.
     const bool held =
         slot == published_ && contended_ && (a.busy > 0 || a.launched || drain_until_ns_ != 0);
-    const int64_t charge = m.floor.settle(charges[i++], held ? since : 0);
+    const int64_t charge =
+        m.floor.settle(charges[i++], held ? std::min(since, kMaxHeldPerTickNs) : 0);
     if (charge > 0) (void)scheduler_.charge(slot, charge, now);
     if (a.inflight_ns != m.inflight_ns) (void)scheduler_.set_pending(slot, a.inflight_ns, now);
     m.inflight_ns = a.inflight_ns;
