@@ -31,6 +31,10 @@ struct Attachment {
   std::optional<shm::PageFailMode> fail_mode_override;
 
   const shm::SlotControl& control() const { return gpu->slots[gpu_slot]; }
+  // The agent removed the instance: its GPU slot is free or someone else's.
+  bool instance_gone() const {
+    return control().instance_id.load(std::memory_order_acquire) != instance_id;
+  }
   shm::PageFailMode fail_mode() const {
     if (fail_mode_override) return *fail_mode_override;
     return static_cast<shm::PageFailMode>(gpu->fail_mode.load(std::memory_order_relaxed));

@@ -20,6 +20,7 @@ enum class Link {
   kAttached,
   kUnreachable,  // retried from time to time
   kRefused,      // the agent said no: not retried
+  kOrphaned,     // its instance was removed under it (the step ended)
 };
 
 class GpuBinding {

@@ -157,6 +157,16 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
       return a;
     }
     stop_duty_cycle(b);
+    if (a->instance_gone()) {
+      // Its step ended (a daemonised child outlives it): the slot may be the
+      // next tenant's, whose slices it must not ride on. No share is left.
+      b.set_link(Link::kOrphaned);
+      log_line(
+          "GPU %u: instance %llu was removed by the egpu agent (its step ended): this "
+          "process has no share of the GPU any more; its launches are refused",
+          b.physical_index(), static_cast<unsigned long long>(a->instance_id));
+      return nullptr;
+    }
     if (a->gpu->holder.load(std::memory_order_acquire) == a->gpu_slot) {
       if (b.pacer().under_limit()) return a;
       wait_inflight(b, *a);

@@ -14,7 +14,8 @@
 namespace egpu::shim {
 
 // Returns the attachment the launch is accounted to (possibly a new one after
-// a re-attach) once it may go.
+// a re-attach) once it may go; null when the process was orphaned (its
+// instance removed while the agent runs on): the launch must be refused.
 Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a);
 
 // Blocks (asking: busy counted) until the process's queued device time on `b`

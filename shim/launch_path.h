@@ -27,15 +27,17 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
       launched = true;
       return result = launch();
     }
+    if (b->link() == Link::kOrphaned) return CUDA_ERROR_NOT_PERMITTED;
     const int64_t now = launch_clock_ns();
     Attachment* a = s->ensure_attached(*b, now);
     if (a == nullptr) {
       launched = true;
       return result = launch();  // unattached: the fail mode was said at attach
     }
-    if (a->gpu->holder.load(std::memory_order_acquire) != a->gpu_slot ||
+    if (a->gpu->holder.load(std::memory_order_acquire) != a->gpu_slot || a->instance_gone() ||
         !b->pacer().under_limit() || b->check_due(now)) {
       a = admit_launch(*s, *b, a);
+      if (a == nullptr) return CUDA_ERROR_NOT_PERMITTED;  // orphaned
     }
     pacing::StreamPacer* paced = find_stream_pacer(*b, stream, zero_means);
     pacing::Charge charge;
