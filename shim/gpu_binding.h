@@ -19,7 +19,7 @@ enum class Link {
   kNeverTried,
   kAttached,
   kUnreachable,  // retried from time to time
-  kRefused,      // the agent said no: not retried
+  kRefused,      // the agent said no: retried like kUnreachable
   kOrphaned,     // its instance was removed under it (the step ended)
 };
 

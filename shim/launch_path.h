@@ -31,8 +31,10 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
     const int64_t now = launch_clock_ns();
     Attachment* a = s->ensure_attached(*b, now);
     if (a == nullptr) {
+      // Unattached: the fail mode was said at attach.
+      if (s->refuses_unattached()) return CUDA_ERROR_NOT_PERMITTED;
       launched = true;
-      return result = launch();  // unattached: the fail mode was said at attach
+      return result = launch();
     }
     if (a->gpu->holder.load(std::memory_order_acquire) != a->gpu_slot || a->instance_gone() ||
         !b->pacer().under_limit() || b->check_due(now)) {

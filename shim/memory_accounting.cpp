@@ -20,7 +20,9 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
   r->ordinal = b.ordinal();
   r->bytes = bytes;
   Attachment* a = s.ensure_attached(b, launch_clock_ns());
-  if (a == nullptr) return Admission::kGranted;  // unattached: the fail mode applies
+  if (a == nullptr) {  // unattached: the fail mode applies (said at attach)
+    return s.refuses_unattached() ? Admission::kDenied : Admission::kGranted;
+  }
   const uint64_t quota = quota_of(*a);
   switch (quota::reserve(a->instance, a->proc_slot, bytes, quota)) {
     case quota::Reservation::kGranted:

@@ -42,9 +42,10 @@ const char* read_env(const char* name) {
 
 const char* fail_mode_text(const std::optional<shm::PageFailMode>& mode) {
   if (mode == shm::PageFailMode::kClosed) {
-    return "fail mode closed: memory quota unknown, running unenforced - check the egpu agent";
+    return "fail mode closed: launches and allocations are refused until it attaches (retried "
+           "every 5 s) - check the egpu agent";
   }
-  return "fail mode open: running unenforced";
+  return "fail mode open: running unenforced until it attaches (retried every 5 s)";
 }
 
 // A forked child is a new process to the agent: it must not write into its
@@ -99,10 +100,14 @@ void ProcessState::attach_all() {
 
 Attachment* ProcessState::attach_slow(GpuBinding& b, int64_t now, Attachment* stale) {
   if (stale == nullptr) {
-    // Unattached: attach if never tried, retry an absent agent now and then.
+    // Unattached: attach if never tried, retry now and then an absent agent,
+    // and one that said no (a 65th process gets a slot when one is freed; a
+    // step may start before its instance is there).
     const Link link = b.link();
-    if (link == Link::kRefused) return nullptr;
-    if (link == Link::kUnreachable && now < b.next_attempt_ns()) return nullptr;
+    if (link == Link::kOrphaned) return nullptr;
+    if ((link == Link::kUnreachable || link == Link::kRefused) && now < b.next_attempt_ns()) {
+      return nullptr;
+    }
   } else if (now < b.next_attempt_ns()) {
     return stale;
   }
@@ -163,6 +168,7 @@ Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) 
   const int64_t limit = a->gpu->inflight_limit_ns.load(std::memory_order_relaxed);
   if (limit > 0) b.pacer().set_inflight_limit_ns(limit);
   Attachment* raw = a.release();  // kept for the life of the process (see Attachment)
+  const Link before = b.link();
   b.publish(raw);
   b.set_link(Link::kAttached);
   b.set_next_check_ns(0);
@@ -170,6 +176,9 @@ Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) 
     log_line("GPU %u: re-attached to the egpu agent (instance %llu, epoch %llu)",
              b.physical_index(), static_cast<unsigned long long>(raw->instance_id),
              static_cast<unsigned long long>(raw->epoch));
+  } else if (before == Link::kUnreachable || before == Link::kRefused) {
+    log_line("GPU %u: attached to the egpu agent after all (instance %llu): enforced from now on",
+             b.physical_index(), static_cast<unsigned long long>(raw->instance_id));
   } else {
     log_debug("GPU %u: attached: instance %llu, GPU slot %u, process slot %u, epoch %llu",
               b.physical_index(), static_cast<unsigned long long>(raw->instance_id), raw->gpu_slot,

@@ -25,6 +25,9 @@ class ProcessState {
   const ShimEnv& env() const { return env_; }
   // Managed, with a usable environment: the wrappers enforce.
   bool usable() const { return usable_; }
+  // FailMode=closed: a process that is not attached (agent absent, attach
+  // refused) does not reach the GPU: its launches and allocations are refused.
+  bool refuses_unattached() const { return env_.fail_mode == shm::PageFailMode::kClosed; }
 
   // The binding of CUDA ordinal `ordinal`; null when that device is not managed.
   GpuBinding* binding(int ordinal) {

@@ -72,14 +72,21 @@ TEST_F(ShimProcess, WithoutAnAgentFailModeOpenRunsAndSaysWhy) {
   EXPECT_NE(run.err.find("/nonexistent/egpu/agent.sock"), std::string::npos) << run.err;
 }
 
-TEST_F(ShimProcess, WithoutAnAgentFailModeClosedSaysQuotaUnknown) {
+// Issue 10, finding 8: closed means closed. A process that cannot attach
+// ran unenforced under FailMode=closed too; now it does not reach the GPU.
+TEST_F(ShimProcess, WithoutAnAgentFailModeClosedRefusesLaunchesAndAllocations) {
   auto env = base_env();
   env.insert(env.end(), {"EGPU_JOB_ID=4242", "EGPU_STEP_ID=4294967291", "EGPU_GPU_INDICES=0",
                          "EGPU_SOCKET=/nonexistent/egpu/agent.sock", "EGPU_FAIL_MODE=closed"});
-  ProgramRun run;
-  const auto summary = run_probe("direct", env, false, &run);
-  EXPECT_EQ(summary.value("launches", 0), kLaunches);
-  EXPECT_EQ(count_of(run.err, "fail mode closed: memory quota unknown"), 1) << run.err;
+  ProgramRun launches = run_program({probe(false), "--path", "direct", "--launches", "3"}, env);
+  EXPECT_NE(launches.exit_code, 0) << launches.out;
+  EXPECT_NE(launches.err.find("cuLaunchKernel failed: 800"), std::string::npos) << launches.err;
+  EXPECT_EQ(count_of(launches.err, "fail mode closed: launches and allocations are refused"), 1)
+      << launches.err;
+  ProgramRun alloc =
+      run_program({probe(false), "--path", "direct", "--launches", "0", "--alloc-mb", "64"}, env);
+  EXPECT_EQ(alloc.exit_code, 0) << alloc.err;
+  EXPECT_NE(alloc.out.find("\"alloc_result\":2"), std::string::npos) << alloc.out;
 }
 
 TEST_F(ShimProcess, UnusableEnvironmentPassesThrough) {
