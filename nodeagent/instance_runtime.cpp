@@ -2,12 +2,26 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <new>
 
 #include "core/quota/memory_quota.h"
 #include "core/util/log.h"
 
 namespace egpu::agent {
+namespace {
+
+// The most device time one process may report in one scan: the page is the
+// job's, and its counters may jump anywhere (found by fuzz.instance_page).
+constexpr uint64_t kMaxReportNs = 3'600'000'000'000;  // an hour
+
+// Forward progress of a counter the job writes: never negative, bounded.
+int64_t progress(uint64_t now, uint64_t seen) {
+  return now > seen ? static_cast<int64_t>(std::min(now - seen, kMaxReportNs)) : 0;
+}
+
+}  // namespace
 
 InstanceRuntime::InstanceRuntime(shm::PageFile page, std::string runtime_dir,
                                  model::Instance identity)
@@ -107,8 +121,8 @@ void InstanceRuntime::reclaim(uint32_t slot, pid_t pid) {
   auto& s = page()->procs[slot];
   if (s.pid.load(std::memory_order_acquire) != pid) return;
   const uint64_t dev = s.device_ns.load(std::memory_order_acquire);
-  if (dev > seen_device_ns_[slot])
-    pending_device_ns_ += static_cast<int64_t>(dev - seen_device_ns_[slot]);
+  pending_device_ns_ = std::min<int64_t>(pending_device_ns_ + progress(dev, seen_device_ns_[slot]),
+                                         static_cast<int64_t>(kMaxReportNs));
   seen_device_ns_[slot] = dev;
   // One store removes its memory from the instance's total (MemoryQuota sums
   // attached processes only); the driver freed that memory with the process.
@@ -127,8 +141,9 @@ InstanceActivity InstanceRuntime::scan() {
     if (s.pid.load(std::memory_order_acquire) == 0) continue;
     ++a.processes;
     const uint64_t dev = s.device_ns.load(std::memory_order_acquire);
-    // The page is writable by the job: take only forward progress.
-    if (dev > seen_device_ns_[i]) a.device_ns += static_cast<int64_t>(dev - seen_device_ns_[i]);
+    // The page is writable by the job: take only forward progress, bounded
+    // (64 processes x an hour cannot overflow the sum).
+    a.device_ns += progress(dev, seen_device_ns_[i]);
     seen_device_ns_[i] = dev;
     const uint64_t launches = s.launches.load(std::memory_order_acquire);
     if (launches != seen_launches_[i]) a.launched = true;
@@ -142,7 +157,8 @@ InstanceActivity InstanceRuntime::scan() {
     if (busy > 0) a.reported_inflight_ns += inflight;
     a.idle_since_ns = std::max(a.idle_since_ns, s.idle_since_ns.load(std::memory_order_relaxed));
   }
-  device_ns_total_ += static_cast<uint64_t>(a.device_ns);
+  // Saturates: a counter (metrics, status) never goes backwards.
+  device_ns_total_ += std::min(static_cast<uint64_t>(a.device_ns), UINT64_MAX - device_ns_total_);
   return a;
 }
 

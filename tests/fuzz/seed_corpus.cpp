@@ -1,11 +1,15 @@
-// Writes seed inputs for the fuzz targets: valid messages of every type and
-// a realistic egpu.conf, so fuzzing starts past the magic and the header.
+// Writes seed inputs for the fuzz targets: valid messages of every type, a
+// realistic egpu.conf, and instance pages (zeroed, as shims write them, all
+// ones, truncated), so fuzzing starts past the magic and the header.
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/protocol/codec.h"
+#include "core/shm/pages.h"
+#include "instance_page_input.h"
 
 namespace {
 
@@ -15,11 +19,94 @@ void write(const std::string& path, const std::vector<uint8_t>& bytes) {
              static_cast<std::streamsize>(bytes.size()));
 }
 
+void write_instance_page_seeds(const std::string& dir) {
+  namespace ip = egpu::fuzz::instance_page;
+  using egpu::shm::InstancePage;
+  constexpr auto kPage = static_cast<uint16_t>(sizeof(InstancePage));
+  const auto save = [&](const std::string& name, const ip::InputWriter& w) {
+    write(dir + "/" + name, w.bytes());
+  };
+  // Two or three instances, burst and cap, each page overwritten with one byte.
+  for (const uint8_t fill : {0x00, 0xff}) {
+    ip::InputWriter w(true, 10, {30, 20 | 0x80, 50});
+    const std::vector<uint8_t> page(kPage, fill);
+    for (uint32_t i = 0; i < 3; ++i) {
+      w.write(i, 1000, 0, page.data(), kPage);
+      w.op(ip::kAttach, i, 2000);
+      w.u8(static_cast<uint8_t>(10 + i));
+    }
+    w.op(ip::kRestart, 0, 5000);
+    save(fill == 0 ? "zero_page" : "ones_page", w);
+  }
+  // Honest shims: two processes in one instance contend with another one,
+  // their counters advancing as a real job's do; then a process exits.
+  ip::InputWriter w(false, 10, {60, 40});
+  InstancePage page[2]{};
+  const auto* base = reinterpret_cast<const uint8_t*>(&page[0]);
+  const auto procs_at =
+      static_cast<uint16_t>(reinterpret_cast<const uint8_t*>(&page[0].procs[0]) - base);
+  for (uint32_t i = 0; i < 2; ++i) {
+    page[i].magic = egpu::shm::kInstancePageMagic;
+    page[i].version = egpu::shm::kLayoutVersion;
+    page[i].instance_id = ip::kFirstInstanceId + i;
+    page[i].gpu_slot = i;
+    w.write(i, 100, 0, &page[i], 24);  // the header, before alloc_lock
+  }
+  w.op(ip::kAttach, 0, 100);
+  w.u8(5);
+  for (uint32_t round = 1; round <= 6; ++round) {
+    for (uint32_t i = 0; i < 2; ++i) {
+      auto& p = page[i].procs[0];
+      p.pid = ip::kFirstPid + static_cast<int32_t>(i);
+      p.busy = round % 2;
+      p.launches = round * 50;
+      p.device_ns = round * 1'500'000ull;
+      p.mem_bytes = 1ull << 30;
+      p.inflight_ns = 1'000'000;
+      p.idle_since_ns = 0;
+      w.write(i, 1500, procs_at, &p, sizeof p);
+    }
+  }
+  w.op(ip::kKick, 1, 300);
+  w.u8(1);
+  w.u8(0);
+  w.op(ip::kExit, 0, 2000);
+  w.u8(1);
+  save("honest_page", w);
+  // A user truncates its page under the agent, then writes part of it back.
+  ip::InputWriter t(true, 5, {10, 10, 10});
+  t.op(ip::kTruncate, 1, 1000);
+  t.u16(0);
+  t.write(1, 1000, procs_at, &page[1].procs[0], sizeof page[1].procs[0]);
+  t.op(ip::kTruncate, 2, 1000);
+  t.u16(100);
+  t.op(ip::kRestart, 2, 1000);
+  save("truncated_page", t);
+  // Regressions the fuzzer found: counters a job set so that the agent's sum
+  // of device time overflowed, or its device-time total went backwards.
+  ip::InputWriter overflow(false, 10, {50, 50});
+  egpu::shm::ProcSlot two[2]{};
+  for (int32_t i = 0; i < 2; ++i) {
+    two[i].pid = ip::kFirstPid + i;
+    two[i].device_ns = INT64_MAX;
+  }
+  overflow.write(0, 1000, procs_at, two, sizeof two);
+  save("device_ns_overflow", overflow);
+  ip::InputWriter wrap(false, 10, {50, 50});
+  egpu::shm::ProcSlot one{};
+  one.pid = ip::kFirstPid;
+  for (const uint64_t v : {1ull << 63, 0ull, 1ull << 63}) {
+    one.device_ns = v;
+    wrap.write(0, 1000, procs_at, &one, sizeof one);
+  }
+  save("device_ns_wrap", wrap);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: seed_corpus REQUEST_DIR REPLY_DIR CONFIG_DIR\n");
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: seed_corpus REQUEST_DIR REPLY_DIR CONFIG_DIR INSTANCE_PAGE_DIR\n");
     return 2;
   }
   using namespace egpu::protocol;
@@ -48,5 +135,6 @@ int main(int argc, char** argv) {
       "# egpu.conf\nSliceMs=10 WindowMs=500\nDefaultMode=burst\nFailMode=open\n"
       "MetricsAddress=127.0.0.1:9464\nGpuMemory=80G\nTopologyXml=\"/etc/egpu/topo.xml\"\n";
   write(conf + "/seed0", std::vector<uint8_t>(text.begin(), text.end()));
+  write_instance_page_seeds(argv[4]);
   return 0;
 }
