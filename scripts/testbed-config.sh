@@ -139,7 +139,8 @@ write_configs() {
   local prog
   for prog in tests/workloads/bin/greedy tests/workloads/bin/ml-like tests/workloads/bin/inference-like \
               tests/workloads/bin/hpc-like nodeagent/egpuctl tests/simgpu/simgpu-stat \
-              tests/integration/egpu-share-monitor tests/integration/memory-probe; do
+              tests/integration/egpu-share-monitor tests/integration/memory-probe \
+              tests/integration/hostile-tenant; do
     [[ -x $build_dir/$prog ]] && cp "$build_dir/$prog" "$state/bin/"
   done
 
