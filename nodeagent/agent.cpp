@@ -70,6 +70,7 @@ Agent::~Agent() {
   metrics_.reset();
   control_.reset();
   tracker_.reset();
+  reaper_.reset();
   gpu_events_.clear();
   heartbeat_.reset();
   signals_.clear();
@@ -102,6 +103,7 @@ Status Agent::init() {
       inventory->memory_bytes, static_cast<uint32_t>(config_.max_instances_per_gpu));
   tracker_ = std::make_unique<ProcessTracker>(base_.get(),
                                               [this](const Attachment& a) { on_process_exit(a); });
+  reaper_ = std::make_unique<StepReaper>(base_.get(), [this](uint64_t id) { on_step_gone(id); });
   ArbiterSettings settings;
   settings.runtime_dir = config_.runtime_dir;
   settings.faa.slice = static_cast<int64_t>(config_.slice_ms) * 1'000'000;
@@ -183,6 +185,7 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
       continue;
     }
     if (Status s = watch_kicks(gpu, inst.id); !s) return s;
+    reaper_->watch(inst.id, inst.creator);  // its step may have ended meanwhile
     // Its processes: watch the living, reclaim the dead.
     uint32_t alive = 0;
     for (uint32_t slot = 0; slot < shm::kMaxProcsPerInstance; ++slot) {
@@ -397,11 +400,19 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
 
 std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol::CreateRequest& r,
                                            uint32_t id) {
-  model::CreateSpec spec{r.job_id,    r.step_id,
-                         r.gpu_index, r.uid,
-                         r.gid,       r.units,
-                         r.job_units, static_cast<protocol::Mode>(r.mode),
-                         r.mem_quota, (r.flags & protocol::kCreateUmbrella) != 0};
+  model::CreateSpec spec{r.job_id,
+                         r.step_id,
+                         r.gpu_index,
+                         r.uid,
+                         r.gid,
+                         r.units,
+                         r.job_units,
+                         static_cast<protocol::Mode>(r.mode),
+                         r.mem_quota,
+                         (r.flags & protocol::kCreateUmbrella) != 0,
+                         (r.flags & protocol::kCreateEndsWithCaller) != 0
+                             ? StepReaper::creator_of(peer.pid)
+                             : model::Creator{}};
   const model::Instance* inst = nullptr;
   auto o = registry_->create(peer.uid, spec, &inst);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
@@ -422,6 +433,7 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
     (void)retarget(created.gpu);
     return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
   }
+  reaper_->watch(created.id, created.creator);
   tick(created.gpu);
   EGPU_LOG_INFO(
       "created instance %llu: job %llu step %u on GPU %u, %u units (job %u), %s, quota %llu MiB",
@@ -440,8 +452,16 @@ std::vector<Outgoing> Agent::handle_remove(const PeerCred& peer, const protocol:
   std::vector<model::Instance> removed;
   auto o = registry_->remove(peer.uid, r.job_id, r.step_id, &removed);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  drop(removed);
+  Reply ok;
+  ok.text = "removed " + std::to_string(removed.size()) + " instance(s)";
+  return {reply(ok, id)};
+}
+
+void Agent::drop(const std::vector<model::Instance>& removed) {
   for (const auto& inst : removed) {
     tracker_->forget_instance(inst.id);
+    reaper_->forget(inst.id);
     unwatch_kicks(inst.gpu, inst.id);
     arbiters_[inst.gpu]->remove(inst.id);
     EGPU_LOG_INFO("removed instance %llu (job %llu step %u, GPU %u)",
@@ -452,9 +472,18 @@ std::vector<Outgoing> Agent::handle_remove(const PeerCred& peer, const protocol:
     (void)retarget(inst.gpu);
     tick(inst.gpu);
   }
-  Reply ok;
-  ok.text = "removed " + std::to_string(removed.size()) + " instance(s)";
-  return {reply(ok, id)};
+}
+
+void Agent::on_step_gone(uint64_t instance_id) {
+  const model::Instance* inst = registry_->find(instance_id);
+  if (inst == nullptr) return;
+  EGPU_LOG_WARN(
+      "instance %llu (job %llu step %u): the process that asked for it (pid %d, the step's "
+      "slurmstepd) ended without removing it; freeing the step's instances",
+      static_cast<unsigned long long>(instance_id), static_cast<unsigned long long>(inst->job_id),
+      inst->step_id, inst->creator.pid);
+  std::vector<model::Instance> removed;
+  if (registry_->remove(0, inst->job_id, inst->step_id, &removed).ok()) drop(removed);
 }
 
 std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,

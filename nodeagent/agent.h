@@ -20,6 +20,7 @@
 #include "nodeagent/event_handle.h"
 #include "nodeagent/gpu_arbiter.h"
 #include "nodeagent/process_tracker.h"
+#include "nodeagent/step_reaper.h"
 
 namespace egpu::agent {
 
@@ -72,6 +73,10 @@ class Agent {
   Status watch_kicks(uint32_t gpu, uint64_t instance_id);
   void unwatch_kicks(uint32_t gpu, uint64_t instance_id);
   void on_process_exit(const Attachment& a);
+  // Its step's slurmstepd ended without removing it (see StepReaper).
+  void on_step_gone(uint64_t instance_id);
+  // What removing instances takes besides the registry.
+  void drop(const std::vector<model::Instance>& removed);
 
   static void on_tick_timer(evutil_socket_t, short, void* arg);
   static void on_kick(evutil_socket_t, short, void* arg);
@@ -104,6 +109,7 @@ class Agent {
   };
   std::vector<std::unique_ptr<GpuEvents>> gpu_events_;
   std::unique_ptr<ProcessTracker> tracker_;
+  std::unique_ptr<StepReaper> reaper_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   EventHandle heartbeat_;

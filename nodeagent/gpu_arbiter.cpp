@@ -123,6 +123,7 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
       inst.mem_quota = c.mem_quota.load();
       inst.umbrella = (c.flags.load() & protocol::kCreateUmbrella) != 0;
       inst.mem_quota_explicit = (c.flags.load() & shm::kSlotQuotaExplicit) != 0;
+      inst.creator = {c.creator_pid.load(), c.creator_start.load()};
       if (recovered != nullptr) recovered->push_back(inst);
     }
   } else {
@@ -194,6 +195,8 @@ void GpuArbiter::write_control(const model::Instance& inst) {
   c.flags.store((inst.umbrella ? protocol::kCreateUmbrella : 0) |
                     (inst.mem_quota_explicit ? shm::kSlotQuotaExplicit : 0),
                 std::memory_order_relaxed);
+  c.creator_pid.store(inst.creator.pid, std::memory_order_relaxed);
+  c.creator_start.store(inst.creator.start, std::memory_order_relaxed);
   c.instance_id.store(inst.id, std::memory_order_release);
   c.state.store(static_cast<uint32_t>(shm::SlotState::kActive), std::memory_order_release);
 }

@@ -190,6 +190,7 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
   inst.mem_quota = quota;
   inst.mem_quota_explicit = spec.mem_quota != 0;
   inst.umbrella = spec.umbrella;
+  inst.creator = spec.creator;
   // Non-umbrella siblings learn a larger allocation if this step brought one.
   for (auto& [id, other] : instances_) {
     if (other.job_id == spec.job_id && other.gpu == spec.gpu && !other.umbrella) {

@@ -24,6 +24,12 @@ namespace egpu::model {
 using protocol::Mode;
 using protocol::ReplyStatus;
 
+// The process an instance ends with (kCreateEndsWithCaller); pid 0: none.
+struct Creator {
+  int32_t pid = 0;
+  uint32_t start = 0;  // its start time in clock ticks, low 32 bits
+};
+
 struct Instance {
   uint64_t id = 0;
   uint64_t job_id = 0;
@@ -38,6 +44,7 @@ struct Instance {
   uint64_t mem_quota = 0;           // bytes
   bool mem_quota_explicit = false;  // set by --egpu-mem; else it follows the units
   bool umbrella = false;
+  Creator creator;
 };
 
 struct Outcome {
@@ -58,6 +65,7 @@ struct CreateSpec {
   Mode mode;
   uint64_t mem_quota;  // 0 = the units' share of the GPU's memory
   bool umbrella;
+  Creator creator;
 };
 
 class InstanceRegistry {

@@ -94,7 +94,9 @@ Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& 
     r.job_units = r.units;
     r.mem_quota = quota;
     r.mode = mode == config::ShareMode::kCap ? 1 : 0;
-    r.flags = is_umbrella_step(id.step_id) ? protocol::kCreateUmbrella : 0;
+    // slurmstepd asks: the step's instances end with it (see the flag).
+    r.flags = (is_umbrella_step(id.step_id) ? protocol::kCreateUmbrella : 0) |
+              protocol::kCreateEndsWithCaller;
     out.push_back(r);
   }
   return out;

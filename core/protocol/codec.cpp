@@ -63,7 +63,9 @@ Status validate(const CreateRequest& r) {
   if (r.mem_quota > (uint64_t{1} << 50))
     return Error{"memory quota " + num(r.mem_quota) + " too large"};
   if (Status s = check_mode(r.mode, false); !s) return s;
-  if ((r.flags & ~kCreateUmbrella) != 0) return Error{"unknown create flags " + num(r.flags)};
+  if ((r.flags & ~(kCreateUmbrella | kCreateEndsWithCaller)) != 0) {
+    return Error{"unknown create flags " + num(r.flags)};
+  }
   return {};
 }
 

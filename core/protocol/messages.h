@@ -62,12 +62,16 @@ struct CreateRequest {
   uint32_t job_units;  // the job's allocation on this GPU: ceiling for its steps
   uint64_t mem_quota;  // bytes; 0 = units' share of the GPU's memory
   uint32_t mode;       // Mode
-  uint32_t flags;      // kCreateUmbrella
+  uint32_t flags;      // kCreateUmbrella | kCreateEndsWithCaller
 };
 static_assert(sizeof(CreateRequest) == 48);
 // The batch or interactive step: it holds whatever part of the job's
 // allocation its sibling steps do not.
 inline constexpr uint32_t kCreateUmbrella = 1u << 0;
+// The instance lives no longer than the process that asks for it (SPANK's
+// slurmstepd, whose life is the step's): the agent frees it if that process
+// ends without removing it. Instances made by egpuctl do not have it.
+inline constexpr uint32_t kCreateEndsWithCaller = 1u << 1;
 
 struct RemoveRequest {
   uint64_t job_id;

@@ -43,6 +43,10 @@ struct alignas(64) SlotControl {
   std::atomic<uint32_t> uid;
   std::atomic<uint32_t> gid;
   std::atomic<uint32_t> flags;  // protocol::kCreateUmbrella | kSlotQuotaExplicit
+  // The process whose end ends the instance (0: none), and its start time in
+  // clock ticks (low 32 bits): a restarted agent tells it from a reused pid.
+  std::atomic<int32_t> creator_pid;
+  std::atomic<uint32_t> creator_start;
 };
 static_assert(sizeof(SlotControl) == 64);
 

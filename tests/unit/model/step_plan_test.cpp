@@ -28,13 +28,14 @@ TEST(StepPlan, OneInstancePerGpuWithItsUnits) {
   EXPECT_EQ((*r)[1].mem_quota, 0u);  // derived by the agent from the units
   EXPECT_EQ((*r)[1].job_id, 77u);
   EXPECT_EQ((*r)[1].uid, 1000u);
-  EXPECT_EQ((*r)[1].flags, 0u);
+  // A step's instances end with its slurmstepd, which asks for them.
+  EXPECT_EQ((*r)[1].flags, protocol::kCreateEndsWithCaller);
 }
 
 TEST(StepPlan, BatchAndInteractiveStepsHoldTheJobAllocation) {
   auto r = plan_step_instances({"1", "60", "0"}, kBatch, {}, config::ShareMode::kBurst);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ((*r)[0].flags, protocol::kCreateUmbrella);
+  EXPECT_EQ((*r)[0].flags, protocol::kCreateUmbrella | protocol::kCreateEndsWithCaller);
   EXPECT_TRUE(is_umbrella_step(protocol::kStepInteractive));
   EXPECT_FALSE(is_umbrella_step(protocol::kStepExtern));
   EXPECT_FALSE(is_umbrella_step(0));

@@ -1,0 +1,74 @@
+#include "nodeagent/step_reaper.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace egpu::agent {
+
+StepReaper::StepReaper(event_base* base, GoneCallback on_gone)
+    : base_(base), on_gone_(std::move(on_gone)) {}
+
+model::Creator StepReaper::creator_of(pid_t pid) {
+  model::Creator c;
+  c.pid = pid;
+  // Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces
+  // and parentheses, so count from its closing one.
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return c;
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (fields >> field); ++i) {
+    if (i == 22) c.start = static_cast<uint32_t>(std::stoull(field));
+  }
+  return c;
+}
+
+void StepReaper::watch(uint64_t instance_id, const model::Creator& creator) {
+  if (creator.pid <= 0) return;
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, creator.pid, 0));
+  if (fd < 0) return report_soon(instance_id);  // gone
+  UniqueFd pidfd(fd);
+  // Opened first, compared after: a pid reused in between shows its start.
+  if (creator.start != 0 && creator_of(creator.pid).start != creator.start) {
+    return report_soon(instance_id);
+  }
+  auto w = std::make_unique<Watch>();
+  w->owner = this;
+  w->instance_id = instance_id;
+  w->pidfd = std::move(pidfd);
+  w->ev.reset(event_new(base_, w->pidfd.get(), EV_READ, &StepReaper::on_exit, w.get()));
+  // Not watched is not gone: the instance then waits for SPANK's remove.
+  if (!w->ev || event_add(w->ev.get(), nullptr) != 0) return;
+  watches_[instance_id] = std::move(w);
+}
+
+void StepReaper::report_soon(uint64_t instance_id) {
+  // Through the loop: the caller may be in the middle of creating it.
+  auto w = std::make_unique<Watch>();
+  w->owner = this;
+  w->instance_id = instance_id;
+  w->ev.reset(evtimer_new(base_, &StepReaper::on_exit, w.get()));
+  const timeval now{0, 0};
+  if (!w->ev || evtimer_add(w->ev.get(), &now) != 0) return;
+  watches_[instance_id] = std::move(w);
+}
+
+void StepReaper::forget(uint64_t instance_id) {
+  watches_.erase(instance_id);
+}
+
+void StepReaper::on_exit(evutil_socket_t, short, void* arg) {
+  auto* w = static_cast<Watch*>(arg);
+  StepReaper* self = w->owner;
+  const uint64_t id = w->instance_id;
+  self->watches_.erase(id);  // frees w
+  self->on_gone_(id);
+}
+
+}  // namespace egpu::agent
