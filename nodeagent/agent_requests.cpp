@@ -1,0 +1,229 @@
+// The agent's control requests: attach, create, remove, resize, status and
+// show, each checked against the caller's credentials (SO_PEERCRED).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/protocol/codec.h"
+#include "core/util/clock.h"
+#include "core/util/log.h"
+#include "nodeagent/agent.h"
+#include "nodeagent/status_report.h"
+
+namespace egpu::agent {
+namespace {
+
+using protocol::Reply;
+using protocol::ReplyStatus;
+
+Reply error_reply(ReplyStatus status, std::string message) {
+  Reply r;
+  r.status = status;
+  r.text = std::move(message);
+  return r;
+}
+
+}  // namespace
+
+Outgoing Agent::reply(const Reply& r, uint32_t request_id, std::vector<int> fds) {
+  return Outgoing{protocol::encode_reply(r, request_id), std::move(fds)};
+}
+
+std::vector<Outgoing> Agent::text_chunks(const std::string& text, uint32_t request_id) {
+  const size_t room =
+      protocol::kMaxReplySize - sizeof(protocol::Header) - sizeof(protocol::ReplyFixed);
+  std::vector<Outgoing> out;
+  size_t pos = 0;
+  do {
+    Reply r;
+    r.text = text.substr(pos, room);
+    pos += r.text.size();
+    r.flags = pos < text.size() ? protocol::kReplyMore : 0;
+    out.push_back(reply(r, request_id));
+  } while (pos < text.size());
+  return out;
+}
+
+std::vector<Outgoing> Agent::handle(const PeerCred& peer, std::span<const uint8_t> bytes) {
+  auto decoded = protocol::decode_request(bytes);
+  if (!decoded) {
+    EGPU_LOG_DEBUG("bad request from pid %d uid %u: %s", peer.pid, peer.uid,
+                   decoded.error().c_str());
+    const bool version = decoded.error().find("protocol version") != std::string::npos;
+    return {reply(error_reply(version ? ReplyStatus::kVersionMismatch : ReplyStatus::kBadRequest,
+                              decoded.error()),
+                  protocol::peek_request_id(bytes))};
+  }
+  const uint32_t id = decoded->request_id;
+  return std::visit(
+      [&](const auto& r) -> std::vector<Outgoing> {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, protocol::AttachRequest>) return handle_attach(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::CreateRequest>) return handle_create(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::RemoveRequest>) return handle_remove(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::ResizeRequest>) return handle_resize(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::StatusRequest>) return handle_status(peer, id);
+        if constexpr (std::is_same_v<T, protocol::ShowRequest>) return handle_show(peer, r, id);
+      },
+      decoded->request);
+}
+
+std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol::AttachRequest& r,
+                                           uint32_t id) {
+  const model::Instance* inst = nullptr;
+  auto o = registry_->authorize_attach(peer.uid, r.job_id, r.step_id, r.gpu_index, &inst);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  GpuArbiter& arb = *arbiters_[inst->gpu];
+  const int slot = arb.attach(inst->id, peer.pid);
+  if (slot < 0) {
+    return {reply(error_reply(ReplyStatus::kFull, "instance " + std::to_string(inst->id) + " has " +
+                                                      std::to_string(shm::kMaxProcsPerInstance) +
+                                                      " processes attached already"),
+                  id)};
+  }
+  Attachment a{peer.pid, inst->id, inst->gpu, static_cast<uint32_t>(slot)};
+  if (Status s = tracker_->track(a); !s) {
+    arb.reclaim(inst->id, a.proc_slot, peer.pid);
+    return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
+  }
+  EGPU_LOG_DEBUG("process %d attached to instance %llu slot %d", peer.pid,
+                 static_cast<unsigned long long>(inst->id), slot);
+  Reply ok;
+  ok.instance_id = inst->id;
+  ok.gpu_slot = inst->slot;
+  ok.proc_slot = static_cast<uint32_t>(slot);
+  return {reply(
+      ok, id,
+      {arb.gpu_page_readonly_fd(), arb.instance_page_fd(inst->id), arb.shim_wake_fd(inst->id)})};
+}
+
+std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol::CreateRequest& r,
+                                           uint32_t id) {
+  model::CreateSpec spec{r.job_id,
+                         r.step_id,
+                         r.gpu_index,
+                         r.uid,
+                         r.gid,
+                         r.units,
+                         r.job_units,
+                         static_cast<protocol::Mode>(r.mode),
+                         r.mem_quota,
+                         (r.flags & protocol::kCreateUmbrella) != 0,
+                         (r.flags & protocol::kCreateEndsWithCaller) != 0
+                             ? StepReaper::creator_of(peer.pid)
+                             : model::Creator{}};
+  const model::Instance* inst = nullptr;
+  auto o = registry_->create(peer.uid, spec, &inst);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  const model::Instance created = *inst;
+  GpuArbiter& arb = *arbiters_[created.gpu];
+  // The others shrink first (an umbrella gives its steps their units), then
+  // the new instance joins with its own share.
+  const auto all = targets(created.gpu);
+  Status s = arb.retarget(all);
+  if (s) s = arb.add(created, all.at(created.id).first, /*reopen=*/false);
+  if (s) {
+    s = watch_kicks(created.gpu, created.id);
+    if (!s) arb.remove(created.id);
+  }
+  if (!s) {
+    std::vector<model::Instance> undo;
+    (void)registry_->remove(0, created.job_id, created.step_id, &undo);
+    (void)retarget(created.gpu);
+    return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
+  }
+  reaper_->watch(created.id, created.creator);
+  tick(created.gpu);
+  EGPU_LOG_INFO(
+      "created instance %llu: job %llu step %u on GPU %u, %u units (job %u), %s, quota %llu MiB",
+      static_cast<unsigned long long>(created.id), static_cast<unsigned long long>(created.job_id),
+      created.step_id, created.gpu, created.units, created.job_units,
+      created.mode == protocol::Mode::kCap ? "cap" : "burst",
+      static_cast<unsigned long long>(created.mem_quota >> 20));
+  Reply ok;
+  ok.instance_id = created.id;
+  ok.gpu_slot = created.slot;
+  return {reply(ok, id)};
+}
+
+std::vector<Outgoing> Agent::handle_remove(const PeerCred& peer, const protocol::RemoveRequest& r,
+                                           uint32_t id) {
+  std::vector<model::Instance> removed;
+  auto o = registry_->remove(peer.uid, r.job_id, r.step_id, &removed);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  drop(removed);
+  Reply ok;
+  ok.text = "removed " + std::to_string(removed.size()) + " instance(s)";
+  return {reply(ok, id)};
+}
+
+void Agent::drop(const std::vector<model::Instance>& removed) {
+  for (const auto& inst : removed) {
+    tracker_->forget_instance(inst.id);
+    reaper_->forget(inst.id);
+    unwatch_kicks(inst.gpu, inst.id);
+    arbiters_[inst.gpu]->remove(inst.id);
+    EGPU_LOG_INFO("removed instance %llu (job %llu step %u, GPU %u)",
+                  static_cast<unsigned long long>(inst.id),
+                  static_cast<unsigned long long>(inst.job_id), inst.step_id, inst.gpu);
+  }
+  for (const auto& inst : removed) {
+    (void)retarget(inst.gpu);
+    tick(inst.gpu);
+  }
+}
+
+void Agent::on_step_gone(uint64_t instance_id) {
+  const model::Instance* inst = registry_->find(instance_id);
+  if (inst == nullptr) return;
+  EGPU_LOG_WARN(
+      "instance %llu (job %llu step %u): the process that asked for it (pid %d, the step's "
+      "slurmstepd) ended without removing it; freeing the step's instances",
+      static_cast<unsigned long long>(instance_id), static_cast<unsigned long long>(inst->job_id),
+      inst->step_id, inst->creator.pid);
+  std::vector<model::Instance> removed;
+  if (registry_->remove(0, inst->job_id, inst->step_id, &removed).ok()) drop(removed);
+}
+
+std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
+                                           uint32_t id) {
+  model::Instance updated;
+  auto o = registry_->resize(peer.uid, r.instance_id, r.units, r.mode, &updated);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  GpuArbiter& arb = *arbiters_[updated.gpu];
+  // The job's other instances on the GPU may have a new job allocation too.
+  for (const model::Instance* inst : registry_->on_gpu(updated.gpu))
+    arb.update_control(*inst);
+  if (Status s = retarget(updated.gpu); !s) {
+    return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
+  }
+  tick(updated.gpu);
+  EGPU_LOG_INFO("resized instance %llu to %u units, %s (by uid %u)",
+                static_cast<unsigned long long>(updated.id), updated.units,
+                updated.mode == protocol::Mode::kCap ? "cap" : "burst", peer.uid);
+  Reply ok;
+  ok.instance_id = updated.id;
+  ok.text = instance_json(*this, updated.id, peer.uid);
+  return {reply(ok, id)};
+}
+
+std::vector<Outgoing> Agent::handle_status(const PeerCred& peer, uint32_t id) {
+  return text_chunks(status_json(*this, peer.uid), id);
+}
+
+std::vector<Outgoing> Agent::handle_show(const PeerCred& peer, const protocol::ShowRequest& r,
+                                         uint32_t id) {
+  const model::Instance* inst = registry_->find(r.instance_id);
+  if (inst == nullptr) {
+    return {reply(
+        error_reply(ReplyStatus::kNotFound, "no instance " + std::to_string(r.instance_id)), id)};
+  }
+  if (!registry_->may_see_details(peer.uid, *inst)) {
+    return {reply(error_reply(ReplyStatus::kDenied, "instance " + std::to_string(r.instance_id) +
+                                                        " belongs to another user"),
+                  id)};
+  }
+  return text_chunks(instance_json(*this, r.instance_id, peer.uid), id);
+}
+
+}  // namespace egpu::agent
