@@ -352,12 +352,17 @@ int64_t GpuArbiter::tick(int64_t now) {
   size_t i = 0;
   for (auto& [slot, m] : members_) {
     const InstanceActivity& a = activity[i];
-    // The time it held the slice while others waited, and it showed activity
-    // or its tail was drained, is charged if its reports fall short of it.
-    const bool held =
-        slot == published_ && contended_ && (a.busy > 0 || a.launched || drain_until_ns_ != 0);
-    const int64_t charge =
-        m.floor.settle(charges[i++], held ? std::min(since, kMaxHeldPerTickNs) : 0);
+    // The time it held the slice while others waited is charged if its
+    // reports fall short of it, where the agent can justify it: a blocked
+    // thread (busy) means work queued on the GPU, a drain is its own tail,
+    // and launches that bring (almost) no device time are a claim. A holder
+    // that launches and reports as it goes, but whose host denies it the CPU
+    // now and then, is not charged for the GPU's idle gaps.
+    const int64_t held_ns = std::min(since, kMaxHeldPerTickNs);
+    const bool claims =
+        a.busy > 0 || drain_until_ns_ != 0 || (a.launched && charges[i] < held_ns / 4);
+    const bool held = slot == published_ && contended_ && claims;
+    const int64_t charge = m.floor.settle(charges[i++], held ? held_ns : 0);
     if (charge > 0) (void)scheduler_.charge(slot, charge, now);
     if (a.inflight_ns != m.inflight_ns) (void)scheduler_.set_pending(slot, a.inflight_ns, now);
     m.inflight_ns = a.inflight_ns;
