@@ -11,7 +11,8 @@ chunk=$((256 << 20))
 fill() { # LABEL HOLD_MS: fills the step's memory quota, holds it, prints a summary
   echo "SIMGPU_LABEL=$1 memory-probe fill $chunk $2"
 }
-normal=$(submit --gres=egpu:25 --wrap "$(fill m-normal-$tag 4000)")
+# It ends on its own, when told (not after a guess of how long the checks take).
+normal=$(submit --gres=egpu:25 --wrap "PROBE_HOLD_UNTIL=$out_dir/end-m-normal-$tag $(fill m-normal-$tag 60000)")
 cancelled=$(submit --gres=egpu:25 --wrap "$(fill m-cancel-$tag 60000)")
 # The crashing ones: the batch script lives on after its workload died, so
 # the test can look at the agent in between; it ends when told to.
@@ -51,7 +52,7 @@ for j in $segv $killed; do
 done
 ok "memory of the crashed (SIGSEGV) and killed (SIGKILL) workloads reclaimed at once"
 sl scancel "$cancelled"
-touch "$out_dir/end-m-segv-$tag" "$out_dir/end-m-kill-$tag"
+touch "$out_dir/end-m-segv-$tag" "$out_dir/end-m-kill-$tag" "$out_dir/end-m-normal-$tag"
 wait_state "$normal" COMPLETED 30
 for j in $cancelled $segv $killed; do
   for _ in $(seq 60); do

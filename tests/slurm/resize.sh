@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/enforce_lib.sh"
 
-secs=30 # a bound: the test cancels the job long before
+secs=300 # a bound: the test cancels the job long before
 job_script="srun --overlap --gres=egpu:30 $(greedy r0-$tag $secs) &
 srun --overlap --gres=egpu:70 $(greedy r1-$tag $secs) &
 wait"

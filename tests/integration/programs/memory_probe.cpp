@@ -3,12 +3,14 @@
 //   memory-probe info                    cuMemGetInfo and cuDeviceTotalMem
 //   memory-probe each-api SIZE           every allocation API: alloc, info, free, info
 //   memory-probe fill CHUNK [HOLD_MS]    allocate CHUNK until refused, hold, free all
+//                                        (PROBE_HOLD_UNTIL=FILE: hold until FILE exists)
 #include <cuda.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -199,7 +201,14 @@ int main(int argc, char** argv) {
     out["allocated"] = held.size() * chunk;
     out["stopped_by"] = name_of(last);
     out["during"] = info();
-    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+    // PROBE_HOLD_UNTIL (a path): stop holding early once it exists, so a
+    // test decides when the probe ends instead of guessing how long it needs.
+    const char* until = std::getenv("PROBE_HOLD_UNTIL");
+    const auto hold_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(hold_ms);
+    while (std::chrono::steady_clock::now() < hold_end) {
+      if (until != nullptr && std::filesystem::exists(until)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(until != nullptr ? 50 : hold_ms));
+    }
     for (auto p : held)
       check(cuMemFree(p), "cuMemFree");
   } else {
