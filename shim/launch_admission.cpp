@@ -161,6 +161,7 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
       // Its step ended (a daemonised child outlives it): the slot may be the
       // next tenant's, whose slices it must not ride on. No share is left.
       b.set_link(Link::kOrphaned);
+      b.publish(nullptr);  // unattached from now on (the mapping stays)
       log_line(
           "GPU %u: instance %llu was removed by the egpu agent (its step ended): this "
           "process has no share of the GPU any more; its launches are refused",

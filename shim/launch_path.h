@@ -27,16 +27,17 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
       launched = true;
       return result = launch();
     }
-    if (b->link() == Link::kOrphaned) return CUDA_ERROR_NOT_PERMITTED;
     const int64_t now = launch_clock_ns();
     Attachment* a = s->ensure_attached(*b, now);
     if (a == nullptr) {
-      // Unattached: the fail mode was said at attach.
-      if (s->refuses_unattached()) return CUDA_ERROR_NOT_PERMITTED;
+      // Unattached: the fail mode was said at attach; an orphan has no share.
+      if (s->refuses_unattached() || b->link() == Link::kOrphaned) return CUDA_ERROR_NOT_PERMITTED;
       launched = true;
       return result = launch();
     }
-    if (a->gpu->holder.load(std::memory_order_acquire) != a->gpu_slot || a->instance_gone() ||
+    // An orphan (its slot given to another instance) is caught by the
+    // periodic check, within kCheckPeriodNs: not a load on every launch.
+    if (a->gpu->holder.load(std::memory_order_acquire) != a->gpu_slot ||
         !b->pacer().under_limit() || b->check_due(now)) {
       a = admit_launch(*s, *b, a);
       if (a == nullptr) return CUDA_ERROR_NOT_PERMITTED;  // orphaned

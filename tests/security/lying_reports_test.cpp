@@ -24,43 +24,19 @@ namespace {
 using namespace std::chrono_literals;
 constexpr uid_t kMallory = 4242;
 
-// A process of `job` that attaches as `uid`, then claims in its page slot
-// that it is busy with a second of work queued, forever, and launches
-// nothing. Returns its pid (the caller kills it), or -1.
+// A process of `job` attached as `uid` that claims in its page slot that it
+// is busy with a second of work queued, forever, and launches nothing (the
+// stores stay in the shared page: the agent reads the lie every tick).
 pid_t start_liar(const std::string& socket, uint64_t job, uid_t uid) {
-  int ready[2];
-  if (pipe(ready) != 0) return -1;
-  const pid_t child = fork();
-  if (child == 0) {
-    char ok = 0;
-    if (setresgid(uid, uid, uid) == 0 && setresuid(uid, uid, uid) == 0) {
-      auto att = test::attach(socket, job, 0, 0);
-      if (att && att->reply.status == protocol::ReplyStatus::kOk && att->fds.size() >= 3) {
-        auto page = shm::map_fd(att->fds[1], sizeof(shm::InstancePage), shm::Access::kReadWrite);
-        if (page) {
-          auto& me = page->as<shm::InstancePage>()->procs[att->reply.proc_slot];
-          me.busy.store(1);
-          me.inflight_ns.store(1'000'000'000);
-          ok = 1;
-          (void)!write(ready[1], &ok, 1);
-          for (;;)
-            pause();  // the mapping stays: the agent reads the lie every tick
-        }
-      }
-    }
-    (void)!write(ready[1], &ok, 1);
-    _exit(1);
-  }
-  char ok = 0;
-  const bool replied = read(ready[0], &ok, 1) == 1;
-  close(ready[0]);
-  close(ready[1]);
-  if (!replied || ok != 1) {
-    kill(child, SIGKILL);
-    waitpid(child, nullptr, 0);
-    return -1;
-  }
-  return child;
+  return test::attached_process(socket, job, uid, [](const test::RawReply& att) {
+    if (att.fds.size() < 3) return false;
+    auto page = shm::map_fd(att.fds[1], sizeof(shm::InstancePage), shm::Access::kReadWrite);
+    if (!page) return false;
+    auto& me = page->as<shm::InstancePage>()->procs[att.reply.proc_slot];
+    me.busy.store(1);
+    me.inflight_ns.store(1'000'000'000);
+    return true;
+  });
 }
 
 TEST(LyingReports, AHolderThatClaimsWorkAndReportsNoneDoesNotStarveAnHonestJob) {

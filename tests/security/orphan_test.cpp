@@ -17,11 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-harness::WorkloadOptions greedy(const std::string& label, double seconds) {
-  return harness::WorkloadOptions{
-      "greedy", {"--duration-s", std::to_string(seconds), "--iters-per-us", "1"}, label, {}};
-}
-
 TEST(Orphans, AProcessThatOutlivesItsStepDoesNotRideOnTheNextTenant) {
   EnforcedNode node("orphan");
   const uint64_t old_instance = node.create(1, 50);

@@ -12,6 +12,10 @@ std::string memory_probe_path() {
 std::string shim_path() {
   return EGPU_SHIM_PATH;
 }
+harness::WorkloadOptions greedy(const std::string& label, double seconds) {
+  return harness::WorkloadOptions{
+      "greedy", {"--duration-s", std::to_string(seconds), "--iters-per-us", "1"}, label, {}};
+}
 std::string cancelled_launcher_path() {
   return EGPU_CANCELLED_LAUNCHER_PATH;
 }

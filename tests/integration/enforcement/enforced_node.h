@@ -75,6 +75,8 @@ nlohmann::json finish(harness::ChildProcess& child,
 
 std::string memory_probe_path();
 std::string shim_path();
+// The greedy workload (1 ms kernels, queued deep) labelled `label`.
+harness::WorkloadOptions greedy(const std::string& label, double seconds);
 std::string cancelled_launcher_path();
 
 }  // namespace egpu::integration

@@ -13,11 +13,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-harness::WorkloadOptions greedy(const std::string& label, double seconds) {
-  return harness::WorkloadOptions{
-      "greedy", {"--duration-s", std::to_string(seconds), "--iters-per-us", "1"}, label, {}};
-}
-
 nlohmann::json show(EnforcedNode& node, uint64_t id) {
   auto r = node.egpuctl({"show", std::to_string(id), "--json"});
   EXPECT_EQ(r.code, 0) << r.err;
