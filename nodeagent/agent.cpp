@@ -24,10 +24,6 @@ namespace {
 using protocol::Reply;
 using protocol::ReplyStatus;
 
-// FAA needs a positive target: an umbrella whose steps hold the whole job
-// allocation keeps this sliver (it may still burst into idle capacity).
-constexpr double kMinShare = 0.001;
-
 // The most often kicks make one GPU decide (a decision a shim asks for waits
 // at most this long; a job that floods its channel costs no more).
 constexpr int64_t kMinKickGapNs = 100'000;
@@ -98,18 +94,18 @@ Status Agent::init() {
   reaper_ = std::make_unique<StepReaper>(base_.get(), [this](uint64_t id) { on_step_gone(id); });
   ArbiterSettings settings;
   settings.runtime_dir = config_.runtime_dir;
-  settings.faa.slice = static_cast<int64_t>(config_.slice_ms) * 1'000'000;
+  settings.policy.faa.slice = static_cast<int64_t>(config_.slice_ms) * 1'000'000;
   // Achieved shares decay with half the window: they then track every
   // window closely (measured on simgpu, ml-like pair at 70/30: worst 500 ms
   // window 1.3-1.4 pp, against 1.6-3.6 pp with a time constant of a whole
   // window), and a resize settles sooner.
-  settings.faa.tau = static_cast<int64_t>(config_.window_ms) * 1'000'000 / 2;
-  settings.faa.preempt_threshold = config_.preempt_threshold_pct / 100.0;
-  settings.faa.min_hold = static_cast<int64_t>(config_.min_hold_us) * 1000;
+  settings.policy.faa.tau = static_cast<int64_t>(config_.window_ms) * 1'000'000 / 2;
+  settings.policy.faa.preempt_threshold = config_.preempt_threshold_pct / 100.0;
+  settings.policy.faa.min_hold = static_cast<int64_t>(config_.min_hold_us) * 1000;
   settings.heartbeat_timeout_ns = static_cast<int64_t>(config_.heartbeat_timeout_ms) * 1'000'000;
-  settings.inflight_limit_ns = static_cast<int64_t>(config_.inflight_us) * 1000;
-  settings.inflight_alone_ns = static_cast<int64_t>(config_.inflight_alone_us) * 1000;
-  settings.handover_tail_ns = static_cast<int64_t>(config_.handover_tail_us) * 1000;
+  settings.policy.inflight_limit_ns = static_cast<int64_t>(config_.inflight_us) * 1000;
+  settings.policy.inflight_alone_ns = static_cast<int64_t>(config_.inflight_alone_us) * 1000;
+  settings.policy.handover_tail_ns = static_cast<int64_t>(config_.handover_tail_us) * 1000;
   settings.fail_mode = config_.fail_mode == config::FailMode::kClosed ? shm::PageFailMode::kClosed
                                                                       : shm::PageFailMode::kOpen;
   settings.epoch = epoch_;
@@ -207,18 +203,7 @@ int Agent::run() {
 }
 
 std::map<uint64_t, std::pair<double, protocol::Mode>> Agent::targets(uint32_t gpu) const {
-  std::map<uint64_t, std::pair<double, protocol::Mode>> out;
-  double sum = 0;
-  for (const model::Instance* inst : registry_->on_gpu(gpu)) {
-    const double share = std::max(kMinShare, registry_->effective_share(*inst));
-    out[inst->id] = {share, inst->mode};
-    sum += share;
-  }
-  if (sum > 1.0) {
-    for (auto& [id, t] : out)
-      t.first /= sum;
-  }
-  return out;
+  return registry_->faa_targets(gpu);
 }
 
 Status Agent::retarget(uint32_t gpu) {

@@ -1,8 +1,9 @@
-// GpuArbiter: FAA for one physical GPU. It owns the GPU page (the slice holder
-// every shim reads on each launch), the FAA SliceScheduler, and the runtime of
-// each instance on this GPU. tick() reads what the shims published, charges
-// device time, updates who is asking, decides, and publishes the holder
-// (waking the waiters through the futex word) when it changes.
+// GpuArbiter: the I/O shell of FAA for one physical GPU. It owns the GPU page
+// (the slice holder every shim reads on each launch), the runtime of each
+// instance on this GPU and their wake channels. tick() is scan -> policy ->
+// publish: it reads what the shims published, hands it to the ArbiterPolicy
+// (core/faa, where every decision is made), and publishes the holder (waking
+// the waiters through the futex word) and the in-flight bound.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/faa/held_time_floor.h"
-#include "core/faa/slice_scheduler.h"
+#include "core/faa/arbiter_policy.h"
 #include "core/model/instance_registry.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
@@ -26,25 +26,11 @@ namespace egpu::agent {
 
 struct ArbiterSettings {
   std::string runtime_dir;
-  faa::Config faa;
+  faa::PolicySettings policy;  // FAA, bounds, grace, drains: the decisions
   int64_t heartbeat_timeout_ns;
-  int64_t inflight_limit_ns;
-  int64_t inflight_alone_ns = 0;  // while one burst instance alone has processes; 0 = the same
   shm::PageFailMode fail_mode;
   uint64_t epoch;
   uint32_t max_slots;
-  int64_t idle_grace_ns = 500'000;  // holder: no launch and nobody blocked this long = idle
-  int64_t poll_ns = 500'000;        // how often a contended holder is checked
-  // Longest wait for an old holder's tail (one that keeps reporting it).
-  int64_t max_drain_ns = 60'000'000;
-  int64_t drain_poll_ns = 100'000;  // how often a draining tail is checked
-  // Handover: the next holder starts when the old one has at most this much
-  // queued, so the two (almost) never share the device and each one's events
-  // time only its own work; whatever overlap is left, trim_overcharge splits.
-  int64_t handover_tail_ns = 200'000;
-  // Beyond the tail's estimate, before giving up on a holder that has stopped
-  // reporting it (one that is not blocked in the gate, the bound or a sync).
-  int64_t drain_slack_ns = 1'000'000;
 };
 
 struct InstanceView {  // for status and metrics
@@ -101,7 +87,7 @@ class GpuArbiter {
   WakeChannel::Drained drain_wake(uint64_t instance_id);
   const std::string& gpu_page_path() const { return path_; }
   std::optional<uint64_t> holder() const;
-  faa::GpuStats gpu_stats(int64_t now) const { return scheduler_.gpu_stats(now); }
+  faa::GpuStats gpu_stats(int64_t now) const { return policy_.scheduler().gpu_stats(now); }
   std::optional<InstanceView> view(uint64_t instance_id, int64_t now) const;
 
  private:
@@ -109,57 +95,27 @@ class GpuArbiter {
     model::Instance instance;
     InstanceRuntime runtime;
     WakeChannel wake;
-    double target;
-    int64_t last_activity = 0;
-    bool asking = false;
-    int64_t inflight_ns = 0;
-    int64_t reported_inflight_ns = 0;  // InstanceActivity::reported_inflight_ns
-    faa::HeldTimeFloor floor;          // its reports cannot hold the slice for free
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
-             faa::SliceScheduler scheduler);
+             faa::ArbiterPolicy policy);
   shm::GpuPage* page() const { return page_.mapping.as<shm::GpuPage>(); }
   void publish(std::optional<faa::InstanceId> holder, int64_t until);
   void publish_draining();
+  void publish_bound();
   void write_control(const model::Instance& instance);
-  // Publishes the in-flight bound that fits who has processes on the GPU now
-  // (`scanned`: this tick's scan of every member, in members_ order).
-  void update_inflight_bound(const std::vector<InstanceActivity>* scanned = nullptr);
 
   uint32_t gpu_;
   uint64_t memory_bytes_;
   ArbiterSettings settings_;
   std::string path_;
   shm::PageFile page_;
-  faa::SliceScheduler scheduler_;
+  faa::ArbiterPolicy policy_;
   UniqueFd readonly_fd_;
-  std::map<uint32_t, Member> members_;    // by slot (= FAA instance id)
-  std::map<uint64_t, uint32_t> slot_of_;  // instance id -> slot
-  uint32_t published_ = shm::kNoHolder;
-  // Device time the GPU can have delivered and not yet been charged for.
-  int64_t charge_credit_ns_ = 0;
-  int64_t last_tick_ns_ = 0;
-  bool contended_ = false;  // someone besides the holder asked at the last tick
-  // A handover waiting for the old holder's long queued work to finish.
-  int64_t drain_until_ns_ = 0;     // the tail estimate's deadline
-  int64_t drain_started_ns_ = 0;   // when that drain began (MaxDrain counts from it)
-  int64_t inflight_bound_ns_ = 0;  // as published in the GPU page
-  int64_t loose_bound_ns_ = 0;     // the deeper bound before it last tightened
-  int64_t loose_until_ns_ = 0;     // until then, queues up to it are no long kernel
+  std::map<uint32_t, Member> members_;                 // by slot (= FAA instance id)
+  std::map<uint64_t, uint32_t> slot_of_;               // instance id -> slot
+  uint32_t published_ = shm::kNoHolder;                // as written in the GPU page
+  std::map<faa::InstanceId, faa::Activity> observed_;  // reused every tick
 };
-
-// The in-flight bound for a GPU where `with_processes` instances have
-// processes attached and `all_burst` says whether they are all in burst mode.
-// A lone burst instance gets the deeper alone bound: nobody can be waiting
-// behind its queue. A capped one does not: its queue would run past its cap.
-int64_t inflight_bound(const ArbiterSettings& settings, size_t with_processes, bool all_burst);
-
-// Charges reported in one tick, trimmed so the GPU is never charged more
-// time than passed. Shims measure their work with events; around a handover
-// the old holder's queued tail and the new holder's first kernels share the
-// device and both measure the overlap, so the excess is taken equally from
-// the instances charged (each pays for its half of the overlap).
-std::vector<int64_t> trim_overcharge(const std::vector<int64_t>& charges, int64_t* credit_ns);
 
 }  // namespace egpu::agent

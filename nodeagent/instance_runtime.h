@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/faa/arbiter_policy.h"
 #include "core/model/instance_registry.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
@@ -18,18 +19,8 @@
 
 namespace egpu::agent {
 
-// What one scan of the page found since the previous scan.
-struct InstanceActivity {
-  int64_t device_ns = 0;    // device time newly reported by the shims
-  bool launched = false;    // launches advanced
-  uint32_t busy = 0;        // threads blocked at the gate / in-flight bound / sync
-  uint32_t processes = 0;   // attached processes
-  int64_t inflight_ns = 0;  // device time its shims last said they had queued
-  // The part of it from processes blocked in the gate, the bound or a sync:
-  // those keep their figure current (the others said it at their last call).
-  int64_t reported_inflight_ns = 0;
-  int64_t idle_since_ns = 0;  // latest time a process said it went idle
-};
+// What one scan of the page showed: the policy's input (core/faa/arbiter_policy.h).
+using InstanceActivity = faa::Activity;
 
 class InstanceRuntime {
  public:

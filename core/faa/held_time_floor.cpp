@@ -4,9 +4,15 @@
 
 namespace egpu::faa {
 
-Nanos HeldTimeFloor::settle(Nanos reported, Nanos held) {
+Nanos HeldTimeFloor::settle(Nanos reported, Nanos held, Nanos waking) {
   reported = std::max<Nanos>(reported, 0);
   held = std::max<Nanos>(held, 0);
+  waking = std::clamp<Nanos>(waking, 0, held);
+  wake_credit_ = std::min(wake_credit_ + params_.wake_credit_rate * static_cast<double>(reported),
+                          static_cast<double>(params_.max_wake_credit));
+  const double forgiven = std::min(static_cast<double>(waking), wake_credit_);
+  wake_credit_ -= forgiven;
+  held -= static_cast<Nanos>(forgiven);
   // Reports first pay back what was charged in advance: that device time
   // was charged already.
   const Nanos repaid = std::min(reported, prepaid_);

@@ -107,6 +107,7 @@ Status SliceScheduler::leave(InstanceId id, Nanos now) {
   const std::size_t index = found.value();
   if (holder_ == index) holder_ = kNone;
   if (previous_holder_ == index) previous_holder_ = kNone;
+  if (sole_ == index) sole_ = kNone;
   allocated_ = std::max(0.0, allocated_ - instances_[index].target);
   index_.erase(id);
   const std::size_t last = instances_.size() - 1;
@@ -115,8 +116,10 @@ Status SliceScheduler::leave(InstanceId id, Nanos now) {
     index_[instances_[index].id] = index;
     if (holder_ == last) holder_ = index;
     if (previous_holder_ == last) previous_holder_ = index;
+    if (sole_ == last) sole_ = index;
   }
   instances_.pop_back();
+  track_sole_asker(now);
   return Status::Ok();
 }
 
@@ -149,6 +152,7 @@ Status SliceScheduler::set_asking(InstanceId id, bool asking, Nanos now) {
   InstanceState& instance = instances_[index];
   if (asking == instance.asking) return Status::Ok();
   instance.asking = asking;
+  track_sole_asker(now);
   if (asking) {
     instance.asking_since = now;
     instance.waiting_since = now;
@@ -163,6 +167,39 @@ Status SliceScheduler::set_asking(InstanceId id, bool asking, Nanos now) {
   instance.throttled += waited;
   instance.longest_wait = std::max(instance.longest_wait, waited);
   return Status::Ok();
+}
+
+// Work conservation without debt, as CFS places a task that wakes on a busy
+// CPU: an instance that asked alone for a while (a job that started first,
+// or ran while its neighbours were idle) used capacity nobody wanted. When
+// that stretch ends, its usage is lowered to what running exactly at its
+// target over the stretch would have left, so newcomers do not find it far
+// above target and shut it out until that decays. Only stretches of a
+// quarter of tau or more: the gaps of a sync-heavy neighbour (which leave
+// the holder alone briefly) are part of sharing, not idle capacity. The
+// sole asker cannot make itself alone: that takes the others not asking.
+void SliceScheduler::track_sole_asker(Nanos now) {
+  std::size_t askers = 0;
+  std::size_t only = kNone;
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    if (instances_[i].asking) {
+      ++askers;
+      only = i;
+    }
+  }
+  const std::size_t sole = askers == 1 ? only : kNone;
+  if (sole == sole_) return;
+  advance(now);
+  if (sole_ != kNone && now - sole_since_ >= config_.tau / 4) {
+    InstanceState& alone = instances_[sole_];
+    const double decay = std::exp(-static_cast<double>(now - sole_since_) / tau_);
+    const double at_target = sole_start_used_ * decay + alone.target * tau_ * (1.0 - decay);
+    const double used = clock_.to_true(alone.used);
+    if (used > at_target) alone.used -= (used - at_target) * clock_.scale();
+  }
+  sole_ = sole;
+  sole_since_ = now;
+  if (sole != kNone) sole_start_used_ = clock_.to_true(instances_[sole].used);
 }
 
 Status SliceScheduler::charge(InstanceId id, Nanos device_time, Nanos now) {

@@ -81,6 +81,9 @@ class SliceScheduler {
   Result<std::size_t> find(InstanceId id, const char* action) const;
   Status check_target(double target, double others) const;
   void advance(Nanos now);
+  // Follows who asks alone; when a stretch of asking alone ends, forgives
+  // what the instance used in it beyond its target.
+  void track_sole_asker(Nanos now);
   void set_order_weight(InstanceState& instance) const;
   void set_patience(InstanceState& instance) const;
   double deviation(const InstanceState& instance) const;
@@ -131,6 +134,11 @@ class SliceScheduler {
   double grant_key_ = 0.0;  // the holder's order_key() at grant start
   bool takeover_ = false;   // the grant was won on order (may be taken over)
   std::size_t previous_holder_ = kNone;
+  // The only instance asking, since when, and its true usage then: what it
+  // uses while nobody else asks is idle capacity, not taken from anyone.
+  std::size_t sole_ = kNone;
+  Nanos sole_since_ = 0;
+  double sole_start_used_ = 0.0;
   std::uint64_t grants_ = 0;
   std::uint64_t preemptions_ = 0;
 };

@@ -111,6 +111,25 @@ double InstanceRegistry::effective_share(const Instance& instance) const {
   return instance.job_units > steps ? (instance.job_units - steps) / 100.0 : 0.0;
 }
 
+std::map<uint64_t, std::pair<double, protocol::Mode>> InstanceRegistry::faa_targets(
+    uint32_t gpu) const {
+  // FAA needs a positive target: an umbrella whose steps hold the whole job
+  // allocation keeps this sliver (it may still burst into idle capacity).
+  constexpr double kMinShare = 0.001;
+  std::map<uint64_t, std::pair<double, protocol::Mode>> out;
+  double sum = 0;
+  for (const Instance* inst : on_gpu(gpu)) {
+    const double share = std::max(kMinShare, effective_share(*inst));
+    out[inst->id] = {share, inst->mode};
+    sum += share;
+  }
+  if (sum > 1.0) {
+    for (auto& [id, t] : out)
+      t.first /= sum;
+  }
+  return out;
+}
+
 Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Instance** created) {
   const std::string name = step_name(spec.job_id, spec.step_id);
   if (caller != 0) return fail(ReplyStatus::kDenied, "only root may create instances");

@@ -100,6 +100,10 @@ class InstanceRegistry {
 
   // The share FAA enforces for an instance, as a fraction of the GPU (0..1).
   double effective_share(const Instance& instance) const;
+  // The FAA target and mode of every instance on a GPU: effective shares,
+  // each at least a sliver FAA can work with, scaled to sum to at most 1.
+  // The one place share arithmetic happens; the arbiter applies it.
+  std::map<uint64_t, std::pair<double, protocol::Mode>> faa_targets(uint32_t gpu) const;
   // Units allocated on a GPU (sum of job allocations).
   uint32_t allocated_units(uint32_t gpu) const;
 

@@ -111,11 +111,11 @@ class Run {
     const uint8_t flags = in_.u8();
     const size_t count = (flags & 1) != 0 ? 3 : 2;
     settings_.runtime_dir = runtime_dir();
-    settings_.faa.slice = (1 + (flags >> 1) % 50) * faa::kMillisecond;
-    settings_.faa.tau = 250 * faa::kMillisecond;
+    settings_.policy.faa.slice = (1 + (flags >> 1) % 50) * faa::kMillisecond;
+    settings_.policy.faa.tau = 250 * faa::kMillisecond;
     settings_.heartbeat_timeout_ns = faa::kSecond;
-    settings_.inflight_limit_ns = 2 * faa::kMillisecond;
-    settings_.inflight_alone_ns = 20 * faa::kMillisecond;
+    settings_.policy.inflight_limit_ns = 2 * faa::kMillisecond;
+    settings_.policy.inflight_alone_ns = 20 * faa::kMillisecond;
     settings_.fail_mode = shm::PageFailMode::kOpen;
     settings_.epoch = 1;
     settings_.max_slots = 16;
@@ -323,8 +323,9 @@ class Run {
     last_seq_ = seq;
     CHECK(gpu->waiters.load() <= tenants_.size());
     const int64_t bound = gpu->inflight_limit_ns.load();
-    CHECK(bound == settings_.inflight_limit_ns ||
-          bound == std::max(settings_.inflight_alone_ns, settings_.inflight_limit_ns));
+    CHECK(bound == settings_.policy.inflight_limit_ns ||
+          bound ==
+              std::max(settings_.policy.inflight_alone_ns, settings_.policy.inflight_limit_ns));
 
     // Status and metrics: every instance has a view, and its counters only
     // grow. Reported device time is trimmed to the time that passed, so no

@@ -38,6 +38,47 @@ TEST(HeldTimeFloor, AHolderThatReportsNothingPaysForTheTimeItHeld) {
   EXPECT_EQ(floor.floor_charged(), charged);
 }
 
+// Each 10 ms grant: 3 ms before the woken thread runs (a busy host), then
+// 7 ms of work reported. Only the reports are charged.
+TEST(HeldTimeFloor, AHolderWokenLateIsNotChargedForTheTimeItDidNotRun) {
+  HeldTimeFloor floor(params());
+  Nanos charged = 0;
+  Nanos reported = 0;
+  for (int grant = 0; grant < 2000; ++grant) {  // 20 s
+    for (int t = 0; t < 6; ++t)
+      charged += floor.settle(0, kTick, kTick);
+    for (int t = 0; t < 14; ++t) {
+      charged += floor.settle(kTick, kTick);
+      reported += kTick;
+    }
+  }
+  EXPECT_EQ(charged, reported);
+  EXPECT_EQ(floor.floor_charged(), 0);
+}
+
+// Waking time is forgiven only out of what was reported: a holder that
+// never launches nor reports pays for it as for any held time.
+TEST(HeldTimeFloor, WakingWithoutReportsIsCharged) {
+  HeldTimeFloor floor(params());
+  Nanos charged = 0;
+  for (int i = 0; i < 20'000; ++i)
+    charged += floor.settle(0, kTick, kTick);
+  EXPECT_NEAR(static_cast<double>(charged), 0.95 * 20'000 * kTick - 100 * kMillisecond, 1e3);
+}
+
+// Reporting time it did not use buys waking time at half of it: a liar pays
+// at least 1/1.5 of what it holds.
+TEST(HeldTimeFloor, FakeReportsBuyAtMostHalfAsMuchWakingTime) {
+  HeldTimeFloor floor(params());
+  Nanos charged = 0;
+  Nanos held = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    charged += floor.settle(kTick / 2, kTick, kTick);  // claims half, "waking" all of it
+    held += kTick;
+  }
+  EXPECT_GE(static_cast<double>(charged), 0.95 * held / 1.5 - 100 * kMillisecond);
+}
+
 TEST(HeldTimeFloor, ATrickleOfReportsDoesNotBuyTheRest) {
   HeldTimeFloor floor(params());
   Nanos charged = 0;

@@ -12,7 +12,7 @@ constexpr uid_t kBob = 1002;
 
 CreateSpec spec(uint64_t job, uint32_t step, uint32_t gpu, uint32_t units, uint32_t job_units = 0,
                 bool umbrella = false, uid_t uid = kAlice) {
-  return CreateSpec{job,          step, gpu,     uid, uid, units, job_units ? job_units : units,
+  return CreateSpec{job,          step, gpu,      uid, uid, units, job_units ? job_units : units,
                     Mode::kBurst, 0,    umbrella, {}};
 }
 
@@ -39,6 +39,29 @@ TEST_F(Registry, CreateAssignsSlotsQuotaAndShare) {
   EXPECT_DOUBLE_EQ(reg.effective_share(*a), 0.30);
   EXPECT_EQ(reg.allocated_units(0), 100u);
   EXPECT_EQ(reg.find(1, 0, 0), a);
+}
+
+// The targets FAA gets: effective shares, an umbrella whose steps hold its
+// whole allocation keeps a sliver, and the sum never passes the GPU.
+TEST_F(Registry, FaaTargetsAreEffectiveSharesScaledToTheGpu) {
+  auto* batch = create(spec(5, protocol::kStepBatch, 0, 60, 60, true));
+  auto* s0 = create(spec(5, 0, 0, 20, 60));
+  auto* s1 = create(spec(5, 1, 0, 40, 60));
+  auto* other = create(spec(6, 0, 0, 40, 0, false, kBob));
+  ASSERT_TRUE(batch && s0 && s1 && other);
+  const auto t = reg.faa_targets(0);
+  ASSERT_EQ(t.size(), 4u);
+  double sum = 0;
+  for (const auto& [id, tm] : t)
+    sum += tm.first;
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  EXPECT_NEAR(t.at(batch->id).first, 0.001 / 1.001, 1e-12);
+  EXPECT_NEAR(t.at(s0->id).first, 0.2 / 1.001, 1e-12);
+  EXPECT_NEAR(t.at(other->id).first, 0.4 / 1.001, 1e-12);
+  EXPECT_TRUE(reg.faa_targets(1).empty());
+  auto* alone = create(spec(7, 0, 1, 30));
+  ASSERT_NE(alone, nullptr);
+  EXPECT_DOUBLE_EQ(reg.faa_targets(1).at(alone->id).first, 0.30);  // below 1: unscaled
 }
 
 TEST_F(Registry, OnlyRootCreatesAndRemoves) {

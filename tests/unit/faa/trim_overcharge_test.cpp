@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "nodeagent/gpu_arbiter.h"
+#include "core/faa/arbiter_policy.h"
 
-namespace egpu::agent {
+namespace egpu::faa {
 namespace {
 
 TEST(TrimOvercharge, WithinCreditNothingChanges) {
@@ -38,4 +38,4 @@ TEST(TrimOvercharge, NoCreditChargesNothing) {
 }
 
 }  // namespace
-}  // namespace egpu::agent
+}  // namespace egpu::faa

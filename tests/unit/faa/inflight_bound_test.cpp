@@ -1,12 +1,12 @@
 #include <gtest/gtest.h>
 
-#include "nodeagent/gpu_arbiter.h"
+#include "core/faa/arbiter_policy.h"
 
-namespace egpu::agent {
+namespace egpu::faa {
 namespace {
 
-ArbiterSettings bounds(int64_t shared_ns, int64_t alone_ns) {
-  ArbiterSettings s{};
+PolicySettings bounds(int64_t shared_ns, int64_t alone_ns) {
+  PolicySettings s{};
   s.inflight_limit_ns = shared_ns;
   s.inflight_alone_ns = alone_ns;
   return s;
@@ -30,4 +30,4 @@ TEST(InflightBound, ZeroOrASmallerAloneBoundNeverShrinksTheQueue) {
 }
 
 }  // namespace
-}  // namespace egpu::agent
+}  // namespace egpu::faa

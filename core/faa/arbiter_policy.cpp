@@ -1,0 +1,319 @@
+#include "core/faa/arbiter_policy.h"
+
+#include <algorithm>
+
+namespace egpu::faa {
+
+namespace {
+
+// Charges lag the work by up to the in-flight bound plus a marker interval;
+// credit up to this much covers that lag.
+constexpr Nanos kMaxChargeCreditNs = 50 * kMillisecond;
+// A contended GPU is looked at every poll; a longer gap between two ticks is
+// the agent's own stall (stopped, its host stalled), during which the jobs
+// ran under their fail mode: at most this much of it counts as held.
+constexpr Nanos kMaxHeldPerTickNs = 20 * kMillisecond;
+
+}  // namespace
+
+std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns) {
+  std::vector<Nanos> out = charges;
+  Nanos total = 0;
+  for (Nanos c : charges)
+    total += std::max<Nanos>(c, 0);
+  Nanos excess = total - *credit_ns;
+  // Water-filling: take the excess equally from everyone charged, never more
+  // than an instance's own charge.
+  while (excess > 0) {
+    Nanos charged = 0;
+    Nanos smallest = INT64_MAX;
+    for (Nanos c : out) {
+      if (c > 0) {
+        ++charged;
+        smallest = std::min(smallest, c);
+      }
+    }
+    if (charged == 0) break;
+    const Nanos each = std::min(smallest, (excess + charged - 1) / charged);
+    for (Nanos& c : out) {
+      if (c > 0 && excess > 0) {
+        const Nanos take = std::min({each, c, excess});
+        c -= take;
+        excess -= take;
+      }
+    }
+  }
+  Nanos used = 0;
+  for (Nanos c : out)
+    used += std::max<Nanos>(c, 0);
+  *credit_ns = std::max<Nanos>(0, *credit_ns - used);
+  return out;
+}
+
+Nanos inflight_bound(const PolicySettings& settings, std::size_t with_processes, bool all_burst) {
+  if (settings.inflight_alone_ns > 0 && with_processes <= 1 && all_burst) {
+    return std::max(settings.inflight_alone_ns, settings.inflight_limit_ns);
+  }
+  return settings.inflight_limit_ns;
+}
+
+Result<ArbiterPolicy> ArbiterPolicy::create(const PolicySettings& settings, Nanos now) {
+  auto scheduler = SliceScheduler::create(settings.faa, now);
+  if (!scheduler.ok()) return Error{scheduler.error()};
+  ArbiterPolicy policy(settings, std::move(scheduler.value()));
+  policy.last_tick_ns_ = now;
+  return policy;
+}
+
+ArbiterPolicy::ArbiterPolicy(const PolicySettings& settings, SliceScheduler scheduler)
+    : settings_(settings),
+      scheduler_(std::move(scheduler)),
+      inflight_bound_ns_(settings.inflight_limit_ns) {}
+
+Status ArbiterPolicy::join(InstanceId id, double target, Mode mode, Nanos now) {
+  if (Status s = scheduler_.join(id, target, mode, now); !s.ok()) return s;
+  Member m;
+  m.target = target;
+  m.mode = mode;
+  m.last_activity = now;
+  m.floor = HeldTimeFloor(settings_.floor);
+  members_.emplace(id, m);
+  update_inflight_bound(now);
+  return {};
+}
+
+void ArbiterPolicy::leave(InstanceId id, Nanos now) {
+  (void)scheduler_.leave(id, now);
+  members_.erase(id);
+  if (published_ == id) {
+    published_.reset();
+    slice_end_ns_ = 0;
+    drain_until_ns_ = 0;
+  }
+  update_inflight_bound(now);
+}
+
+Status ArbiterPolicy::retarget(const std::map<InstanceId, std::pair<double, Mode>>& targets,
+                               Nanos now) {
+  // Two passes: shrinking first keeps the sum of targets within the GPU.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [id, tm] : targets) {
+      auto it = members_.find(id);
+      if (it == members_.end()) continue;
+      const bool shrink = tm.first <= it->second.target;
+      if ((pass == 0) != shrink) continue;
+      if (Status s = scheduler_.resize(id, tm.first, tm.second, now); !s.ok()) return s;
+      it->second.target = tm.first;
+      it->second.mode = tm.second;
+    }
+  }
+  update_inflight_bound(now);
+  return {};
+}
+
+void ArbiterPolicy::set_processes(InstanceId id, uint32_t processes, Nanos now) {
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  it->second.processes = processes;
+  update_inflight_bound(now);
+}
+
+double ArbiterPolicy::target(InstanceId id) const {
+  auto it = members_.find(id);
+  return it == members_.end() ? 0.0 : it->second.target;
+}
+
+Nanos ArbiterPolicy::floor_charged(InstanceId id) const {
+  auto it = members_.find(id);
+  return it == members_.end() ? 0 : it->second.floor.floor_charged();
+}
+
+bool ArbiterPolicy::asking(InstanceId id) const {
+  auto it = members_.find(id);
+  return it != members_.end() && it->second.asking;
+}
+
+void ArbiterPolicy::update_inflight_bound(Nanos now) {
+  std::size_t with_processes = 0;
+  bool all_burst = true;
+  for (const auto& [id, m] : members_) {
+    if (m.processes == 0) continue;
+    ++with_processes;
+    all_burst = all_burst && m.mode != Mode::kCap;
+  }
+  const Nanos bound = faa::inflight_bound(settings_, with_processes, all_burst);
+  if (bound < inflight_bound_ns_) {
+    // What was queued under the deeper bound drains within that bound's
+    // time; until then it is not a long kernel to wait for (see tick()).
+    loose_bound_ns_ = inflight_bound_ns_;
+    loose_until_ns_ = now + inflight_bound_ns_;
+  }
+  inflight_bound_ns_ = bound;
+}
+
+void ArbiterPolicy::charge_and_observe(Nanos now, Nanos since,
+                                       const std::map<InstanceId, Activity>& observed) {
+  static const Activity kNothing{};
+  std::vector<Nanos> charges;
+  charges.reserve(members_.size());
+  for (const auto& [id, m] : members_) {
+    auto o = observed.find(id);
+    charges.push_back(o == observed.end() ? 0 : std::max<Nanos>(o->second.device_ns, 0));
+  }
+  charges = trim_overcharge(charges, &charge_credit_ns_);
+  std::size_t i = 0;
+  for (auto& [id, m] : members_) {
+    auto o = observed.find(id);
+    const Activity& a = o == observed.end() ? kNothing : o->second;
+    m.processes = a.processes;
+    // The time it held the slice while others waited is charged if its
+    // reports fall short of it, where the policy can justify it: a blocked
+    // thread (busy) means work queued on the GPU, a drain is its own tail,
+    // and launches that bring (almost) no device time are a claim. A holder
+    // that launches and reports as it goes, but whose host denies it the CPU
+    // now and then, is not charged for the GPU's idle gaps.
+    const Nanos held_ns = std::min(since, kMaxHeldPerTickNs);
+    const bool claims =
+        a.busy > 0 || drain_until_ns_ != 0 || (a.launched && charges[i] < held_ns / 4);
+    const bool held = published_ == id && contended_ && claims;
+    // Until it launches, a holder may just not have run yet (see HeldTimeFloor).
+    if (published_ != id) m.ran_this_grant = false;
+    const bool waking = held && !m.ran_this_grant && !a.launched;
+    if (published_ == id && a.launched) m.ran_this_grant = true;
+    const Nanos charge = m.floor.settle(charges[i++], held ? held_ns : 0, waking ? held_ns : 0);
+    if (charge > 0) (void)scheduler_.charge(id, charge, now);
+    const Nanos inflight = std::max<Nanos>(a.inflight_ns, 0);
+    if (inflight != m.inflight_ns) (void)scheduler_.set_pending(id, inflight, now);
+    m.inflight_ns = inflight;
+    m.reported_inflight_ns = std::max<Nanos>(a.reported_inflight_ns, 0);
+    if (a.launched || a.busy > 0) {
+      m.last_activity = now;
+    } else if (a.idle_since_ns > m.last_activity && a.idle_since_ns <= now) {
+      // The shim said when its last sync returned: the grace counts from then.
+      m.last_activity = a.idle_since_ns;
+    }
+    // A waiting instance asks exactly while a thread is blocked (gate, bound
+    // or sync). The holder keeps asking for a short grace after its last
+    // launch: a process between a sync and its next launch is not idle.
+    const bool holding = published_ == id;
+    const bool asking =
+        a.processes > 0 &&
+        (a.busy > 0 || (holding && now - m.last_activity < settings_.idle_grace_ns));
+    if (asking != m.asking) {
+      (void)scheduler_.set_asking(id, asking, now);
+      m.asking = asking;
+    }
+  }
+  update_inflight_bound(now);  // processes may have come or gone on their own
+}
+
+Decision ArbiterPolicy::tick(Nanos now, const std::map<InstanceId, Activity>& observed) {
+  const Nanos since = last_tick_ns_ != 0 && now > last_tick_ns_ ? now - last_tick_ns_ : 0;
+  // Credit is bounded: idle time is not banked for later overcharges.
+  charge_credit_ns_ = std::min(charge_credit_ns_ + since, kMaxChargeCreditNs);
+  last_tick_ns_ = std::max(last_tick_ns_, now);
+  charge_and_observe(now, since, observed);
+  if (auto d = long_tail_drain(now)) return *d;
+  const uint64_t preemptions_before = scheduler_.preemptions();
+  const Grant grant = scheduler_.decide(now);
+  // A preemption is for latency: the newcomer starts at once and shares the
+  // device with the old holder's tail (that overlap is trimmed from charges).
+  const bool preempted = scheduler_.preemptions() != preemptions_before;
+  if (auto d = handover_drain(now, grant, preempted)) return *d;
+  return granted(now, grant);
+}
+
+std::optional<Decision> ArbiterPolicy::long_tail_drain(Nanos now) {
+  // A holder running a long kernel (more queued than twice the in-flight
+  // bound) keeps the GPU until it is done: the gate cannot stop that work, so
+  // the next decision waits until its charge has come in (its sync returns),
+  // instead of starting another instance's slice on a busy device.
+  // Its slice still ends on time: it may launch nothing more meanwhile.
+  const Nanos long_tail = 2 * (now < loose_until_ns_ ? std::max(loose_bound_ns_, inflight_bound_ns_)
+                                                     : inflight_bound_ns_);
+  if (!published_) return std::nullopt;
+  const auto h = members_.find(*published_);
+  if (h == members_.end() || !h->second.asking || h->second.inflight_ns <= long_tail ||
+      now < slice_end_ns_) {
+    return std::nullopt;
+  }
+  if (drain_until_ns_ == 0) {
+    drain_started_ns_ = now;
+    drain_until_ns_ = now + std::min(h->second.inflight_ns, settings_.max_drain_ns);
+  }
+  if (now >= drain_until_ns_) return std::nullopt;
+  Decision d;
+  d.draining = true;
+  d.slice_end_ns = slice_end_ns_;
+  d.next_tick_ns = now + settings_.drain_poll_ns;
+  d.waiters = waiters_;
+  return d;
+}
+
+std::optional<Decision> ArbiterPolicy::handover_drain(Nanos now, const Grant& grant,
+                                                      bool preempted) {
+  // Drain before handover: work already queued cannot be stopped by the gate.
+  // If the old holder still has more queued than the in-flight bound (a long
+  // kernel), the new holder starts when it is done, so the two never share
+  // the device, and each is charged exactly its own time. The GPU stays busy
+  // meanwhile with the old holder's work, which FAA charges as overrun.
+  if (!grant.holder || !published_ || *grant.holder == *published_) return std::nullopt;
+  const auto old = members_.find(*published_);
+  if (old == members_.end()) return std::nullopt;
+  // Waiting shims publish their remaining tail every drain poll; the next
+  // holder starts when the old one's is within handover_tail_ns (its own
+  // wake-up and first launch cover the rest), or at the deadline.
+  const Nanos tail = old->second.inflight_ns;
+  if (drain_until_ns_ == 0 && tail > settings_.handover_tail_ns && !preempted) {
+    drain_started_ns_ = now;
+    drain_until_ns_ = now + std::min(tail, settings_.max_drain_ns) + settings_.drain_slack_ns;
+  }
+  // The tail is an estimate (launches x their average duration) and one
+  // long kernel among short ones outlasts it. A process blocked in the
+  // gate or a sync keeps reporting its tail as it drains (the gate polls,
+  // the sync returns when the work is done): that report is followed up to
+  // MaxDrain. The rest of the tail, from processes that said it at their
+  // last call, is waited for until the estimate's deadline only.
+  const bool estimate_due = now < drain_until_ns_ && tail > settings_.handover_tail_ns;
+  const bool report_due = now < drain_started_ns_ + settings_.max_drain_ns &&
+                          old->second.reported_inflight_ns > settings_.handover_tail_ns;
+  if (drain_until_ns_ == 0 || !(estimate_due || report_due)) return std::nullopt;
+  Decision d;
+  d.draining = true;
+  d.slice_end_ns = slice_end_ns_;
+  d.next_tick_ns = std::min(grant.until, now + settings_.drain_poll_ns);
+  d.waiters = waiters_;
+  return d;
+}
+
+Decision ArbiterPolicy::granted(Nanos now, const Grant& grant) {
+  drain_until_ns_ = 0;
+  published_ = grant.holder;
+  slice_end_ns_ = grant.until;
+  Decision d;
+  d.holder = grant.holder;
+  d.slice_end_ns = grant.until;
+  for (const auto& [id, m] : members_) {
+    if (m.asking && grant.holder != id) ++d.waiters;
+  }
+  const bool others_asking = d.waiters > 0;
+  contended_ = others_asking;
+  waiters_ = d.waiters;
+  Nanos next = grant.until;
+  // A contended holder is checked often so an idle one yields early; any
+  // asking instance keeps the scan going so charges and asks are seen.
+  const Member* h = grant.holder ? &members_.at(*grant.holder) : nullptr;
+  if (others_asking || (h != nullptr && h->asking)) {
+    next = std::min(next, now + settings_.poll_ns);
+    // A holder with nobody blocked may be going idle: look again exactly when
+    // its grace runs out, so the slice moves on without a poll's delay.
+    if (h != nullptr && others_asking && h->asking &&
+        h->last_activity + settings_.idle_grace_ns > now) {
+      next = std::min(next, h->last_activity + settings_.idle_grace_ns + 1);
+    }
+  }
+  d.next_tick_ns = next;
+  return d;
+}
+
+}  // namespace egpu::faa

@@ -1,0 +1,152 @@
+// ArbiterPolicy: every scheduling decision for one GPU, pure. The agent scans
+// what each instance's shims published (Activity), hands it over with `now`,
+// and publishes what comes back (Decision): the holder or a drain, the slice's
+// end, the in-flight bound, the number of waiters and when to look again.
+// The SliceScheduler decides FAA order; this class adds what the device forces
+// on it: work already queued cannot be stopped (drain before handover, long
+// kernels), charges arrive late and overlap (credit), reports may lie (the
+// held-time floor), and a holder between a sync and its next launch is not
+// idle (grace). No clock reads, syscalls or shared memory: tests drive it in
+// simulated time.
+#ifndef EGPU_CORE_FAA_ARBITER_POLICY_H
+#define EGPU_CORE_FAA_ARBITER_POLICY_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/faa/held_time_floor.h"
+#include "core/faa/slice_scheduler.h"
+
+namespace egpu::faa {
+
+// What one scan of an instance's page showed. All of it is written by the
+// job's own processes: the policy bounds what each field can buy.
+struct Activity {
+  Nanos device_ns = 0;     // device time newly reported by the shims
+  bool launched = false;   // launches advanced since the last scan
+  uint32_t busy = 0;       // threads blocked at the gate / in-flight bound / sync
+  uint32_t processes = 0;  // attached processes
+  Nanos inflight_ns = 0;   // device time its shims last said they had queued
+  // The part of it from processes blocked in the gate, the bound or a sync:
+  // those keep their figure current (the others said it at their last call).
+  Nanos reported_inflight_ns = 0;
+  Nanos idle_since_ns = 0;  // latest time a process said it went idle
+};
+
+struct PolicySettings {
+  Config faa;
+  Nanos inflight_limit_ns = 2 * kMillisecond;
+  Nanos inflight_alone_ns = 0;  // while one burst instance alone has processes; 0 = the same
+  Nanos idle_grace_ns = 500 * kMicrosecond;  // holder: no launch, nobody blocked = idle
+  Nanos poll_ns = 500 * kMicrosecond;        // how often a contended holder is checked
+  // Longest wait for an old holder's tail (one that keeps reporting it).
+  Nanos max_drain_ns = 60 * kMillisecond;
+  Nanos drain_poll_ns = 100 * kMicrosecond;  // how often a draining tail is checked
+  // Handover: the next holder starts when the old one has at most this much
+  // queued, so the two (almost) never share the device and each one's events
+  // time only its own work; whatever overlap is left, trim_overcharge splits.
+  Nanos handover_tail_ns = 200 * kMicrosecond;
+  // Beyond the tail's estimate, before giving up on a holder that has stopped
+  // reporting it (one that is not blocked in the gate, the bound or a sync).
+  Nanos drain_slack_ns = kMillisecond;
+  HeldTimeFloorParams floor;
+};
+
+struct Decision {
+  // The instance whose shims may launch; nullopt while nobody may (no holder,
+  // or `draining`: the old holder's queued tail is finishing first).
+  std::optional<InstanceId> holder;
+  bool draining = false;
+  Nanos slice_end_ns = 0;  // the holder's slice ends here (0 without one)
+  Nanos next_tick_ns = 0;  // when the policy wants to look again
+  uint32_t waiters = 0;    // asking besides the holder, as of the last grant
+};
+
+class ArbiterPolicy {
+ public:
+  static Result<ArbiterPolicy> create(const PolicySettings& settings, Nanos now);
+
+  // `holder`: the one a previous agent published, kept until the first tick.
+  Status join(InstanceId id, double target, Mode mode, Nanos now);
+  void leave(InstanceId id, Nanos now);
+  // New targets and modes, all or nothing as far as FAA allows: shrinks are
+  // applied before grows, so the sum never passes the GPU on the way.
+  Status retarget(const std::map<InstanceId, std::pair<double, Mode>>& targets, Nanos now);
+  // Between ticks: processes attached or left, so the in-flight bound fits.
+  void set_processes(InstanceId id, uint32_t processes, Nanos now);
+  // Restores who held the slice when a restarted agent reopens its GPU page.
+  void restore_holder(std::optional<InstanceId> holder) { published_ = holder; }
+
+  // One scan's worth: `observed` holds every member (absent ones count as
+  // having shown nothing). Charges, updates who asks, decides.
+  Decision tick(Nanos now, const std::map<InstanceId, Activity>& observed);
+
+  // The bound on device time a process may have queued, for the GPU page.
+  Nanos inflight_bound() const { return inflight_bound_ns_; }
+  // The instance allowed to launch as last decided (also while draining: the
+  // one whose tail drains).
+  std::optional<InstanceId> published() const { return published_; }
+  const SliceScheduler& scheduler() const { return scheduler_; }
+  double target(InstanceId id) const;
+  Nanos floor_charged(InstanceId id) const;
+  bool asking(InstanceId id) const;
+
+ private:
+  struct Member {
+    double target = 0;
+    Mode mode = Mode::kBurst;
+    uint32_t processes = 0;
+    Nanos last_activity = 0;
+    bool asking = false;
+    Nanos inflight_ns = 0;
+    Nanos reported_inflight_ns = 0;
+    bool ran_this_grant = false;  // launched since it last became the holder
+    HeldTimeFloor floor;          // its reports cannot hold the slice for free
+  };
+
+  ArbiterPolicy(const PolicySettings& settings, SliceScheduler scheduler);
+  void charge_and_observe(Nanos now, Nanos since, const std::map<InstanceId, Activity>& observed);
+  // Drains the holder's long tail or an old holder's tail before handover;
+  // nullopt when no drain is due.
+  std::optional<Decision> long_tail_drain(Nanos now);
+  std::optional<Decision> handover_drain(Nanos now, const Grant& grant, bool preempted);
+  Decision granted(Nanos now, const Grant& grant);
+  void update_inflight_bound(Nanos now);
+
+  PolicySettings settings_;
+  SliceScheduler scheduler_;
+  std::map<InstanceId, Member> members_;
+  std::optional<InstanceId> published_;
+  Nanos slice_end_ns_ = 0;
+  // Device time the GPU can have delivered and not yet been charged for.
+  Nanos charge_credit_ns_ = 0;
+  Nanos last_tick_ns_ = 0;
+  bool contended_ = false;  // someone besides the holder asked at the last grant
+  uint32_t waiters_ = 0;
+  // A handover waiting for the old holder's queued work to finish.
+  Nanos drain_until_ns_ = 0;    // the tail estimate's deadline
+  Nanos drain_started_ns_ = 0;  // when that drain began (MaxDrain counts from it)
+  Nanos inflight_bound_ns_ = 0;
+  Nanos loose_bound_ns_ = 0;  // the deeper bound before it last tightened
+  Nanos loose_until_ns_ = 0;  // until then, queues up to it are no long kernel
+};
+
+// The in-flight bound for a GPU where `with_processes` instances have
+// processes attached and `all_burst` says whether they are all in burst mode.
+// A lone burst instance gets the deeper alone bound: nobody can be waiting
+// behind its queue. A capped one does not: its queue would run past its cap.
+Nanos inflight_bound(const PolicySettings& settings, std::size_t with_processes, bool all_burst);
+
+// Charges reported in one tick, trimmed so the GPU is never charged more
+// time than passed. Shims measure their work with events; around a handover
+// the old holder's queued tail and the new holder's first kernels share the
+// device and both measure the overlap, so the excess is taken equally from
+// the instances charged (each pays for its half of the overlap).
+std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns);
+
+}  // namespace egpu::faa
+
+#endif  // EGPU_CORE_FAA_ARBITER_POLICY_H
