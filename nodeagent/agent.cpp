@@ -195,11 +195,16 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
 int Agent::run() {
   for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
     tick(gpu);
-  event_base_dispatch(base_.get());
+  // -1: the event loop itself failed (not a stop request).
+  const int dispatched = event_base_dispatch(base_.get());
   for (auto& arb : arbiters_)
     arb->shutdown();
+  if (dispatched < 0) {
+    EGPU_LOG_ERROR("the event loop failed; stopped");
+    return 1;
+  }
   EGPU_LOG_INFO("stopped");
-  return exit_code_;
+  return 0;
 }
 
 std::map<uint64_t, std::pair<double, protocol::Mode>> Agent::targets(uint32_t gpu) const {

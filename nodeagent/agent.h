@@ -41,7 +41,6 @@ class Agent {
   uint64_t epoch() const { return epoch_; }
   int64_t started_ns() const { return started_ns_; }
   const ControlServer* control() const { return control_.get(); }
-  const ProcessTracker* tracker() const { return tracker_.get(); }
 
  private:
   explicit Agent(const config::EgpuConfig& config);
@@ -114,7 +113,6 @@ class Agent {
   std::unique_ptr<MetricsServer> metrics_;
   EventHandle heartbeat_;
   std::vector<EventHandle> signals_;
-  int exit_code_ = 0;
 };
 
 }  // namespace egpu::agent

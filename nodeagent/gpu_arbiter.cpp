@@ -37,7 +37,6 @@ GpuArbiter::GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& set
     : gpu_(gpu),
       memory_bytes_(memory),
       settings_(settings),
-      path_(page_path(settings.runtime_dir, gpu)),
       page_(std::move(page)),
       policy_(std::move(policy)) {}
 

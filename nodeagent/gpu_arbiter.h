@@ -85,7 +85,6 @@ class GpuArbiter {
   int wake_fd(uint64_t instance_id) const;
   int shim_wake_fd(uint64_t instance_id) const;
   WakeChannel::Drained drain_wake(uint64_t instance_id);
-  const std::string& gpu_page_path() const { return path_; }
   std::optional<uint64_t> holder() const;
   faa::GpuStats gpu_stats(int64_t now) const { return policy_.scheduler().gpu_stats(now); }
   std::optional<InstanceView> view(uint64_t instance_id, int64_t now) const;
@@ -108,7 +107,6 @@ class GpuArbiter {
   uint32_t gpu_;
   uint64_t memory_bytes_;
   ArbiterSettings settings_;
-  std::string path_;
   shm::PageFile page_;
   faa::ArbiterPolicy policy_;
   UniqueFd readonly_fd_;

@@ -85,11 +85,12 @@ Status ArbiterPolicy::join(InstanceId id, double target, Mode mode, Nanos now) {
 void ArbiterPolicy::leave(InstanceId id, Nanos now) {
   (void)scheduler_.leave(id, now);
   members_.erase(id);
+  if (successor_ == id) successor_.reset();  // the drain ends; the next tick decides afresh
   if (published_ == id) {
     published_.reset();
     slice_end_ns_ = 0;
-    drain_until_ns_ = 0;
   }
+  if (!successor_ || !published_) drain_until_ns_ = 0;
   update_inflight_bound(now);
 }
 
@@ -213,13 +214,22 @@ Decision ArbiterPolicy::tick(Nanos now, const std::map<InstanceId, Activity>& ob
   charge_credit_ns_ = std::min(charge_credit_ns_ + since, kMaxChargeCreditNs);
   last_tick_ns_ = std::max(last_tick_ns_, now);
   charge_and_observe(now, since, observed);
+  if (successor_) {
+    // No decision while the old holder's tail drains: its successor is
+    // chosen, and its slice starts when the tail is done.
+    if (auto d = handover_drain(now, kNever)) return *d;
+    const InstanceId old = published_.value_or(*successor_);
+    successor_.reset();
+    drain_until_ns_ = 0;
+    return granted(now, scheduler_.handover_done(old, now));
+  }
   if (auto d = long_tail_drain(now)) return *d;
   const uint64_t preemptions_before = scheduler_.preemptions();
   const Grant grant = scheduler_.decide(now);
   // A preemption is for latency: the newcomer starts at once and shares the
   // device with the old holder's tail (that overlap is trimmed from charges).
   const bool preempted = scheduler_.preemptions() != preemptions_before;
-  if (auto d = handover_drain(now, grant, preempted)) return *d;
+  if (auto d = start_handover(now, grant, preempted)) return *d;
   return granted(now, grant);
 }
 
@@ -241,7 +251,10 @@ std::optional<Decision> ArbiterPolicy::long_tail_drain(Nanos now) {
     drain_started_ns_ = now;
     drain_until_ns_ = now + std::min(h->second.inflight_ns, settings_.max_drain_ns);
   }
-  if (now >= drain_until_ns_) return std::nullopt;
+  if (now >= drain_until_ns_) {
+    drain_until_ns_ = 0;
+    return std::nullopt;
+  }
   Decision d;
   d.draining = true;
   d.slice_end_ns = slice_end_ns_;
@@ -250,38 +263,48 @@ std::optional<Decision> ArbiterPolicy::long_tail_drain(Nanos now) {
   return d;
 }
 
-std::optional<Decision> ArbiterPolicy::handover_drain(Nanos now, const Grant& grant,
+std::optional<Decision> ArbiterPolicy::start_handover(Nanos now, const Grant& grant,
                                                       bool preempted) {
   // Drain before handover: work already queued cannot be stopped by the gate.
-  // If the old holder still has more queued than the in-flight bound (a long
-  // kernel), the new holder starts when it is done, so the two never share
-  // the device, and each is charged exactly its own time. The GPU stays busy
-  // meanwhile with the old holder's work, which FAA charges as overrun.
-  if (!grant.holder || !published_ || *grant.holder == *published_) return std::nullopt;
+  // If the old holder still has more queued than the handover tail, the new
+  // holder starts when it is done, so the two never share the device, and
+  // each is charged exactly its own time. The GPU stays busy meanwhile with
+  // the old holder's work, which FAA charges as overrun.
+  if (preempted || !grant.holder || !published_ || *grant.holder == *published_) {
+    return std::nullopt;
+  }
   const auto old = members_.find(*published_);
+  if (old == members_.end() || old->second.inflight_ns <= settings_.handover_tail_ns) {
+    return std::nullopt;
+  }
+  successor_ = grant.holder;
+  drain_started_ns_ = now;
+  drain_until_ns_ =
+      now + std::min(old->second.inflight_ns, settings_.max_drain_ns) + settings_.drain_slack_ns;
+  return handover_drain(now, grant.until);
+}
+
+std::optional<Decision> ArbiterPolicy::handover_drain(Nanos now, Nanos slice_until) {
+  const auto old = published_ ? members_.find(*published_) : members_.end();
   if (old == members_.end()) return std::nullopt;
   // Waiting shims publish their remaining tail every drain poll; the next
   // holder starts when the old one's is within handover_tail_ns (its own
   // wake-up and first launch cover the rest), or at the deadline.
-  const Nanos tail = old->second.inflight_ns;
-  if (drain_until_ns_ == 0 && tail > settings_.handover_tail_ns && !preempted) {
-    drain_started_ns_ = now;
-    drain_until_ns_ = now + std::min(tail, settings_.max_drain_ns) + settings_.drain_slack_ns;
-  }
   // The tail is an estimate (launches x their average duration) and one
   // long kernel among short ones outlasts it. A process blocked in the
   // gate or a sync keeps reporting its tail as it drains (the gate polls,
   // the sync returns when the work is done): that report is followed up to
   // MaxDrain. The rest of the tail, from processes that said it at their
   // last call, is waited for until the estimate's deadline only.
+  const Nanos tail = old->second.inflight_ns;
   const bool estimate_due = now < drain_until_ns_ && tail > settings_.handover_tail_ns;
   const bool report_due = now < drain_started_ns_ + settings_.max_drain_ns &&
                           old->second.reported_inflight_ns > settings_.handover_tail_ns;
-  if (drain_until_ns_ == 0 || !(estimate_due || report_due)) return std::nullopt;
+  if (!(estimate_due || report_due)) return std::nullopt;
   Decision d;
   d.draining = true;
   d.slice_end_ns = slice_end_ns_;
-  d.next_tick_ns = std::min(grant.until, now + settings_.drain_poll_ns);
+  d.next_tick_ns = std::min(slice_until, now + settings_.drain_poll_ns);
   d.waiters = waiters_;
   return d;
 }

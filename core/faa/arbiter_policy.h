@@ -112,7 +112,11 @@ class ArbiterPolicy {
   // Drains the holder's long tail or an old holder's tail before handover;
   // nullopt when no drain is due.
   std::optional<Decision> long_tail_drain(Nanos now);
-  std::optional<Decision> handover_drain(Nanos now, const Grant& grant, bool preempted);
+  // Starts a handover drain towards `grant`'s holder, or nullopt when the old
+  // holder's tail is short enough (or a preemption skips it).
+  std::optional<Decision> start_handover(Nanos now, const Grant& grant, bool preempted);
+  // While a handover drains: the drain decision, or nullopt when it is over.
+  std::optional<Decision> handover_drain(Nanos now, Nanos slice_until);
   Decision granted(Nanos now, const Grant& grant);
   void update_inflight_bound(Nanos now);
 
@@ -127,8 +131,9 @@ class ArbiterPolicy {
   bool contended_ = false;  // someone besides the holder asked at the last grant
   uint32_t waiters_ = 0;
   // A handover waiting for the old holder's queued work to finish.
-  Nanos drain_until_ns_ = 0;    // the tail estimate's deadline
-  Nanos drain_started_ns_ = 0;  // when that drain began (MaxDrain counts from it)
+  std::optional<InstanceId> successor_;  // granted, not yet published
+  Nanos drain_until_ns_ = 0;             // the tail estimate's deadline
+  Nanos drain_started_ns_ = 0;           // when that drain began (MaxDrain counts from it)
   Nanos inflight_bound_ns_ = 0;
   Nanos loose_bound_ns_ = 0;  // the deeper bound before it last tightened
   Nanos loose_until_ns_ = 0;  // until then, queues up to it are no long kernel

@@ -63,6 +63,12 @@ class SliceScheduler {
   // Idempotent: without a change in between, calling it again returns the same
   // grant. Re-decides at slice end, on yield, on leave and for a preemption.
   Grant decide(Nanos now);
+  // The grant decide() last started could not begin at once: the previous
+  // holder's queued work (which the gate cannot stop) ran until `now`. That
+  // time was the previous holder's, so the grant starts now with its whole
+  // length, and `previous` waits from now. Call instead of decide() until
+  // then: decide() would count the drain against both.
+  Grant handover_done(InstanceId previous, Nanos now);
 
   Result<InstanceStats> stats(InstanceId id, Nanos now) const;
   GpuStats gpu_stats(Nanos now) const;

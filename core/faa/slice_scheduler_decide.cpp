@@ -198,6 +198,21 @@ Grant SliceScheduler::current_grant(Nanos until) const {
   return grant;
 }
 
+Grant SliceScheduler::handover_done(InstanceId previous, Nanos now) {
+  advance(now);
+  now = clock_.now();
+  if (const auto old = index_.find(previous); old != index_.end()) {
+    InstanceState& before = instances_[old->second];
+    if (old->second != holder_) before.waiting_since = std::max(before.waiting_since, now);
+  }
+  if (holder_ == kNone) return decide(now);
+  const Nanos drained = std::max<Nanos>(0, now - grant_start_);
+  instances_[holder_].throttled += drained;
+  grant_end_ += drained;
+  grant_start_ = now;
+  return current_grant(grant_until(now));
+}
+
 Grant SliceScheduler::decide(Nanos now) {
   advance(now);
   now = clock_.now();

@@ -91,8 +91,6 @@ class StreamPacer {
   int64_t queued_ns() const { return published_queued_; }
   uint32_t marker_interval_now() const { return interval_; }
   const LaunchEstimate& estimate() const { return estimate_; }
-  size_t pending_markers() const { return pending_.size(); }
-  uint64_t unfinished_launches() const { return unfinished_; }
 
  private:
   struct Marker {

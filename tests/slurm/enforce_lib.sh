@@ -74,7 +74,12 @@ share_of() { awk -v l="$1" '$1 == l { print $2 }'; } # LABEL < measure_shares ou
 # lines), for instances sharing one GPU: handovers cost a little idle time
 # (the agent drains the old holder's queued work first, so each is charged
 # exactly its own), and that time is nobody's share. Fails when the GPU was
-# busy less than MIN_BUSY (default 85) percent of the time.
+# busy less than MIN_BUSY (default 50) percent of the time: then the host, not
+# the agent, decided who ran (workloads starved of CPU leave their slices
+# unused, and burst mode rightly gives them to whoever can launch), so the
+# split says nothing about enforcement. Between that and 100% the split of
+# what was used is the measure; the policy under host stalls is tested
+# exactly in tests/unit/faa (policy replay).
 split_of_used() { # MEASURE_SHARES_OUTPUT LABEL...
   local lines busy
   lines=$(python3 -c '
@@ -88,7 +93,7 @@ print("busy", "%.1f" % used)
 ' "$@") || { say "FAIL: cannot split the shares of ${*:2}" >&2; return 1; }
   busy=$(awk '$1 == "busy" { print $2 }' <<<"$lines")
   # Runs inside $(...): the failure goes to stderr, the status ends the test.
-  python3 -c "import sys; sys.exit(0 if float('$busy') >= ${MIN_BUSY:-85} else 1)" ||
+  python3 -c "import sys; sys.exit(0 if float('$busy') >= ${MIN_BUSY:-50} else 1)" ||
     { say "FAIL: the GPU was busy only $busy% of the time (${*:2})" >&2; return 1; }
   echo "$lines"
 }

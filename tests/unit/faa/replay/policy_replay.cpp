@@ -228,6 +228,11 @@ void PolicyReplay::tick() {
   }
   const Decision d = policy_.tick(now_, observed);
   holder_ = d.draining ? std::nullopt : d.holder;
+  if (d.draining && drain_since_ < 0) drain_since_ = now_;
+  if (!d.draining && drain_since_ >= 0) {
+    drains_.emplace_back(drain_since_, now_);
+    drain_since_ = -1;
+  }
   TraceEntry e{now_, d.holder ? static_cast<int>(*d.holder) : -1, d.draining, d.slice_end_ns};
   if (d.draining) e.holder = -1;
   if (trace_.empty() || trace_.back().holder != e.holder || trace_.back().draining != e.draining) {
@@ -238,8 +243,9 @@ void PolicyReplay::tick() {
     next.granted_at = now_;
     if (last_granted_) {
       Proc& old = procs_[static_cast<std::size_t>(*last_granted_)];
-      const Nanos beyond = used(static_cast<std::size_t>(*last_granted_), old.granted_at, now_) -
-                           options_.settings.faa.slice;
+      // Its queued work runs on and is charged to this grant too.
+      const Nanos beyond = used(static_cast<std::size_t>(*last_granted_), old.granted_at, now_) +
+                           old.queued - options_.settings.faa.slice;
       old.owed =
           beyond > 0 ? static_cast<Nanos>(static_cast<double>(beyond) / old.script.target) : 0;
     }
@@ -293,13 +299,23 @@ Nanos PolicyReplay::longest_gate_wait(std::size_t i, Nanos from) const {
   return longest;
 }
 
+Nanos PolicyReplay::drained_within(Nanos from, Nanos to) const {
+  Nanos total = 0;
+  for (const auto& [a, b] : drains_)
+    total += std::max<Nanos>(0, std::min(b, to) - std::max(a, from));
+  if (drain_since_ >= 0) total += std::max<Nanos>(0, to - std::max(drain_since_, from));
+  return total;
+}
+
 Nanos PolicyReplay::longest_gate_wait_beyond_owed(std::size_t i) const {
   const Proc& p = procs_[i];
   Nanos longest = 0;
-  for (std::size_t w = 0; w < p.gate_waits.size(); ++w)
-    longest = std::max(longest, p.gate_waits[w].second - p.gate_owed[w]);
+  for (std::size_t w = 0; w < p.gate_waits.size(); ++w) {
+    const auto [start, length] = p.gate_waits[w];
+    longest = std::max(longest, length - p.gate_owed[w] - drained_within(start, start + length));
+  }
   if (p.state == State::kGate && p.gate_since >= 0) {
-    longest = std::max(longest, now_ - p.gate_since - p.owed);
+    longest = std::max(longest, now_ - p.gate_since - p.owed - drained_within(p.gate_since, now_));
   }
   return longest;
 }

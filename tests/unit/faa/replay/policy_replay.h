@@ -89,7 +89,9 @@ class PolicyReplay {
   // one), of the waits that began at or after `from`.
   Nanos longest_gate_wait(std::size_t i, Nanos from = 0) const;
   // The same, less what FAA owes the others for its own last grant before
-  // each wait: device time beyond a slice, repaid at its target rate.
+  // each wait (device time beyond a slice, repaid at its target rate) and
+  // less the handover drains within it (other holders' queued work, which
+  // FAA's slices do not count).
   Nanos longest_gate_wait_beyond_owed(std::size_t i) const;
   std::string describe(std::size_t i) const;
   // Every grant to another instance than the last one granted, with the
@@ -154,6 +156,9 @@ class PolicyReplay {
   std::optional<InstanceId> last_granted_;
   std::vector<TraceEntry> trace_;
   std::vector<Handover> handovers_;
+  std::vector<std::pair<Nanos, Nanos>> drains_;  // [start, end) with nobody allowed to launch
+  Nanos drain_since_ = -1;
+  Nanos drained_within(Nanos from, Nanos to) const;
   uint64_t ticks_ = 0;
 };
 
