@@ -27,6 +27,10 @@ using protocol::ReplyStatus;
 // The most often kicks make one GPU decide (a decision a shim asks for waits
 // at most this long; a job that floods its channel costs no more).
 constexpr int64_t kMinKickGapNs = 100'000;
+// How late a timed look may be to share another GPU's wake-up (see
+// schedule_tick); FAA charges what ran, so a slice that ends late costs
+// nobody share.
+constexpr int64_t kTickSlackNs = 500'000;
 
 Status make_runtime_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -215,12 +219,24 @@ Status Agent::retarget(uint32_t gpu) {
   return arbiters_[gpu]->retarget(targets(gpu));
 }
 
-void Agent::schedule_tick(uint32_t gpu, int64_t at) {
+void Agent::schedule_tick(uint32_t gpu, int64_t at, bool slack) {
   GpuEvents& ev = *gpu_events_[gpu];
   if (at == std::numeric_limits<int64_t>::max()) {
     evtimer_del(ev.tick_timer.get());
     ev.scheduled = 0;
     return;
+  }
+  // Timer slack: a look due within kTickSlackNs before another GPU's is
+  // taken with it, so one wake-up of the agent serves both. On a busy node
+  // the GPUs' looks fall into step and the agent wakes once for all of them
+  // (a wake-up, not the look, is most of the agent's cost). Only timed looks
+  // are delayed; a kick is not.
+  for (std::size_t i = 0; slack && i < gpu_events_.size(); ++i) {
+    const int64_t other = gpu_events_[i]->scheduled;
+    if (i != gpu && other >= at && other - at <= kTickSlackNs) {
+      at = other;
+      break;
+    }
   }
   const int64_t delay = std::max<int64_t>(0, at - monotonic_ns());
   timeval tv{static_cast<time_t>(delay / 1'000'000'000),
@@ -284,7 +300,7 @@ void Agent::on_kick(evutil_socket_t, short, void* arg) {
   }
   const int64_t at = g.last_kick_tick + kMinKickGapNs;
   // `scheduled` is the pending tick, or one that already fired (<= now).
-  if (g.scheduled <= now || g.scheduled > at) self.schedule_tick(g.gpu, at);
+  if (g.scheduled <= now || g.scheduled > at) self.schedule_tick(g.gpu, at, /*slack=*/false);
 }
 
 void Agent::on_heartbeat(evutil_socket_t, short, void* arg) {

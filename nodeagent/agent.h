@@ -66,7 +66,8 @@ class Agent {
   std::map<uint64_t, std::pair<double, protocol::Mode>> targets(uint32_t gpu) const;
   // Applies targets() to the GPU's arbiter after a create, remove or resize.
   Status retarget(uint32_t gpu);
-  void schedule_tick(uint32_t gpu, int64_t at);
+  // `slack`: may be taken up to kTickSlackNs late with another GPU's look.
+  void schedule_tick(uint32_t gpu, int64_t at, bool slack = true);
   void tick(uint32_t gpu);
   // Watches (or stops watching) an instance's wake channel.
   Status watch_kicks(uint32_t gpu, uint64_t instance_id);

@@ -1,26 +1,20 @@
 #include "nodeagent/gpu_arbiter.h"
 
 #include <fcntl.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <new>
 
+#include "core/shm/grant_futex.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
 
 namespace egpu::agent {
 namespace {
-
-void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
 
 faa::Mode to_faa(protocol::Mode m) {
   return m == protocol::Mode::kCap ? faa::Mode::kCap : faa::Mode::kBurst;
@@ -85,10 +79,15 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   page->gpu_memory_bytes = memory_bytes;
   page->heartbeat_timeout_ns.store(settings.heartbeat_timeout_ns);
   page->inflight_limit_ns.store(settings.policy.inflight_limit_ns);
+  page->handover_tail_ns.store(settings.policy.handover_tail_ns);
   page->fail_mode.store(static_cast<uint32_t>(settings.fail_mode));
   page->heartbeat_ns.store(monotonic_ns());
   page->agent_epoch.store(settings.epoch, std::memory_order_release);
-  if (!reuse) {
+  if (reuse) {
+    // Waiters of the previous agent learn of the new epoch now, not at a timeout.
+    page->grant_seq.fetch_add(1, std::memory_order_release);
+    shm::wake_everyone(&page->grant_seq);
+  } else {
     page->version = shm::kLayoutVersion;
     std::atomic_thread_fence(std::memory_order_release);
     page->magic = shm::kGpuPageMagic;
@@ -257,7 +256,8 @@ void GpuArbiter::publish(std::optional<faa::InstanceId> holder, int64_t until) {
   published_ = slot;
   page()->holder.store(slot, std::memory_order_release);
   page()->grant_seq.fetch_add(1, std::memory_order_release);
-  futex_wake_all(&page()->grant_seq);
+  // Only the new holder's waiters need to run (see core/shm/grant_futex.h).
+  if (slot != shm::kNoHolder) shm::wake_slot(&page()->grant_seq, slot);
 }
 
 int64_t GpuArbiter::tick(int64_t now) {
@@ -283,8 +283,8 @@ void GpuArbiter::publish_draining() {
   if (page()->holder.load(std::memory_order_relaxed) == shm::kNoHolder) return;
   EGPU_LOG_DEBUG("GPU %u: holder %d draining", gpu_, static_cast<int>(published_));
   page()->holder.store(shm::kNoHolder, std::memory_order_release);
+  // No wake: waiters wait to be granted, and nobody is granted yet.
   page()->grant_seq.fetch_add(1, std::memory_order_release);
-  futex_wake_all(&page()->grant_seq);
 }
 
 void GpuArbiter::heartbeat(int64_t now) {
@@ -296,7 +296,7 @@ void GpuArbiter::shutdown() {
   // once, so shims apply their fail mode without waiting for the timeout.
   page()->heartbeat_ns.store(0, std::memory_order_release);
   page()->grant_seq.fetch_add(1, std::memory_order_release);
-  futex_wake_all(&page()->grant_seq);
+  shm::wake_everyone(&page()->grant_seq);
 }
 
 std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) const {

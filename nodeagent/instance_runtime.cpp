@@ -69,6 +69,8 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     rt.seen_device_ns_[i] = page->procs[i].device_ns.load(std::memory_order_acquire);
     rt.seen_launches_[i] = page->procs[i].launches.load(std::memory_order_acquire);
+    // After a restart the recovery checks each of these and reclaims the dead.
+    if (page->procs[i].pid.load(std::memory_order_acquire) != 0) rt.attached_.set(i);
   }
   return rt;
 }
@@ -111,6 +113,7 @@ int InstanceRuntime::attach(pid_t pid) {
     seen_device_ns_[i] = 0;
     seen_launches_[i] = 0;
     slot.pid.store(pid, std::memory_order_release);
+    attached_.set(i);
     return static_cast<int>(i);
   }
   return -1;
@@ -128,6 +131,7 @@ void InstanceRuntime::reclaim(uint32_t slot, pid_t pid) {
   // attached processes only); the driver freed that memory with the process.
   s.pid.store(0, std::memory_order_release);
   s.busy.store(0, std::memory_order_relaxed);
+  attached_.reset(slot);
 }
 
 InstanceActivity InstanceRuntime::scan() {
@@ -136,7 +140,10 @@ InstanceActivity InstanceRuntime::scan() {
   a.device_ns = pending_device_ns_;
   pending_device_ns_ = 0;
   auto* p = page();
+  // Only the slots the agent gave out: each is a cache line its process
+  // writes, and a tick looks at every instance on the GPU.
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
+    if (!attached_.test(i)) continue;
     auto& s = p->procs[i];
     if (s.pid.load(std::memory_order_acquire) == 0) continue;
     ++a.processes;
@@ -181,9 +188,10 @@ uint64_t InstanceRuntime::mem_denied() const {
 }
 
 uint32_t InstanceRuntime::processes() const {
+  // The slots the agent handed out, not whatever the job wrote into its page.
   uint32_t n = 0;
-  for (const auto& s : page()->procs)
-    n += s.pid.load(std::memory_order_relaxed) != 0 ? 1 : 0;
+  for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i)
+    n += attached_.test(i) && page()->procs[i].pid.load(std::memory_order_relaxed) != 0 ? 1 : 0;
   return n;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <string>
 
@@ -66,6 +67,7 @@ class InstanceRuntime {
   std::string path_;
   std::array<uint64_t, shm::kMaxProcsPerInstance> seen_device_ns_{};
   std::array<uint64_t, shm::kMaxProcsPerInstance> seen_launches_{};
+  std::bitset<shm::kMaxProcsPerInstance> attached_;  // slots handed out and not reclaimed
   uint64_t device_ns_total_ = 0;
   int64_t pending_device_ns_ = 0;  // from reclaimed slots, charged at the next scan
 };

@@ -1,12 +1,8 @@
 #include "shim/gate.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
 
+#include "core/shm/grant_futex.h"
 #include "core/util/clock.h"
 
 namespace egpu::shim {
@@ -15,15 +11,6 @@ bool agent_alive(const shm::GpuPage& gpu, int64_t now) {
   const int64_t timeout = gpu.heartbeat_timeout_ns.load(std::memory_order_relaxed);
   if (timeout <= 0) return true;
   return now - gpu.heartbeat_ns.load(std::memory_order_acquire) <= timeout;
-}
-
-void futex_wait_shared(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
-  timespec ts{};
-  ts.tv_sec = timeout_ns / 1'000'000'000;
-  ts.tv_nsec = timeout_ns % 1'000'000'000;
-  // Not FUTEX_PRIVATE_FLAG: waker and waiters are different processes.
-  ::syscall(SYS_futex, reinterpret_cast<const uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr,
-            0);
 }
 
 SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain) {
@@ -57,7 +44,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       wait = std::clamp<int64_t>(stale_at - now + 1'000'000, 1'000'000, kMaxFutexWaitNs);
     }
     if (drain && drain() > 0) wait = std::min(wait, kDrainPollNs);
-    futex_wait_shared(&gpu.grant_seq, seq, wait);
+    shm::sleep_until_granted(&gpu.grant_seq, seq, a.gpu_slot, wait);
   }
   a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
   a.me->throttled_ns.fetch_add(static_cast<uint64_t>(monotonic_ns() - start),
@@ -67,7 +54,8 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
 
 void sleep_on_grant(const Attachment& a, int64_t ns) {
   const uint32_t seq = a.gpu->grant_seq.load(std::memory_order_acquire);
-  futex_wait_shared(&a.gpu->grant_seq, seq, std::clamp<int64_t>(ns, 1'000, kMaxFutexWaitNs));
+  shm::sleep_until_granted(&a.gpu->grant_seq, seq, a.gpu_slot,
+                           std::clamp<int64_t>(ns, 1'000, kMaxFutexWaitNs));
 }
 
 }  // namespace egpu::shim

@@ -31,10 +31,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
 inline constexpr int64_t kDrainPollNs = 100'000;
 
 // Sleeps up to `ns` (at most kMaxFutexWaitNs) on the grant word, waking early
-// when the holder changes: used while duty-cycling without an agent.
+// when this instance is granted: used while duty-cycling without an agent.
 void sleep_on_grant(const Attachment& a, int64_t ns);
-
-// FUTEX_WAIT (shared: the page is a file mapping seen by several processes).
-void futex_wait_shared(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns);
 
 }  // namespace egpu::shim

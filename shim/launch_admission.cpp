@@ -101,8 +101,19 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
 
 void note_idle(const Attachment& a) {
   a.me->idle_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  // Someone waits, and this holder went idle or the tail the GPU drains
+  // (no holder) is gone: the agent hands over now instead of at a poll.
+  const uint32_t holder = a.gpu->holder.load(std::memory_order_relaxed);
   if (a.gpu->waiters.load(std::memory_order_relaxed) != 0 &&
-      a.gpu->holder.load(std::memory_order_relaxed) == a.gpu_slot) {
+      (holder == a.gpu_slot || holder == shm::kNoHolder)) {
+    kick_agent(a);
+  }
+}
+
+void note_tail(const Attachment& a, int64_t before, int64_t after) {
+  const int64_t tail = a.gpu->handover_tail_ns.load(std::memory_order_relaxed);
+  if (tail > 0 && before > tail && after <= tail &&
+      a.gpu->holder.load(std::memory_order_acquire) == shm::kNoHolder) {
     kick_agent(a);
   }
 }
@@ -176,10 +187,12 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
     }
     // While this process's tail drains, publish what is left of it: the
     // agent starts the next holder once it is (nearly) done.
-    const auto drain = [&b, a] {
+    const auto drain = [&b, a, last = b.pacer().queued_ns()]() mutable {
       add_charge(*a, b.pacer().poll_all(launch_clock_ns(), thread_token()));
       const int64_t queued = b.pacer().queued_ns();
       publish_inflight(*a, queued);
+      note_tail(*a, last, queued);
+      last = queued;
       return queued;
     };
     switch (wait_for_slice(*a, drain)) {

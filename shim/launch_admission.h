@@ -26,6 +26,9 @@ void wait_inflight(GpuBinding& b, const Attachment& a);
 // Publishes when, and if another instance waits for the slice and this one
 // holds it, asks the agent to look (so an idle holder yields without delay).
 void note_idle(const Attachment& a);
+// This process's queued tail went from `before` to `after` ns: while the GPU
+// drains (no holder), falling to the page's handover tail kicks the agent.
+void note_tail(const Attachment& a, int64_t before, int64_t after);
 
 // Adds measured or estimated device time to the process's slot.
 inline void add_charge(const Attachment& a, const pacing::Charge& c) {

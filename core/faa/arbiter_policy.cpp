@@ -9,9 +9,9 @@ namespace {
 // Charges lag the work by up to the in-flight bound plus a marker interval;
 // credit up to this much covers that lag.
 constexpr Nanos kMaxChargeCreditNs = 50 * kMillisecond;
-// A contended GPU is looked at every poll; a longer gap between two ticks is
-// the agent's own stall (stopped, its host stalled), during which the jobs
-// ran under their fail mode: at most this much of it counts as held.
+// A tick later than the policy asked for is the agent's own stall (stopped,
+// its host stalled), during which the jobs ran under their fail mode: at most
+// this much of the lateness counts as held.
 constexpr Nanos kMaxHeldPerTickNs = 20 * kMillisecond;
 
 }  // namespace
@@ -152,7 +152,7 @@ void ArbiterPolicy::update_inflight_bound(Nanos now) {
   inflight_bound_ns_ = bound;
 }
 
-void ArbiterPolicy::charge_and_observe(Nanos now, Nanos since,
+void ArbiterPolicy::charge_and_observe(Nanos now, Nanos held_ns,
                                        const std::map<InstanceId, Activity>& observed) {
   static const Activity kNothing{};
   std::vector<Nanos> charges;
@@ -173,7 +173,6 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos since,
     // and launches that bring (almost) no device time are a claim. A holder
     // that launches and reports as it goes, but whose host denies it the CPU
     // now and then, is not charged for the GPU's idle gaps.
-    const Nanos held_ns = std::min(since, kMaxHeldPerTickNs);
     const bool claims =
         a.busy > 0 || drain_until_ns_ != 0 || (a.launched && charges[i] < held_ns / 4);
     const bool held = published_ == id && contended_ && claims;
@@ -187,6 +186,7 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos since,
     if (inflight != m.inflight_ns) (void)scheduler_.set_pending(id, inflight, now);
     m.inflight_ns = inflight;
     m.reported_inflight_ns = std::max<Nanos>(a.reported_inflight_ns, 0);
+    m.blocked = a.busy > 0;
     if (a.launched || a.busy > 0) {
       m.last_activity = now;
     } else if (a.idle_since_ns > m.last_activity && a.idle_since_ns <= now) {
@@ -210,10 +210,22 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos since,
 
 Decision ArbiterPolicy::tick(Nanos now, const std::map<InstanceId, Activity>& observed) {
   const Nanos since = last_tick_ns_ != 0 && now > last_tick_ns_ ? now - last_tick_ns_ : 0;
+  // Held time counts up to the look the policy asked for, and a bounded
+  // lateness beyond it: a longer gap is the agent's own stall.
+  const Nanos planned = planned_tick_ns_ > last_tick_ns_ && planned_tick_ns_ != kNever
+                            ? planned_tick_ns_ - last_tick_ns_
+                            : 0;
+  const Nanos held_ns = std::min(since, planned + kMaxHeldPerTickNs);
   // Credit is bounded: idle time is not banked for later overcharges.
   charge_credit_ns_ = std::min(charge_credit_ns_ + since, kMaxChargeCreditNs);
   last_tick_ns_ = std::max(last_tick_ns_, now);
-  charge_and_observe(now, since, observed);
+  charge_and_observe(now, held_ns, observed);
+  const Decision d = decide(now);
+  planned_tick_ns_ = d.next_tick_ns;
+  return d;
+}
+
+Decision ArbiterPolicy::decide(Nanos now) {
   if (successor_) {
     // No decision while the old holder's tail drains: its successor is
     // chosen, and its slice starts when the tail is done.
@@ -258,7 +270,10 @@ std::optional<Decision> ArbiterPolicy::long_tail_drain(Nanos now) {
   Decision d;
   d.draining = true;
   d.slice_end_ns = slice_end_ns_;
-  d.next_tick_ns = now + settings_.drain_poll_ns;
+  // Its sync returning idle kicks the agent; the backstop is when the device
+  // can have run what exceeds the long-tail mark.
+  d.next_tick_ns = std::min(
+      drain_until_ns_, now + std::max(settings_.drain_poll_ns, h->second.inflight_ns - long_tail));
   d.waiters = waiters_;
   return d;
 }
@@ -304,7 +319,15 @@ std::optional<Decision> ArbiterPolicy::handover_drain(Nanos now, Nanos slice_unt
   Decision d;
   d.draining = true;
   d.slice_end_ns = slice_end_ns_;
-  d.next_tick_ns = std::min(slice_until, now + settings_.drain_poll_ns);
+  // The draining process kicks the agent when its tail falls to the handover
+  // tail (a sync that returns idle does too): this look is only the backstop
+  // for one that does not, due a slack after the device can have run the tail.
+  const Nanos until_short = std::max(tail, old->second.reported_inflight_ns) -
+                            settings_.handover_tail_ns + settings_.drain_slack_ns;
+  const Nanos deadline = std::max(estimate_due ? drain_until_ns_ : 0,
+                                  report_due ? drain_started_ns_ + settings_.max_drain_ns : 0);
+  d.next_tick_ns =
+      std::min({slice_until, deadline, now + std::max(settings_.drain_poll_ns, until_short)});
   d.waiters = waiters_;
   return d;
 }
@@ -327,10 +350,14 @@ Decision ArbiterPolicy::granted(Nanos now, const Grant& grant) {
   // asking instance keeps the scan going so charges and asks are seen.
   const Member* h = grant.holder ? &members_.at(*grant.holder) : nullptr;
   if (others_asking || (h != nullptr && h->asking)) {
-    next = std::min(next, now + settings_.poll_ns);
+    // A holder blocked at the bound or in a sync cannot be idle before its
+    // queued work has run (and a sync that returns idle kicks the agent).
+    const Nanos look_in = h != nullptr && h->blocked ? std::max(settings_.poll_ns, h->inflight_ns)
+                                                     : settings_.poll_ns;
+    next = std::min(next, now + look_in);
     // A holder with nobody blocked may be going idle: look again exactly when
     // its grace runs out, so the slice moves on without a poll's delay.
-    if (h != nullptr && others_asking && h->asking &&
+    if (h != nullptr && others_asking && h->asking && !h->blocked &&
         h->last_activity + settings_.idle_grace_ns > now) {
       next = std::min(next, h->last_activity + settings_.idle_grace_ns + 1);
     }

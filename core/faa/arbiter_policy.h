@@ -101,6 +101,7 @@ class ArbiterPolicy {
     uint32_t processes = 0;
     Nanos last_activity = 0;
     bool asking = false;
+    bool blocked = false;  // a thread blocked at the bound or in a sync (busy > 0)
     Nanos inflight_ns = 0;
     Nanos reported_inflight_ns = 0;
     bool ran_this_grant = false;  // launched since it last became the holder
@@ -108,7 +109,9 @@ class ArbiterPolicy {
   };
 
   ArbiterPolicy(const PolicySettings& settings, SliceScheduler scheduler);
-  void charge_and_observe(Nanos now, Nanos since, const std::map<InstanceId, Activity>& observed);
+  // `held_ns`: how long the holder held the slice since the last tick.
+  void charge_and_observe(Nanos now, Nanos held_ns, const std::map<InstanceId, Activity>& observed);
+  Decision decide(Nanos now);
   // Drains the holder's long tail or an old holder's tail before handover;
   // nullopt when no drain is due.
   std::optional<Decision> long_tail_drain(Nanos now);
@@ -128,7 +131,8 @@ class ArbiterPolicy {
   // Device time the GPU can have delivered and not yet been charged for.
   Nanos charge_credit_ns_ = 0;
   Nanos last_tick_ns_ = 0;
-  bool contended_ = false;  // someone besides the holder asked at the last grant
+  Nanos planned_tick_ns_ = kNever;  // the next look the last decision asked for
+  bool contended_ = false;          // someone besides the holder asked at the last grant
   uint32_t waiters_ = 0;
   // A handover waiting for the old holder's queued work to finish.
   std::optional<InstanceId> successor_;  // granted, not yet published

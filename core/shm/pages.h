@@ -62,6 +62,10 @@ struct GpuPage {
   std::atomic<int64_t> heartbeat_timeout_ns;
   std::atomic<int64_t> inflight_limit_ns;  // device time a process may have queued
   std::atomic<uint32_t> fail_mode;         // PageFailMode
+  // While the GPU drains an old holder's tail (holder == kNoHolder), the
+  // draining process kicks the agent when its queue falls to this, so the
+  // agent need not poll for it. 0 (a page from an older agent): no kick.
+  std::atomic<int64_t> handover_tail_ns;
 
   // The hot line: shims read `holder` on every launch; waiters sleep on
   // `grant_seq` (a futex word), which the agent bumps on every holder change.

@@ -80,10 +80,12 @@ AgentProcess::AgentProcess(std::string extra_config, int gpu_count, uint64_t gpu
   chmod(dir_.c_str(), 0755);
   socket_ = dir_ + "/agent.sock";
   config_ = dir_ + "/egpu.conf";
+  // Tests log every decision; a caller that sets LogLevel (a benchmark
+  // measuring the agent as deployed) chooses its own.
+  const bool own_level = extra_config.find("LogLevel=") != std::string::npos;
   std::ofstream(config_) << "RuntimeDir=" << dir_ << "/run\nSocketPath=" << socket_
-                         << "\nGpuCount=" << gpu_count << "\nGpuMemory=" << gpu_memory_mib
-                         << "M\nLogLevel=debug\n"
-                         << extra_config << "\n";
+                         << "\nGpuCount=" << gpu_count << "\nGpuMemory=" << gpu_memory_mib << "M\n"
+                         << (own_level ? "" : "LogLevel=debug\n") << extra_config << "\n";
   // For experiments: more egpu.conf lines for every test agent.
   if (const char* more = std::getenv("EGPU_TEST_AGENT_CONFIG"))
     std::ofstream(config_, std::ios::app) << more << "\n";

@@ -29,6 +29,9 @@ nlohmann::json run_agent_cpu_bench(const AgentCpuOptions& options) {
   const auto units = static_cast<uint32_t>(100 / per_gpu);
   integration::NodeOptions node_options;
   node_options.gpus = options.gpus;
+  // As deployed: the tests' agents log every decision at debug level, which
+  // costs a write per handover.
+  node_options.agent_config = "LogLevel=info";
   integration::EnforcedNode node("bench-cpu", node_options);
   std::vector<std::unique_ptr<harness::ChildProcess>> procs;
   std::vector<std::string> labels;

@@ -174,6 +174,46 @@ TEST_F(HostileDescriptors, TruncatingTheInstancePageDoesNotCrashTheAgent) {
       << agent.log();
 }
 
+// A job writes a pid into a process slot the agent never gave out, claims a
+// blocked thread and a second of queued work there, and exits. The agent
+// counts only the slots it handed out: the forged one is no process, asks
+// for nothing and holds no share of the honest job's GPU time.
+TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAProcess) {
+  const int rc = run_as(kMallory, [&] {
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+    auto page = shm::map_fd(att->fds[1], sizeof(shm::InstancePage), shm::Access::kReadWrite);
+    if (!page) return 1;
+    const uint32_t forged = att->reply.proc_slot == 7 ? 8 : 7;
+    auto& slot = page->as<shm::InstancePage>()->procs[forged];
+    slot.busy.store(1);
+    slot.inflight_ns.store(1'000'000'000);
+    slot.pid.store(getpid());
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  // Its real process exited: once the agent has reclaimed that slot, the
+  // instance has no process left (the forged slot never was one).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  nlohmann::json mallory;
+  for (;;) {
+    auto c = protocol::ControlClient::connect(agent.socket(), 3000);
+    ASSERT_TRUE(c) << c.error();
+    auto st = c->call(protocol::StatusRequest{0, 0});
+    ASSERT_TRUE(st) << st.error();
+    const auto j = nlohmann::json::parse(st->text);
+    for (const auto& inst : j["gpus"][0]["instances"])
+      if (inst.at("job").get<uint64_t>() == kMalloryJob) mallory = inst;
+    ASSERT_TRUE(mallory.is_object()) << st->text;
+    if (mallory.value("processes", -1) == 0) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), give_up)
+        << "the forged slot still counts as a process: " << mallory.dump();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(mallory.value("asking", true)) << mallory.dump();
+  expect_agent_serving();
+}
+
 // A restart of the agent after a truncation keeps the instance (its page is
 // started afresh), instead of dropping it and freeing its units to others.
 TEST_F(HostileDescriptors, ARestartAfterATruncationKeepsTheInstance) {

@@ -184,7 +184,20 @@ void PolicyReplay::advance_device(Nanos to) {
     const Nanos end = kernel_started_ + k.length;
     Proc& p = procs_[k.owner];
     p.ran.emplace_back(kernel_started_, end);
+    const Nanos before = p.queued;
     p.queued -= k.length;
+    // The shim's note_tail: a process waiting in the gate while the GPU
+    // drains (no holder) kicks the agent when its tail falls to the handover
+    // tail; its sync returning idle (note_idle) does too.
+    const Nanos tail = options_.settings.handover_tail_ns;
+    const bool draining = !holder_ && drain_since_ >= 0;
+    if (draining && ((p.state == State::kGate && before > tail && p.queued <= tail) ||
+                     (p.state == State::kSync && p.queued == 0))) {
+      const Nanos saved = now_;
+      now_ = end;  // the kick happens when the kernel ends
+      kick();
+      now_ = saved;
+    }
     (p.stalled ? p.unreported : p.reported) += k.length;
     device_.pop_front();
     kernel_started_ = end;
