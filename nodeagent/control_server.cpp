@@ -258,9 +258,9 @@ bool ControlServer::send(Connection* c, const Outgoing& out) {
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * protocol::kMaxReplyFds)];
   if (!out.fds.empty()) {
-    if (out.fds.size() > 4) return false;
+    if (out.fds.size() > protocol::kMaxReplyFds) return false;
     const size_t bytes = sizeof(int) * out.fds.size();
     msg.msg_control = control;
     msg.msg_controllen = CMSG_SPACE(bytes);

@@ -1,7 +1,5 @@
 #include "core/protocol/control_client.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -9,20 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/protocol/socket_io.h"
+
 namespace egpu::protocol {
 namespace {
 
-std::string sys_error(const std::string& what) {
-  return what + ": " + std::strerror(errno);
-}
-
-bool wait_for(int fd, short events, int timeout_ms) {
-  pollfd p{fd, events, 0};
-  int rc;
-  do {
-    rc = ::poll(&p, 1, timeout_ms);
-  } while (rc < 0 && errno == EINTR);
-  return rc > 0;
+CallError unreachable(std::string message) {
+  return CallError{CallFailure::kUnreachable, std::move(message)};
 }
 
 }  // namespace
@@ -32,64 +23,77 @@ std::string default_socket_path() {
   return env != nullptr && *env != '\0' ? env : "/run/egpu/agent.sock";
 }
 
-Result<ControlClient> ControlClient::connect(const std::string& path, int timeout_ms) {
+CallResult<ControlClient> ControlClient::connect(const std::string& socket_path, int timeout_ms) {
+  return open(socket_path, Deadline::after_ms(timeout_ms), timeout_ms, std::nullopt);
+}
+
+CallResult<ControlClient> ControlClient::connect(const std::string& socket_path,
+                                                 Deadline deadline) {
+  return open(socket_path, deadline, 0, deadline);
+}
+
+CallResult<ControlClient> ControlClient::open(const std::string& socket_path, Deadline deadline,
+                                              int timeout_ms, std::optional<Deadline> shared) {
   sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) return Error{"socket path too long: " + path};
-  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return Error{sys_error("socket")};
+  if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path) {
+    return CallError{CallFailure::kRefused,
+                     "socket path '" + socket_path + "' is not usable (empty or too long)"};
+  }
   addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno != EINPROGRESS && errno != EAGAIN) {
-      return Error{"cannot reach the egpu agent at " + path + ": " + std::strerror(errno) +
-                   " (is egpu-agentd running?)"};
-    }
-    if (!wait_for(fd.get(), POLLOUT, timeout_ms)) {
-      return Error{"the egpu agent at " + path + " did not accept the connection in time"};
-    }
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return unreachable(std::string("socket: ") + std::strerror(errno));
+  const Status connected =
+      connect_by(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr, deadline);
+  if (!connected) {
+    return unreachable("cannot reach the egpu agent at " + socket_path + ": " + connected.error() +
+                       " (is egpu-agentd running?)");
   }
-  return ControlClient(std::move(fd), timeout_ms);
+  return ControlClient(std::move(fd), timeout_ms, shared);
 }
 
-Result<Reply> ControlClient::call(const Request& request) {
+Deadline ControlClient::call_deadline() const {
+  return deadline_ ? *deadline_ : Deadline::after_ms(timeout_ms_);
+}
+
+CallResult<Reply> ControlClient::call(const Request& request) {
+  auto r = call_with_fds(request);
+  if (!r) return r.call_error();
+  return std::move(r->reply);
+}
+
+CallResult<FdReply> ControlClient::call_with_fds(const Request& request) {
   const uint32_t id = next_id_++;
-  return call_raw(encode_request(request, id), id);
+  return exchange(encode_request(request, id), id);
 }
 
-Result<Reply> ControlClient::call_raw(const std::vector<uint8_t>& bytes, uint32_t request_id) {
-  if (!wait_for(fd_.get(), POLLOUT, timeout_ms_))
-    return Error{"the egpu agent is not accepting requests"};
-  if (::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(bytes.size())) {
-    return Error{sys_error("send to the egpu agent")};
+CallResult<Reply> ControlClient::call_raw(std::span<const uint8_t> bytes, uint32_t request_id) {
+  auto r = exchange(bytes, request_id);
+  if (!r) return r.call_error();
+  return std::move(r->reply);
+}
+
+CallResult<FdReply> ControlClient::exchange(std::span<const uint8_t> bytes, uint32_t request_id) {
+  const Deadline deadline = call_deadline();
+  if (Status sent = send_message(fd_.get(), bytes, deadline); !sent) {
+    return unreachable(sent.error());
   }
-  return receive(request_id);
-}
-
-Result<Reply> ControlClient::receive(uint32_t request_id) {
-  Reply joined;
-  bool first = true;
-  for (;;) {
-    if (!wait_for(fd_.get(), POLLIN, timeout_ms_))
-      return Error{"no reply from the egpu agent in time"};
-    std::vector<uint8_t> buf(kMaxReplySize);
-    const ssize_t n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
-    if (n < 0) return Error{sys_error("receive from the egpu agent")};
-    if (n == 0) return Error{"the egpu agent closed the connection"};
-    buf.resize(static_cast<size_t>(n));
-    auto r = decode_reply(buf, request_id);
-    if (!r) return Error{"bad reply from the egpu agent: " + r.error()};
-    const bool more = (r->flags & kReplyMore) != 0;
-    std::string text = std::move(r->text);
-    r->text.clear();
+  FdReply out;
+  std::vector<uint8_t> buffer(kMaxReplySize);
+  for (bool first = true;; first = false) {
+    auto got = receive_message(fd_.get(), buffer, deadline, &out.fds);
+    if (!got) return unreachable(got.error());
+    auto chunk = decode_reply(std::span(buffer.data(), *got), request_id);
+    if (!chunk) return unreachable("malformed reply from the egpu agent: " + chunk.error());
+    const bool more = (chunk->flags & kReplyMore) != 0;
     if (first) {
-      joined = std::move(*r);
-      first = false;
+      out.reply = std::move(*chunk);
+    } else {
+      out.reply.text += chunk->text;
     }
-    joined.text += text;
     if (!more) {
-      joined.flags = 0;
-      return joined;
+      out.reply.flags = 0;
+      return out;
     }
   }
 }

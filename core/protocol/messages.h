@@ -15,6 +15,7 @@ inline constexpr uint32_t kMagic = 0x55504745;  // "EGPU" little-endian
 inline constexpr uint16_t kVersion = 1;
 inline constexpr size_t kMaxRequestSize = 256;
 inline constexpr size_t kMaxReplySize = 64 * 1024;  // a status reply is sent in chunks of this
+inline constexpr size_t kMaxReplyFds = 4;           // descriptors (SCM_RIGHTS) one reply may carry
 inline constexpr uint32_t kMaxGpus = 64;
 inline constexpr uint32_t kUnitsPerGpu = 100;
 
