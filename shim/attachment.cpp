@@ -7,7 +7,8 @@
 
 namespace egpu::shim {
 
-Result<std::unique_ptr<Attachment>> make_attachment(AttachReply reply, uint32_t gpu_index) {
+Result<std::unique_ptr<Attachment>> make_attachment(protocol::AttachReply reply,
+                                                    uint32_t gpu_index) {
   const protocol::Reply& r = reply.reply;
   auto gpu_map = shm::map_fd(reply.gpu_page.get(), sizeof(shm::GpuPage), shm::Access::kReadOnly);
   if (!gpu_map) return Error{"GPU page: " + gpu_map.error()};

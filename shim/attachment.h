@@ -8,11 +8,11 @@
 #include <memory>
 #include <optional>
 
+#include "core/protocol/attach_exchange.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
-#include "shim/attach_client.h"
 
 namespace egpu::shim {
 
@@ -42,7 +42,8 @@ struct Attachment {
 };
 
 // Maps and validates what the agent sent for physical GPU `gpu_index`.
-Result<std::unique_ptr<Attachment>> make_attachment(AttachReply reply, uint32_t gpu_index);
+Result<std::unique_ptr<Attachment>> make_attachment(protocol::AttachReply reply,
+                                                    uint32_t gpu_index);
 
 // Asks the agent to decide now (one datagram on the wake channel). Never
 // blocks and never raises SIGPIPE, whatever was done to the descriptor's

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <new>
 
-#include "shim/attach_client.h"
+#include "core/protocol/attach_exchange.h"
 #include "shim/call_counters.h"
 #include "shim/fast_clock.h"
 #include "shim/log.h"
@@ -130,27 +130,27 @@ Attachment* ProcessState::attach_slow(GpuBinding& b, int64_t now, Attachment* st
 
 Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) {
   const protocol::AttachRequest request{env_.job_id, env_.step_id, b.physical_index()};
-  AttachReply reply;
-  AttachError error;
   const int64_t began = std::max(now, launch_clock_ns());  // `now` may predate the lock
-  if (!request_attach(env_.socket_path, request, kAttachTimeoutMs, &reply, &error)) {
+  auto reply = protocol::request_attach(env_.socket_path, request, kAttachTimeoutMs);
+  if (!reply) {
     // From when the attempt ended: one that timed out must not be followed
     // at once by the next (a stalled agent would take every launch's time).
     b.set_next_attempt_ns(
         next_attempt_after_failure(began, again ? kRetryAgentGoneNs : kRetryUnreachableNs));
     if (!again) {
-      b.set_link(error.kind == AttachFailure::kRefused ? Link::kRefused : Link::kUnreachable);
+      b.set_link(reply.failure() == protocol::CallFailure::kRefused ? Link::kRefused
+                                                                    : Link::kUnreachable);
       if (b.said_attach_failure.first()) {
         log_line("GPU %u (job %llu step %u): cannot attach to the egpu agent at %s: %s; %s",
                  b.physical_index(), static_cast<unsigned long long>(env_.job_id), env_.step_id,
-                 env_.socket_path.c_str(), error.message.c_str(), fail_mode_text(env_.fail_mode));
+                 env_.socket_path.c_str(), reply.error().c_str(), fail_mode_text(env_.fail_mode));
       }
     } else {
-      log_debug("GPU %u: re-attach failed: %s", b.physical_index(), error.message.c_str());
+      log_debug("GPU %u: re-attach failed: %s", b.physical_index(), reply.error().c_str());
     }
     return nullptr;
   }
-  auto made = make_attachment(std::move(reply), b.physical_index());
+  auto made = make_attachment(std::move(*reply), b.physical_index());
   if (!made) {
     b.set_next_attempt_ns(next_attempt_after_failure(began, kRetryUnreachableNs));
     if (!again) b.set_link(Link::kUnreachable);
