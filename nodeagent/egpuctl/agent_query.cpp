@@ -13,7 +13,9 @@ bool parse_u64(std::string_view s, uint64_t& out) {
 }  // namespace
 
 Result<protocol::Reply> call_agent(const std::string& socket, const protocol::Request& request) {
-  auto client = protocol::ControlClient::connect(socket);
+  // Connect, request and reply (every chunk of a status) within one deadline.
+  auto client = protocol::ControlClient::connect(
+      socket, Deadline::after_ms(protocol::ControlClient::kDefaultTimeoutMs));
   if (!client) return Error{client.error()};
   return client->call(request);
 }

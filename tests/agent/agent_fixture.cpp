@@ -2,17 +2,14 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -165,43 +162,13 @@ int run_as(uid_t uid, const std::function<int()>& body) {
 }
 
 Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, uint32_t gpu) {
-  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return Error{"connect failed"};
-  }
-  auto bytes = protocol::encode_request(protocol::AttachRequest{job, step, gpu}, 7);
-  send(fd, bytes.data(), bytes.size(), 0);
-  std::vector<uint8_t> buf(protocol::kMaxReplySize);
-  iovec iov{buf.data(), buf.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  pollfd p{fd, POLLIN, 0};
-  poll(&p, 1, 5000);
-  ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-  close(fd);
-  if (n <= 0) return Error{"no reply"};
-  buf.resize(static_cast<size_t>(n));
-  auto reply = protocol::decode_reply(buf, 7);
-  if (!reply) return Error{reply.error()};
-  RawReply out{*reply, {}};
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-      const size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < count; ++i) {
-        int f;
-        std::memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof f);
-        out.fds.push_back(f);
-      }
-    }
-  }
+  auto c = protocol::ControlClient::connect(socket, Deadline::after_ms(5000));
+  if (!c) return Error{c.error()};
+  auto r = c->call_with_fds(protocol::AttachRequest{job, step, gpu});
+  if (!r) return Error{r.error()};
+  RawReply out{std::move(r->reply), {}};
+  for (UniqueFd& fd : r->fds)
+    out.fds.push_back(fd.release());
   return out;
 }
 

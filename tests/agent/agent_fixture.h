@@ -45,7 +45,8 @@ class AgentProcess {
 // exit code (body's return value), or -1 if it crashed.
 int run_as(uid_t uid, const std::function<int()>& body);
 
-// Receives a reply and up to 4 descriptors from a raw SEQPACKET socket.
+// An attach as job `job` step `step` on GPU `gpu`: the reply whatever its
+// status, and the descriptors it carried.
 struct RawReply {
   protocol::Reply reply;
   std::vector<int> fds;  // caller closes
