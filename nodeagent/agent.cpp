@@ -211,7 +211,7 @@ int Agent::run() {
   return 0;
 }
 
-std::map<uint64_t, std::pair<double, protocol::Mode>> Agent::targets(uint32_t gpu) const {
+std::map<uint64_t, std::pair<double, Mode>> Agent::targets(uint32_t gpu) const {
   return registry_->faa_targets(gpu);
 }
 

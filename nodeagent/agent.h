@@ -63,7 +63,7 @@ class Agent {
   std::vector<Outgoing> text_chunks(const std::string& text, uint32_t request_id);
 
   // The FAA target of every instance on a GPU (fractions summing to <= 1).
-  std::map<uint64_t, std::pair<double, protocol::Mode>> targets(uint32_t gpu) const;
+  std::map<uint64_t, std::pair<double, Mode>> targets(uint32_t gpu) const;
   // Applies targets() to the GPU's arbiter after a create, remove or resize.
   Status retarget(uint32_t gpu);
   // `slack`: may be taken up to kTickSlackNs late with another GPU's look.

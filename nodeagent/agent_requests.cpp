@@ -106,7 +106,7 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
                          r.gid,
                          r.units,
                          r.job_units,
-                         static_cast<protocol::Mode>(r.mode),
+                         *mode_from_value(r.mode),  // the decoder admits only modes
                          r.mem_quota,
                          (r.flags & protocol::kCreateUmbrella) != 0,
                          (r.flags & protocol::kCreateEndsWithCaller) != 0
@@ -137,8 +137,7 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   EGPU_LOG_INFO(
       "created instance %llu: job %llu step %u on GPU %u, %u units (job %u), %s, quota %llu MiB",
       static_cast<unsigned long long>(created.id), static_cast<unsigned long long>(created.job_id),
-      created.step_id, created.gpu, created.units, created.job_units,
-      created.mode == protocol::Mode::kCap ? "cap" : "burst",
+      created.step_id, created.gpu, created.units, created.job_units, to_string(created.mode),
       static_cast<unsigned long long>(created.mem_quota >> 20));
   Reply ok;
   ok.instance_id = created.id;
@@ -188,7 +187,8 @@ void Agent::on_step_gone(uint64_t instance_id) {
 std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
                                            uint32_t id) {
   model::Instance updated;
-  auto o = registry_->resize(peer.uid, r.instance_id, r.units, r.mode, &updated);
+  // The decoder admits only modes and kModeUnchanged (nullopt here).
+  auto o = registry_->resize(peer.uid, r.instance_id, r.units, mode_from_value(r.mode), &updated);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
   GpuArbiter& arb = *arbiters_[updated.gpu];
   // The job's other instances on the GPU may have a new job allocation too.
@@ -199,8 +199,8 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
   }
   tick(updated.gpu);
   EGPU_LOG_INFO("resized instance %llu to %u units, %s (by uid %u)",
-                static_cast<unsigned long long>(updated.id), updated.units,
-                updated.mode == protocol::Mode::kCap ? "cap" : "burst", peer.uid);
+                static_cast<unsigned long long>(updated.id), updated.units, to_string(updated.mode),
+                peer.uid);
   Reply ok;
   ok.instance_id = updated.id;
   ok.text = instance_json(*this, updated.id, peer.uid);

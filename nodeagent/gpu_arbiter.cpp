@@ -14,13 +14,6 @@
 #include "core/util/log.h"
 
 namespace egpu::agent {
-namespace {
-
-faa::Mode to_faa(protocol::Mode m) {
-  return m == protocol::Mode::kCap ? faa::Mode::kCap : faa::Mode::kBurst;
-}
-
-}  // namespace
 
 std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) {
   return runtime_dir + "/gpu" + std::to_string(gpu);
@@ -53,6 +46,15 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
     for (uint32_t s = 0; s < settings.max_slots; ++s) {
       const auto& c = page->slots[s];
       if (c.state.load() != static_cast<uint32_t>(shm::SlotState::kActive)) continue;
+      const uint32_t mode = c.mode.load();
+      if (!mode_from_value(mode)) {
+        // Only an agent writes this page: a number no mode has is damage.
+        EGPU_LOG_WARN("GPU %u slot %u: mode %u is not burst or cap; instance %llu not recovered",
+                      gpu, s, mode, static_cast<unsigned long long>(c.instance_id.load()));
+        page->slots[s].state.store(static_cast<uint32_t>(shm::SlotState::kFree));
+        page->slots[s].instance_id.store(0);
+        continue;
+      }
       model::Instance inst;
       inst.id = c.instance_id.load();
       inst.job_id = c.job_id.load();
@@ -63,7 +65,7 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
       inst.gid = c.gid.load();
       inst.units = c.units.load();
       inst.job_units = c.job_units.load();
-      inst.mode = static_cast<protocol::Mode>(c.mode.load());
+      inst.mode = *mode_from_value(mode);
       inst.mem_quota = c.mem_quota.load();
       inst.umbrella = (c.flags.load() & protocol::kCreateUmbrella) != 0;
       inst.mem_quota_explicit = (c.flags.load() & shm::kSlotQuotaExplicit) != 0;
@@ -118,7 +120,7 @@ void GpuArbiter::write_control(const model::Instance& inst) {
   c.step_id.store(inst.step_id, std::memory_order_relaxed);
   c.units.store(inst.units, std::memory_order_relaxed);
   c.job_units.store(inst.job_units, std::memory_order_relaxed);
-  c.mode.store(static_cast<uint32_t>(inst.mode), std::memory_order_relaxed);
+  c.mode.store(mode_value(inst.mode), std::memory_order_relaxed);
   c.uid.store(inst.uid, std::memory_order_relaxed);
   c.gid.store(inst.gid, std::memory_order_relaxed);
   c.flags.store((inst.umbrella ? protocol::kCreateUmbrella : 0) |
@@ -140,7 +142,7 @@ Status GpuArbiter::add(const model::Instance& instance, double target, bool reop
   auto wake = WakeChannel::create();
   if (!wake) return Error{wake.error()};
   const int64_t now = monotonic_ns();
-  if (Status s = policy_.join(instance.slot, target, to_faa(instance.mode), now); !s.ok()) {
+  if (Status s = policy_.join(instance.slot, target, instance.mode, now); !s.ok()) {
     ::unlink(runtime->path().c_str());
     return Error{s.error()};
   }
@@ -178,11 +180,11 @@ void GpuArbiter::update_control(const model::Instance& instance) {
   write_control(instance);  // a new mode reaches the policy through retarget()
 }
 
-Status GpuArbiter::retarget(const std::map<uint64_t, std::pair<double, protocol::Mode>>& targets) {
-  std::map<faa::InstanceId, std::pair<double, faa::Mode>> by_slot;
-  for (const auto& [id, tm] : targets) {
+Status GpuArbiter::retarget(const std::map<uint64_t, std::pair<double, Mode>>& targets) {
+  std::map<faa::InstanceId, std::pair<double, Mode>> by_slot;
+  for (const auto& [id, target] : targets) {
     auto it = slot_of_.find(id);
-    if (it != slot_of_.end()) by_slot[it->second] = {tm.first, to_faa(tm.second)};
+    if (it != slot_of_.end()) by_slot[it->second] = target;
   }
   Status s = policy_.retarget(by_slot, monotonic_ns());
   publish_bound();

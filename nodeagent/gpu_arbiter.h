@@ -60,7 +60,7 @@ class GpuArbiter {
   Status add(const model::Instance& instance, double target, bool reopen);
   void remove(uint64_t instance_id);
   // Applies new targets (fractions) and modes; shrinks are applied before grows.
-  Status retarget(const std::map<uint64_t, std::pair<double, protocol::Mode>>& targets);
+  Status retarget(const std::map<uint64_t, std::pair<double, Mode>>& targets);
   void update_control(const model::Instance& instance);
 
   // A process attaches: returns its process slot, or -1 when the instance is full.

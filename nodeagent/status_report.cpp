@@ -42,7 +42,7 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb, int64_t
   j["units"] = inst.units;
   j["job_units"] = inst.job_units;
   j["umbrella"] = inst.umbrella;
-  j["mode"] = inst.mode == protocol::Mode::kCap ? "cap" : "burst";
+  j["mode"] = to_string(inst.mode);
   j["memory_quota_bytes"] = inst.mem_quota;
   if (auto v = arb.view(inst.id, now)) {
     j["target_pct"] = v->target * 100.0;
@@ -74,7 +74,7 @@ std::string status_json(const Agent& agent, uid_t caller) {
                    {"slice_ms", agent.config().slice_ms},
                    {"window_ms", agent.config().window_ms},
                    {"fail_mode", config::to_string(agent.config().fail_mode)},
-                   {"default_mode", config::to_string(agent.config().default_mode)}};
+                   {"default_mode", to_string(agent.config().default_mode)}};
   json gpus = json::array();
   for (const auto& arb : agent.arbiters()) {
     const auto stats = arb->gpu_stats(now);

@@ -59,7 +59,7 @@ struct PluginState {
   EgpuConfig config;
   bool config_loaded = false;
   std::string config_path = "/etc/egpu/egpu.conf";
-  std::optional<egpu::config::ShareMode> mode;
+  std::optional<egpu::Mode> mode;
   std::optional<uint64_t> mem_bytes;
   bool created = false;
   uint64_t job_id = 0;

@@ -102,13 +102,19 @@ Setter int_field(Field EgpuConfig::*field, long long min, long long max) {
   };
 }
 
-Setter path_field(std::string EgpuConfig::*field) {
+// A field set by a parser that returns Result<Field>.
+template <typename Field, typename Parse>
+Setter parsed_field(Field EgpuConfig::*field, Parse parse) {
   return [=](EgpuConfig& c, std::string_view v) -> Status {
-    auto r = parse_absolute_path(v);
+    auto r = parse(v);
     if (!r) return Error{r.error()};
     c.*field = std::move(*r);
     return {};
   };
+}
+
+Setter path_field(std::string EgpuConfig::*field) {
+  return parsed_field(field, parse_absolute_path);
 }
 
 template <typename Enum>
@@ -141,8 +147,7 @@ const std::vector<KeySpec>& key_specs() {
          return {};
        }},
       {"MinHoldUs", int_field(&EgpuConfig::min_hold_us, 0, 50000)},
-      {"DefaultMode", enum_field(&EgpuConfig::default_mode,
-                                 {{"burst", ShareMode::kBurst}, {"cap", ShareMode::kCap}})},
+      {"DefaultMode", parsed_field(&EgpuConfig::default_mode, parse_mode)},
       {"FailMode", enum_field(&EgpuConfig::fail_mode,
                               {{"open", FailMode::kOpen}, {"closed", FailMode::kClosed}})},
       {"HeartbeatMs", int_field(&EgpuConfig::heartbeat_ms, 10, 10000)},
@@ -248,18 +253,8 @@ Result<EgpuConfig> load_egpu_config(const std::string& path) {
   return parse_egpu_config(text.str(), path);
 }
 
-std::string to_string(ShareMode mode) {
-  return mode == ShareMode::kCap ? "cap" : "burst";
-}
 std::string to_string(FailMode mode) {
   return mode == FailMode::kClosed ? "closed" : "open";
-}
-
-Result<ShareMode> parse_share_mode(std::string_view text) {
-  const std::string l = lower(text);
-  if (l == "burst") return ShareMode::kBurst;
-  if (l == "cap") return ShareMode::kCap;
-  return Error{"mode must be burst or cap, got '" + std::string(text) + "'"};
 }
 
 }  // namespace egpu::config

@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/util/mode.h"
 #include "core/util/result.h"
 
 namespace egpu::config {
 
-enum class ShareMode { kBurst, kCap };
 enum class FailMode { kOpen, kClosed };
 enum class LogTarget { kStderr, kSyslog };
 enum class LogLevel { kError, kWarning, kInfo, kDebug };
@@ -26,7 +26,7 @@ struct EgpuConfig {
   int window_ms = 500;               // decay time constant of achieved shares
   double preempt_threshold_pct = 5;  // take the slice at once when this far below the holder
   int min_hold_us = 1000;            // no preemption before the holder had this long
-  ShareMode default_mode = ShareMode::kBurst;
+  Mode default_mode = Mode::kBurst;
   // Shim behaviour.
   FailMode fail_mode = FailMode::kOpen;  // what shims do when the agent is gone
   int heartbeat_ms = 100;                // agent heartbeat period
@@ -68,8 +68,6 @@ Result<EgpuConfig> load_egpu_config(const std::string& path);
 // The keys egpu.conf accepts, for --help output and error messages.
 std::vector<std::string> egpu_config_keys();
 
-std::string to_string(ShareMode mode);
 std::string to_string(FailMode mode);
-Result<ShareMode> parse_share_mode(std::string_view text);
 
 }  // namespace egpu::config

@@ -4,7 +4,8 @@
 
 #include <cstdint>
 #include <limits>
-#include <string_view>
+
+#include "core/util/mode.h"  // an instance's Mode: egpu::Mode
 
 namespace egpu::faa {
 
@@ -19,13 +20,6 @@ inline constexpr Nanos kMillisecond = 1'000'000;
 inline constexpr Nanos kSecond = 1'000'000'000;
 // "No deadline": the caller need not call decide() until something changes.
 inline constexpr Nanos kNever = std::numeric_limits<Nanos>::max();
-
-enum class Mode {
-  kBurst,  // work-conserving: may use capacity nobody else asks for
-  kCap,    // never above its target share
-};
-
-std::string_view to_string(Mode mode);
 
 }  // namespace egpu::faa
 

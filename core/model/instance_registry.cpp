@@ -111,12 +111,11 @@ double InstanceRegistry::effective_share(const Instance& instance) const {
   return instance.job_units > steps ? (instance.job_units - steps) / 100.0 : 0.0;
 }
 
-std::map<uint64_t, std::pair<double, protocol::Mode>> InstanceRegistry::faa_targets(
-    uint32_t gpu) const {
+std::map<uint64_t, std::pair<double, Mode>> InstanceRegistry::faa_targets(uint32_t gpu) const {
   // FAA needs a positive target: an umbrella whose steps hold the whole job
   // allocation keeps this sliver (it may still burst into idle capacity).
   constexpr double kMinShare = 0.001;
-  std::map<uint64_t, std::pair<double, protocol::Mode>> out;
+  std::map<uint64_t, std::pair<double, Mode>> out;
   double sum = 0;
   for (const Instance* inst : on_gpu(gpu)) {
     const double share = std::max(kMinShare, effective_share(*inst));
@@ -259,8 +258,8 @@ Outcome InstanceRegistry::remove(uid_t caller, uint64_t job_id, uint32_t step_id
   return Outcome::Ok();
 }
 
-Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units, uint32_t mode,
-                                 Instance* updated) {
+Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
+                                 std::optional<Mode> mode, Instance* updated) {
   auto it = instances_.find(id);
   if (it == instances_.end())
     return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
@@ -317,7 +316,7 @@ Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units, uint
       inst.units = units;
     }
   }
-  if (mode != protocol::kModeUnchanged) inst.mode = static_cast<Mode>(mode);
+  if (mode) inst.mode = *mode;
   if (!inst.mem_quota_explicit) inst.mem_quota = gpu_memory_[inst.gpu] / 100 * inst.units;
   if (updated != nullptr) *updated = inst;
   return Outcome::Ok();

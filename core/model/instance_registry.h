@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "core/protocol/messages.h"
+#include "core/util/mode.h"
 
 namespace egpu::model {
 
-using protocol::Mode;
 using protocol::ReplyStatus;
 
 // The process an instance ends with (kCreateEndsWithCaller); pid 0: none.
@@ -84,10 +84,12 @@ class InstanceRegistry {
   Outcome restore(const Instance& instance);
   // Removes one step's instances (all GPUs), or every step of the job (root only).
   Outcome remove(uid_t caller, uint64_t job_id, uint32_t step_id, std::vector<Instance>* removed);
-  // Changes units and/or mode. Root may set anything that fits the GPU; the
-  // owner may move units between the job's steps but never past the job's
-  // allocation, and may not change the allocation itself.
-  Outcome resize(uid_t caller, uint64_t id, uint32_t units, uint32_t mode, Instance* updated);
+  // Changes units (0: unchanged) and/or mode (nullopt: unchanged). Root may
+  // set anything that fits the GPU; the owner may move units between the
+  // job's steps but never past the job's allocation, and may not change the
+  // allocation itself.
+  Outcome resize(uid_t caller, uint64_t id, uint32_t units, std::optional<Mode> mode,
+                 Instance* updated);
 
   Outcome authorize_attach(uid_t caller, uint64_t job_id, uint32_t step_id, uint32_t gpu,
                            const Instance** found) const;
@@ -103,7 +105,7 @@ class InstanceRegistry {
   // The FAA target and mode of every instance on a GPU: effective shares,
   // each at least a sliver FAA can work with, scaled to sum to at most 1.
   // The one place share arithmetic happens; the arbiter applies it.
-  std::map<uint64_t, std::pair<double, protocol::Mode>> faa_targets(uint32_t gpu) const;
+  std::map<uint64_t, std::pair<double, Mode>> faa_targets(uint32_t gpu) const;
   // Units allocated on a GPU (sum of job allocations).
   uint32_t allocated_units(uint32_t gpu) const;
 

@@ -33,9 +33,9 @@ bool is_umbrella_step(uint32_t step_id) {
   return step_id == protocol::kStepBatch || step_id == protocol::kStepInteractive;
 }
 
-Result<config::ShareMode> parse_mode_option(const std::string& text) {
-  auto m = config::parse_share_mode(text);
-  if (!m) return Error{"--egpu-mode must be burst or cap, got '" + text + "'"};
+Result<Mode> parse_mode_option(const std::string& text) {
+  auto m = parse_mode(text);
+  if (!m) return Error{"--egpu-mode " + m.error()};
   return *m;
 }
 
@@ -53,7 +53,7 @@ Result<uint64_t> parse_mem_option(const std::string& text, uint64_t max_bytes) {
 Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& env,
                                                                  const StepIdentity& id,
                                                                  const StepOptions& options,
-                                                                 config::ShareMode default_mode) {
+                                                                 Mode default_mode) {
   std::vector<protocol::CreateRequest> out;
   if (env.units.empty() && env.gpu_indices.empty()) return out;  // no egpu in this step
   auto gpus = parse_list("EGPU_GPU_INDICES", env.gpu_indices, protocol::kMaxGpus - 1);
@@ -71,7 +71,7 @@ Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& 
         "EGPU_GPU_INDICES, EGPU_UNITS and EGPU_MEM_QUOTA list different numbers of GPUs ('" +
         env.gpu_indices + "', '" + env.units + "', '" + env.mem_quota + "')"};
   }
-  const config::ShareMode mode = options.mode.value_or(default_mode);
+  const Mode mode = options.mode.value_or(default_mode);
   for (size_t i = 0; i < gpus->size(); ++i) {
     if ((*units)[i] == 0) continue;  // a GPU listed with nothing of ours on it
     uint64_t quota = 0;              // 0: the agent derives it from the units
@@ -93,7 +93,7 @@ Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& 
     r.units = static_cast<uint32_t>((*units)[i]);
     r.job_units = r.units;
     r.mem_quota = quota;
-    r.mode = mode == config::ShareMode::kCap ? 1 : 0;
+    r.mode = mode_value(mode);
     // slurmstepd asks: the step's instances end with it (see the flag).
     r.flags = (is_umbrella_step(id.step_id) ? protocol::kCreateUmbrella : 0) |
               protocol::kCreateEndsWithCaller;

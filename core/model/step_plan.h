@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config/egpu_config.h"
 #include "core/protocol/messages.h"
+#include "core/util/mode.h"
 #include "core/util/result.h"
 
 namespace egpu::model {
@@ -31,8 +31,8 @@ struct StepIdentity {
 };
 
 struct StepOptions {
-  std::optional<config::ShareMode> mode;  // --egpu-mode
-  std::optional<uint64_t> mem_bytes;      // --egpu-mem, per GPU
+  std::optional<Mode> mode;           // --egpu-mode
+  std::optional<uint64_t> mem_bytes;  // --egpu-mem, per GPU
 };
 
 // Whether a step id is the job's umbrella (batch or interactive step).
@@ -43,11 +43,11 @@ bool is_umbrella_step(uint32_t step_id);
 Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& env,
                                                                  const StepIdentity& id,
                                                                  const StepOptions& options,
-                                                                 config::ShareMode default_mode);
+                                                                 Mode default_mode);
 
 // --egpu-mode and --egpu-mem as users type them. `max_bytes` (0 = unknown)
 // is the largest GPU memory on the node, to refuse impossible sizes early.
-Result<config::ShareMode> parse_mode_option(const std::string& text);
+Result<Mode> parse_mode_option(const std::string& text);
 Result<uint64_t> parse_mem_option(const std::string& text, uint64_t max_bytes);
 
 }  // namespace egpu::model

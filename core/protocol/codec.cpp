@@ -37,11 +37,10 @@ std::string num(uint64_t v) {
 }
 
 Status check_mode(uint32_t mode, bool allow_unchanged) {
-  if (mode == static_cast<uint32_t>(Mode::kBurst) || mode == static_cast<uint32_t>(Mode::kCap)) {
-    return {};
-  }
+  if (mode_from_value(mode).has_value()) return {};
   if (allow_unchanged && mode == kModeUnchanged) return {};
-  return Error{"mode " + num(mode) + " is not burst (0) or cap (1)"};
+  return Error{"mode " + num(mode) + " is not burst (" + num(mode_value(Mode::kBurst)) +
+               ") or cap (" + num(mode_value(Mode::kCap)) + ")"};
 }
 
 Status validate(const AttachRequest& r) {

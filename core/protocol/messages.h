@@ -9,6 +9,8 @@
 #include <string>
 #include <variant>
 
+#include "core/util/mode.h"
+
 namespace egpu::protocol {
 
 inline constexpr uint32_t kMagic = 0x55504745;  // "EGPU" little-endian
@@ -29,7 +31,8 @@ enum class MessageType : uint16_t {
   kReply = 100,
 };
 
-enum class Mode : uint32_t { kBurst = 0, kCap = 1 };
+// Mode fields carry mode_value(Mode) (core/util/mode.h); a resize may say
+// kModeUnchanged instead. The decoder refuses any other number.
 inline constexpr uint32_t kModeUnchanged = 0xffffffff;
 
 // Step ids Slurm uses for its special steps (slurm.h SLURM_BATCH_SCRIPT etc.).
@@ -62,7 +65,7 @@ struct CreateRequest {
   uint32_t units;      // this step's share of the GPU, 1..100
   uint32_t job_units;  // the job's allocation on this GPU: ceiling for its steps
   uint64_t mem_quota;  // bytes; 0 = units' share of the GPU's memory
-  uint32_t mode;       // Mode
+  uint32_t mode;       // mode_value(Mode)
   uint32_t flags;      // kCreateUmbrella | kCreateEndsWithCaller
 };
 static_assert(sizeof(CreateRequest) == 48);
@@ -85,7 +88,7 @@ inline constexpr uint32_t kAllSteps = 0xffffffff;
 struct ResizeRequest {
   uint64_t instance_id;
   uint32_t units;  // 1..100, or 0 = unchanged
-  uint32_t mode;   // Mode, or kModeUnchanged
+  uint32_t mode;   // mode_value(Mode), or kModeUnchanged
 };
 static_assert(sizeof(ResizeRequest) == 16);
 

@@ -39,7 +39,7 @@ struct alignas(64) SlotControl {
   std::atomic<uint32_t> state;      // SlotState
   std::atomic<uint32_t> units;      // the step's units (1..100)
   std::atomic<uint32_t> job_units;  // the job's allocation on this GPU
-  std::atomic<uint32_t> mode;       // protocol::Mode
+  std::atomic<uint32_t> mode;       // mode_value(Mode), core/util/mode.h
   std::atomic<uint32_t> uid;
   std::atomic<uint32_t> gid;
   std::atomic<uint32_t> flags;  // protocol::kCreateUmbrella | kSlotQuotaExplicit

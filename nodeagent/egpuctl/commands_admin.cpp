@@ -5,9 +5,11 @@
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "core/config/byte_size.h"
-#include "core/config/egpu_config.h"
+#include "core/util/mode.h"
 #include "nodeagent/egpuctl/agent_query.h"
 #include "nodeagent/egpuctl/commands.h"
 
@@ -96,9 +98,9 @@ int cmd_create(const Globals& g, const std::vector<std::string>& args) {
     r.gid = static_cast<uint32_t>(*v);
   }
   if (o->contains("mode")) {
-    auto m = config::parse_share_mode((*o)["mode"]);
-    if (!m) return fail(m.error(), 2);
-    r.mode = *m == config::ShareMode::kCap ? 1 : 0;
+    auto m = parse_mode((*o)["mode"]);
+    if (!m) return fail("--mode " + m.error(), 2);
+    r.mode = mode_value(*m);
   }
   if (o->contains("mem")) {
     auto m = config::parse_byte_size((*o)["mem"]);
@@ -139,9 +141,9 @@ int cmd_resize(const Globals& g, const std::vector<std::string>& args) {
   if (!status) return fail(status.error());
   struct Change {
     uint64_t id;
-    uint32_t units;  // 0 = unchanged
-    uint32_t mode;
-    int delta;  // growth in units; shrinks go first
+    uint32_t units;            // 0 = unchanged
+    std::optional<Mode> mode;  // nullopt = unchanged
+    int delta;                 // growth in units; shrinks go first
   };
   std::vector<Change> changes;
   for (const auto& a : args) {
@@ -150,17 +152,17 @@ int cmd_resize(const Globals& g, const std::vector<std::string>& args) {
     auto sel = parse_selector(a.substr(0, eq));
     if (!sel) return fail(sel.error(), 2);
     std::string value = a.substr(eq + 1);
-    uint32_t mode = protocol::kModeUnchanged;
+    std::optional<Mode> mode;
     uint32_t units = 0;
     std::string units_text = value;
     if (auto colon = value.find(':'); colon != std::string::npos) {
       units_text = value.substr(0, colon);
-      auto m = config::parse_share_mode(value.substr(colon + 1));
-      if (!m) return fail(m.error(), 2);
-      mode = *m == config::ShareMode::kCap ? 1 : 0;
-    } else if (auto m = config::parse_share_mode(value)) {
+      auto m = parse_mode(value.substr(colon + 1));
+      if (!m) return fail("'" + a + "': mode " + m.error(), 2);
+      mode = *m;
+    } else if (auto m = parse_mode(value)) {
       units_text.clear();
-      mode = *m == config::ShareMode::kCap ? 1 : 0;
+      mode = *m;
     }
     if (!units_text.empty()) {
       auto u = number("units", units_text, 100);
@@ -178,14 +180,15 @@ int cmd_resize(const Globals& g, const std::vector<std::string>& args) {
   std::stable_sort(changes.begin(), changes.end(),
                    [](const Change& a, const Change& b) { return a.delta < b.delta; });
   for (const auto& c : changes) {
-    auto text = call_for_text(g.socket_path, protocol::ResizeRequest{c.id, c.units, c.mode});
+    const uint32_t wire_mode = c.mode ? mode_value(*c.mode) : protocol::kModeUnchanged;
+    auto text = call_for_text(g.socket_path, protocol::ResizeRequest{c.id, c.units, wire_mode});
     if (!text) return fail("instance " + std::to_string(c.id) + ": " + text.error());
     if (g.json) {
       std::printf("%s\n", text->c_str());
     } else {
       std::printf("instance %llu: %s%s\n", static_cast<unsigned long long>(c.id),
                   c.units != 0 ? (std::to_string(c.units) + " units").c_str() : "",
-                  c.mode != protocol::kModeUnchanged ? (c.mode == 1 ? " cap" : " burst") : "");
+                  c.mode ? (std::string(" ") + to_string(*c.mode)).c_str() : "");
     }
   }
   return 0;

@@ -263,6 +263,36 @@ TEST_F(AgentControl, AgentRestartRecoversInstancesAndKeepsIdsUnique) {
   EXPECT_NE(agent.log().find("recovered instance"), std::string::npos);
 }
 
+// The GPU page keeps each instance's mode as a number across a restart: a
+// number that is no mode (a damaged page) loses that instance, named in the log.
+TEST_F(AgentControl, RestartReadsModesFromThePageAndRefusesUnknownOnes) {
+  protocol::CreateRequest capped = create_req(1, 30, kAlice);
+  capped.mode = mode_value(Mode::kCap);
+  ASSERT_EQ(agent.call(capped)->status, ReplyStatus::kOk);
+  const uint64_t damaged = create(2, 20, kAlice);
+  agent.kill_hard();
+  {
+    const int fd = ::open((agent.dir() + "/run/gpu0").c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    void* m = mmap(nullptr, sizeof(shm::GpuPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    ASSERT_NE(m, MAP_FAILED);
+    auto* page = static_cast<shm::GpuPage*>(m);
+    for (auto& slot : page->slots) {
+      if (slot.instance_id.load() == damaged) slot.mode.store(7);
+    }
+    munmap(m, sizeof(shm::GpuPage));
+  }
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  ASSERT_EQ(j["gpus"][0]["instances"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["gpus"][0]["instances"][0]["mode"], "cap");
+  EXPECT_NE(agent.log().find("mode 7 is not burst or cap; instance " + std::to_string(damaged) +
+                             " not recovered"),
+            std::string::npos)
+      << agent.log();
+}
+
 TEST_F(AgentControl, StepsInsideABatchJobShareItsAllocationAndSurviveARestart) {
   // egpu:100 batch job; steps of 40 and 60 start inside it.
   protocol::CreateRequest batch = create_req(9, 100, kAlice);

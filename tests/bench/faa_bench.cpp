@@ -10,11 +10,11 @@
 
 namespace {
 
+using egpu::Mode;
 using egpu::Result;
 using egpu::faa::Config;
 using egpu::faa::InstanceId;
 using egpu::faa::kMillisecond;
-using egpu::faa::Mode;
 using egpu::faa::Nanos;
 using egpu::faa::SliceScheduler;
 

@@ -132,7 +132,7 @@ class Run {
       inst.gid = ::getgid();
       inst.units = 1 + (b & 0x7f) % 100;
       inst.job_units = inst.units;
-      inst.mode = (b & 0x80) != 0 ? protocol::Mode::kCap : protocol::Mode::kBurst;
+      inst.mode = (b & 0x80) != 0 ? Mode::kCap : Mode::kBurst;
       inst.mem_quota = kGpuMemory / 100 * inst.units;
       tenants_.push_back(inst);
       targets_.push_back(inst.units / 100.0);
@@ -195,7 +195,7 @@ class Run {
     if (reopen) {
       recover_processes();
       // As Agent::recover: the recovered instances get their targets again.
-      std::map<uint64_t, std::pair<double, protocol::Mode>> targets;
+      std::map<uint64_t, std::pair<double, Mode>> targets;
       for (size_t i = 0; i < tenants_.size(); ++i)
         targets[tenants_[i].id] = {targets_[i], tenants_[i].mode};
       CHECK(arb_->retarget(targets).ok());

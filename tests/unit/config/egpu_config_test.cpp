@@ -49,7 +49,7 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 10);
   EXPECT_EQ(c->window_ms, 500);
-  EXPECT_EQ(c->default_mode, ShareMode::kBurst);
+  EXPECT_EQ(c->default_mode, Mode::kBurst);
   EXPECT_EQ(c->fail_mode, FailMode::kOpen);
   EXPECT_TRUE(c->metrics_address.empty());
   EXPECT_EQ(c->socket_path, "/run/egpu/agent.sock");
@@ -66,7 +66,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
-  EXPECT_EQ(c->default_mode, ShareMode::kCap);
+  EXPECT_EQ(c->default_mode, Mode::kCap);
   EXPECT_EQ(c->fail_mode, FailMode::kClosed);
   EXPECT_EQ(c->metrics_host(), "127.0.0.1");
   EXPECT_EQ(c->metrics_port(), 9464);
@@ -100,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"SliceMsec=5", "unknown key 'SliceMsec'"}, BadCase{"SliceMs=0", "between 1 and 50"},
         BadCase{"SliceMs=51", "between 1 and 50"}, BadCase{"SliceMs=ten", "not an integer"},
-        BadCase{"SliceMs=5\nSliceMs=6", "set twice"}, BadCase{"DefaultMode=fast", "burst|cap"},
+        BadCase{"SliceMs=5\nSliceMs=6", "set twice"},
+        BadCase{"DefaultMode=fast", "must be burst or cap"},
         BadCase{"FailMode=maybe", "open|closed"},
         BadCase{"MetricsAddress=0.0.0.0:9464", "loopback"},
         BadCase{"MetricsAddress=10.1.2.3:80", "loopback"},

@@ -86,10 +86,5 @@ TEST(Config, CreateRefusesAnInvalidConfigWithItsMessage) {
       << created.error();
 }
 
-TEST(Config, ModeNames) {
-  EXPECT_EQ(to_string(Mode::kBurst), "burst");
-  EXPECT_EQ(to_string(Mode::kCap), "cap");
-}
-
 }  // namespace
 }  // namespace egpu::faa

@@ -106,22 +106,21 @@ TEST_F(Registry, OwnerMovesShareBetweenStepsWithinTheAllocation) {
   auto* s0 = create(spec(5, 0, 0, 20, 60));
   auto* s1 = create(spec(5, 1, 0, 40, 60));
   Instance updated;
-  auto grow_first = reg.resize(kAlice, s0->id, 30, protocol::kModeUnchanged, &updated);
+  auto grow_first = reg.resize(kAlice, s0->id, 30, std::nullopt, &updated);
   EXPECT_EQ(grow_first.status, ReplyStatus::kOverAllocation);
   EXPECT_NE(grow_first.message.find("shrink another step first"), std::string::npos);
-  EXPECT_TRUE(reg.resize(kAlice, s1->id, 30, protocol::kModeUnchanged, &updated).ok());
-  EXPECT_TRUE(reg.resize(kAlice, s0->id, 30, protocol::kModeUnchanged, &updated).ok());
+  EXPECT_TRUE(reg.resize(kAlice, s1->id, 30, std::nullopt, &updated).ok());
+  EXPECT_TRUE(reg.resize(kAlice, s0->id, 30, std::nullopt, &updated).ok());
   EXPECT_DOUBLE_EQ(reg.effective_share(*s0), 0.30);
   EXPECT_DOUBLE_EQ(reg.effective_share(*s1), 0.30);
-  EXPECT_EQ(reg.resize(kAlice, s0->id, 31, protocol::kModeUnchanged, nullptr).status,
+  EXPECT_EQ(reg.resize(kAlice, s0->id, 31, std::nullopt, nullptr).status,
             ReplyStatus::kOverAllocation);
 }
 
 TEST_F(Registry, OtherUsersCannotResizeOrAttach) {
   auto* a = create(spec(1, 0, 0, 30));
-  EXPECT_EQ(reg.resize(kBob, a->id, 20, protocol::kModeUnchanged, nullptr).status,
-            ReplyStatus::kDenied);
-  EXPECT_EQ(reg.resize(kBob, a->id, 0, 1, nullptr).status, ReplyStatus::kDenied);
+  EXPECT_EQ(reg.resize(kBob, a->id, 20, std::nullopt, nullptr).status, ReplyStatus::kDenied);
+  EXPECT_EQ(reg.resize(kBob, a->id, 0, Mode::kCap, nullptr).status, ReplyStatus::kDenied);
   EXPECT_EQ(reg.authorize_attach(kBob, 1, 0, 0, nullptr).status, ReplyStatus::kDenied);
   const Instance* found = nullptr;
   EXPECT_TRUE(reg.authorize_attach(kAlice, 1, 0, 0, &found).ok());
@@ -134,24 +133,23 @@ TEST_F(Registry, OtherUsersCannotResizeOrAttach) {
 
 TEST_F(Registry, OwnerCannotRaiseItsAllocation) {
   auto* a = create(spec(1, 0, 0, 30));
-  auto o = reg.resize(kAlice, a->id, 40, protocol::kModeUnchanged, nullptr);
+  auto o = reg.resize(kAlice, a->id, 40, std::nullopt, nullptr);
   EXPECT_EQ(o.status, ReplyStatus::kOverAllocation) << o.message;
   auto* batch = create(spec(2, protocol::kStepBatch, 1, 50, 50, true));
-  EXPECT_EQ(reg.resize(kAlice, batch->id, 60, protocol::kModeUnchanged, nullptr).status,
-            ReplyStatus::kDenied);
+  EXPECT_EQ(reg.resize(kAlice, batch->id, 60, std::nullopt, nullptr).status, ReplyStatus::kDenied);
   // Mode is the owner's to choose.
   Instance updated;
-  EXPECT_TRUE(reg.resize(kAlice, a->id, 0, static_cast<uint32_t>(Mode::kCap), &updated).ok());
+  EXPECT_TRUE(reg.resize(kAlice, a->id, 0, Mode::kCap, &updated).ok());
   EXPECT_EQ(updated.mode, Mode::kCap);
 }
 
 TEST_F(Registry, RootResizesAcrossJobsShrinkFirst) {
   auto* a = create(spec(1, 0, 0, 70));
   auto* b = create(spec(2, 0, 0, 30, 0, false, kBob));
-  EXPECT_EQ(reg.resize(kRoot, b->id, 70, protocol::kModeUnchanged, nullptr).status,
+  EXPECT_EQ(reg.resize(kRoot, b->id, 70, std::nullopt, nullptr).status,
             ReplyStatus::kOverAllocation);
-  EXPECT_TRUE(reg.resize(kRoot, a->id, 30, protocol::kModeUnchanged, nullptr).ok());
-  EXPECT_TRUE(reg.resize(kRoot, b->id, 70, protocol::kModeUnchanged, nullptr).ok());
+  EXPECT_TRUE(reg.resize(kRoot, a->id, 30, std::nullopt, nullptr).ok());
+  EXPECT_TRUE(reg.resize(kRoot, b->id, 70, std::nullopt, nullptr).ok());
   EXPECT_DOUBLE_EQ(reg.effective_share(*a), 0.30);
   EXPECT_DOUBLE_EQ(reg.effective_share(*b), 0.70);
   EXPECT_EQ(reg.allocated_units(0), 100u);
@@ -213,8 +211,8 @@ TEST_F(Registry, DerivedQuotaFollowsUnitsExplicitOneStays) {
   auto s = spec(2, 0, 0, 30);
   s.mem_quota = 2 * kGiB;
   auto* b = create(s);
-  ASSERT_TRUE(reg.resize(kRoot, a->id, 40, protocol::kModeUnchanged, nullptr).ok());
-  ASSERT_TRUE(reg.resize(kRoot, b->id, 60, protocol::kModeUnchanged, nullptr).ok());
+  ASSERT_TRUE(reg.resize(kRoot, a->id, 40, std::nullopt, nullptr).ok());
+  ASSERT_TRUE(reg.resize(kRoot, b->id, 60, std::nullopt, nullptr).ok());
   EXPECT_EQ(reg.find(a->id)->mem_quota, 80 * kGiB / 100 * 40);
   EXPECT_EQ(reg.find(b->id)->mem_quota, 2 * kGiB);
 }

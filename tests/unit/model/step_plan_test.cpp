@@ -10,14 +10,13 @@ const StepIdentity kStep{77, 0, 1000, 1000};
 const StepIdentity kBatch{77, protocol::kStepBatch, 1000, 1000};
 
 TEST(StepPlan, NoEgpuAllocationMeansNoInstances) {
-  auto r = plan_step_instances({}, kStep, {}, config::ShareMode::kBurst);
+  auto r = plan_step_instances({}, kStep, {}, Mode::kBurst);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_TRUE(r->empty());
 }
 
 TEST(StepPlan, OneInstancePerGpuWithItsUnits) {
-  auto r = plan_step_instances({"0,3", "100,20", "85000000000,17000000000"}, kStep, {},
-                               config::ShareMode::kCap);
+  auto r = plan_step_instances({"0,3", "100,20", "85000000000,17000000000"}, kStep, {}, Mode::kCap);
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->size(), 2u);
   EXPECT_EQ((*r)[0].gpu_index, 0u);
@@ -33,7 +32,7 @@ TEST(StepPlan, OneInstancePerGpuWithItsUnits) {
 }
 
 TEST(StepPlan, BatchAndInteractiveStepsHoldTheJobAllocation) {
-  auto r = plan_step_instances({"1", "60", "0"}, kBatch, {}, config::ShareMode::kBurst);
+  auto r = plan_step_instances({"1", "60", "0"}, kBatch, {}, Mode::kBurst);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[0].flags, protocol::kCreateUmbrella | protocol::kCreateEndsWithCaller);
   EXPECT_TRUE(is_umbrella_step(protocol::kStepInteractive));
@@ -43,16 +42,15 @@ TEST(StepPlan, BatchAndInteractiveStepsHoldTheJobAllocation) {
 
 TEST(StepPlan, OptionsOverrideModeAndMemoryWithinTheShare) {
   StepOptions opts;
-  opts.mode = config::ShareMode::kCap;
+  opts.mode = Mode::kCap;
   opts.mem_bytes = 10 * kGiB;
-  auto r = plan_step_instances({"0", "30", std::to_string(24 * kGiB)}, kStep, opts,
-                               config::ShareMode::kBurst);
+  auto r = plan_step_instances({"0", "30", std::to_string(24 * kGiB)}, kStep, opts, Mode::kBurst);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ((*r)[0].mem_quota, 10 * kGiB);
   EXPECT_EQ((*r)[0].mode, 1u);
   opts.mem_bytes = 25 * kGiB;
-  auto too_much = plan_step_instances({"0", "30", std::to_string(24 * kGiB)}, kStep, opts,
-                                      config::ShareMode::kBurst);
+  auto too_much =
+      plan_step_instances({"0", "30", std::to_string(24 * kGiB)}, kStep, opts, Mode::kBurst);
   ASSERT_FALSE(too_much.ok());
   EXPECT_NE(too_much.error().find("more than this step's share of GPU 0 (24.0 GiB for 30 units)"),
             std::string::npos)
@@ -60,17 +58,17 @@ TEST(StepPlan, OptionsOverrideModeAndMemoryWithinTheShare) {
 }
 
 TEST(StepPlan, MalformedEnvironmentIsAnError) {
-  auto mismatch = plan_step_instances({"0,1", "30", ""}, kStep, {}, config::ShareMode::kBurst);
+  auto mismatch = plan_step_instances({"0,1", "30", ""}, kStep, {}, Mode::kBurst);
   ASSERT_FALSE(mismatch.ok());
   EXPECT_NE(mismatch.error().find("different numbers of GPUs"), std::string::npos);
-  EXPECT_FALSE(plan_step_instances({"0", "130", ""}, kStep, {}, config::ShareMode::kBurst).ok());
-  EXPECT_FALSE(plan_step_instances({"x", "30", ""}, kStep, {}, config::ShareMode::kBurst).ok());
-  EXPECT_FALSE(plan_step_instances({"0", "30,", ""}, kStep, {}, config::ShareMode::kBurst).ok());
-  EXPECT_FALSE(plan_step_instances({"99", "30", ""}, kStep, {}, config::ShareMode::kBurst).ok());
+  EXPECT_FALSE(plan_step_instances({"0", "130", ""}, kStep, {}, Mode::kBurst).ok());
+  EXPECT_FALSE(plan_step_instances({"x", "30", ""}, kStep, {}, Mode::kBurst).ok());
+  EXPECT_FALSE(plan_step_instances({"0", "30,", ""}, kStep, {}, Mode::kBurst).ok());
+  EXPECT_FALSE(plan_step_instances({"99", "30", ""}, kStep, {}, Mode::kBurst).ok());
 }
 
 TEST(StepPlan, UserOptionsAreValidatedWithClearErrors) {
-  EXPECT_EQ(*parse_mode_option("cap"), config::ShareMode::kCap);
+  EXPECT_EQ(*parse_mode_option("cap"), Mode::kCap);
   auto fast = parse_mode_option("fast");
   ASSERT_FALSE(fast.ok());
   EXPECT_EQ(fast.error(), "--egpu-mode must be burst or cap, got 'fast'");

@@ -19,7 +19,7 @@ CreateRequest valid_create() {
   c.units = 30;
   c.job_units = 60;
   c.mem_quota = 24ull << 30;
-  c.mode = static_cast<uint32_t>(Mode::kCap);
+  c.mode = mode_value(Mode::kCap);
   c.flags = kCreateUmbrella;
   return c;
 }

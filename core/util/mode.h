@@ -1,0 +1,60 @@
+// Mode: how an instance may use GPU time beyond its share, the one type for
+// egpu.conf (DefaultMode=), --egpu-mode, egpuctl, the control protocol, the
+// GPU page and the FAA scheduler.
+//
+// The numbers are a contract: CreateRequest.mode and ResizeRequest.mode carry
+// them on the wire, SlotControl.mode in the GPU page (which outlives an agent
+// restart). Never renumber; a new mode takes a new number. Header-only, so the
+// SPANK and Slurm plugins need no extra library for it.
+#pragma once
+
+#include <cctype>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/util/result.h"
+
+namespace egpu {
+
+enum class Mode : uint32_t {
+  kBurst = 0,  // work-conserving: may use capacity nobody else asks for
+  kCap = 1,    // never above its target share
+};
+
+// The number on the wire and in the GPU page.
+constexpr uint32_t mode_value(Mode mode) {
+  return static_cast<uint32_t>(mode);
+}
+
+// A number read from the wire or a page, which may come from a hostile or
+// older peer: nullopt for anything that is not a mode.
+constexpr std::optional<Mode> mode_from_value(uint32_t value) {
+  switch (value) {
+    case mode_value(Mode::kBurst):
+      return Mode::kBurst;
+    case mode_value(Mode::kCap):
+      return Mode::kCap;
+  }
+  return std::nullopt;
+}
+
+// "burst" or "cap"; a C string, for log lines as much as for JSON.
+constexpr const char* to_string(Mode mode) {
+  return mode == Mode::kCap ? "cap" : "burst";
+}
+
+// "burst" or "cap" in any case, as users write it in egpu.conf and options.
+// The error says what is accepted; callers prefix what they were reading.
+inline Result<Mode> parse_mode(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (Mode mode : {Mode::kBurst, Mode::kCap}) {
+    if (lower == to_string(mode)) return mode;
+  }
+  return Error{"must be burst or cap, got '" + std::string(text) + "'"};
+}
+
+}  // namespace egpu
