@@ -9,7 +9,7 @@
 #include <strings.h>
 
 const char* egpu_conf_path(void) {
-  const char* env = getenv("EGPU_CONF");
+  const char* env = getenv(EGPU_ENV_CONF);
   return (env && env[0]) ? env : EGPU_CONF_DEFAULT_PATH;
 }
 

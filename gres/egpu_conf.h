@@ -7,12 +7,11 @@
 
 #include <stddef.h>
 
+#include "core/env/egpu_env_names.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Default location; the EGPU_CONF environment variable of slurmd overrides it. */
-#define EGPU_CONF_DEFAULT_PATH "/etc/egpu/egpu.conf"
 
 /* Path of the egpu.conf to read: $EGPU_CONF when set and non-empty, else the
  * default. */

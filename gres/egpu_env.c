@@ -1,11 +1,12 @@
 /* Builds the egpu environment (see egpu_env.h). */
 #include "egpu_env.h"
 
+#include "core/env/egpu_env_names.h"
 #include "egpu_node.h"
 #include "gres_common.h"
 
-static const char* const egpu_alloc_vars[] = {"EGPU_GPU_INDICES", "EGPU_UNITS", "EGPU_MEM_QUOTA",
-                                              "EGPU_GPU_UUIDS"};
+static const char* const egpu_alloc_vars[] = {EGPU_ENV_GPU_INDICES, EGPU_ENV_UNITS,
+                                              EGPU_ENV_MEM_QUOTA, EGPU_ENV_GPU_UUIDS};
 
 static bool has_units(bitstr_t* bits, uint64_t units) {
   return bits && units && bit_set_count(bits) > 0;
@@ -37,8 +38,8 @@ static void set_gpu_vars(const egpu_env_request_t* req) {
       .gres_cnt = req->units,
       .gres_conf_flags = egpu_node_env_flags,
       .gres_devices = egpu_node_gres_devices,
-      .is_job = req->kind == EGPU_ENV_JOB,
-      .is_task = req->kind == EGPU_ENV_TASK,
+      .is_job = req->kind == EGPU_ENV_KIND_JOB,
+      .is_task = req->kind == EGPU_ENV_KIND_TASK,
       .usable_gres = req->usable,
   };
   gres_common_gpu_set_env(&gres_env);
@@ -50,16 +51,16 @@ static void set_gpu_vars(const egpu_env_request_t* req) {
   bool job_seen = false;
   int* inx = &job_inx;
   bool* seen = &job_seen;
-  if (req->kind == EGPU_ENV_STEP) {
+  if (req->kind == EGPU_ENV_KIND_STEP) {
     inx = &step_inx;
     seen = &step_seen;
-  } else if (req->kind == EGPU_ENV_TASK) {
+  } else if (req->kind == EGPU_ENV_KIND_TASK) {
     inx = &task_inx;
     seen = &task_seen;
   }
-  gres_common_gpu_set_env(req->env, req->gpus, req->usable, seen, inx, req->kind == EGPU_ENV_TASK,
-                          req->kind == EGPU_ENV_JOB, req->flags, egpu_node_env_flags,
-                          egpu_node_gres_devices);
+  gres_common_gpu_set_env(req->env, req->gpus, req->usable, seen, inx,
+                          req->kind == EGPU_ENV_KIND_TASK, req->kind == EGPU_ENV_KIND_JOB,
+                          req->flags, egpu_node_env_flags, egpu_node_gres_devices);
 #endif
 }
 
@@ -97,13 +98,13 @@ static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
     sep = ",";
   }
   if (!indices) return; /* binding left this task none of our GPUs */
-  env_array_overwrite(req->env, "EGPU_GPU_INDICES", indices);
-  env_array_overwrite(req->env, "EGPU_UNITS", units);
-  env_array_overwrite(req->env, "EGPU_MEM_QUOTA", quota);
+  env_array_overwrite(req->env, EGPU_ENV_GPU_INDICES, indices);
+  env_array_overwrite(req->env, EGPU_ENV_UNITS, units);
+  env_array_overwrite(req->env, EGPU_ENV_MEM_QUOTA, quota);
   if (all_uuids)
-    env_array_overwrite(req->env, "EGPU_GPU_UUIDS", uuids);
+    env_array_overwrite(req->env, EGPU_ENV_GPU_UUIDS, uuids);
   else
-    unsetenvp(*req->env, "EGPU_GPU_UUIDS");
+    unsetenvp(*req->env, EGPU_ENV_GPU_UUIDS);
   xfree(indices);
   xfree(units);
   xfree(quota);
@@ -112,8 +113,9 @@ static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
 
 /* UUIDs of whole GPUs that gres/gpu gave the step (it ran before us). */
 static void set_uuids_from_gpu_vars(char*** env, egpu_env_kind_t kind) {
-  const char* gpus = getenvp(*env, kind == EGPU_ENV_JOB ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
-  if (!gpus && kind != EGPU_ENV_JOB) gpus = getenvp(*env, "SLURM_JOB_GPUS");
+  const char* gpus =
+      getenvp(*env, kind == EGPU_ENV_KIND_JOB ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
+  if (!gpus && kind != EGPU_ENV_KIND_JOB) gpus = getenvp(*env, "SLURM_JOB_GPUS");
   if (!gpus || !gpus[0]) return;
   char *uuids = NULL, *copy = xstrdup(gpus), *save = NULL;
   const char* sep = "";
@@ -127,14 +129,14 @@ static void set_uuids_from_gpu_vars(char*** env, egpu_env_kind_t kind) {
     xstrfmtcat(uuids, "%s%s", sep, uuid);
     sep = ",";
   }
-  if (all && uuids) env_array_overwrite(env, "EGPU_GPU_UUIDS", uuids);
+  if (all && uuids) env_array_overwrite(env, EGPU_ENV_GPU_UUIDS, uuids);
   xfree(uuids);
   xfree(copy);
 }
 
 void egpu_env_apply(const egpu_env_request_t* req) {
   const char* node = egpu_node_name();
-  if (node && req->kind != EGPU_ENV_TASK) env_array_overwrite(req->env, "EGPU_NODE", node);
+  if (node && req->kind != EGPU_ENV_KIND_TASK) env_array_overwrite(req->env, EGPU_ENV_NODE, node);
 
   if (has_units(req->gpus, req->units)) {
     set_gpu_vars(req);
@@ -143,7 +145,7 @@ void egpu_env_apply(const egpu_env_request_t* req) {
   }
   /* Nothing of ours here: leave every GPU variable alone (gres/gpu may
    * have set them for a whole-GPU job), drop only our own. */
-  if (req->kind == EGPU_ENV_TASK) return;
+  if (req->kind == EGPU_ENV_KIND_TASK) return;
   for (size_t i = 0; i < sizeof(egpu_alloc_vars) / sizeof(egpu_alloc_vars[0]); i++)
     unsetenvp(*req->env, egpu_alloc_vars[i]);
   set_uuids_from_gpu_vars(req->env, req->kind);
@@ -160,8 +162,8 @@ void egpu_env_prep(char*** env, egpu_prep_t* prep, int node_inx) {
   (void)gres_common_epilog_set_env(env, prep, node_inx, egpu_node_env_flags,
                                    egpu_node_gres_devices);
 #endif
-  egpu_env_request_t req = {.kind = EGPU_ENV_JOB, .env = env, .gpus = bits, .units = units};
+  egpu_env_request_t req = {.kind = EGPU_ENV_KIND_JOB, .env = env, .gpus = bits, .units = units};
   set_egpu_alloc_vars(&req);
   const char* node = egpu_node_name();
-  if (node) env_array_overwrite(env, "EGPU_NODE", node);
+  if (node) env_array_overwrite(env, EGPU_ENV_NODE, node);
 }

@@ -1,6 +1,7 @@
 /* The environment gres/egpu gives jobs, steps, tasks and prolog/epilog.
  *
- * Variables (comma lists are in the same GPU order):
+ * Variables (comma lists are in the same GPU order; the EGPU_* names are
+ * core/env/egpu_env_names.h):
  *   CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS / SLURM_STEP_GPUS, SLURM_GPUS_ON_NODE
  *                      set the way gres/gpu sets them, only when egpu units
  *                      were allocated; never unset (a whole-GPU job's values
@@ -19,7 +20,7 @@
 
 #include "egpu_slurm.h"
 
-typedef enum { EGPU_ENV_JOB, EGPU_ENV_STEP, EGPU_ENV_TASK } egpu_env_kind_t;
+typedef enum { EGPU_ENV_KIND_JOB, EGPU_ENV_KIND_STEP, EGPU_ENV_KIND_TASK } egpu_env_kind_t;
 
 typedef struct {
   egpu_env_kind_t kind;

@@ -31,7 +31,7 @@ extern int gres_p_node_config_load(egpu_list_t gres_conf_list, node_config_load_
 extern void gres_p_job_set_env(char*** job_env_ptr, bitstr_t* gres_bit_alloc,
                                uint64_t gres_per_node, gres_internal_flags_t flags) {
   egpu_env_request_t req = {
-      .kind = EGPU_ENV_JOB,
+      .kind = EGPU_ENV_KIND_JOB,
       .env = job_env_ptr,
       .gpus = gres_bit_alloc,
       .units = gres_per_node,
@@ -44,7 +44,7 @@ extern void gres_p_job_set_env(char*** job_env_ptr, bitstr_t* gres_bit_alloc,
 extern void gres_p_step_set_env(char*** step_env_ptr, bitstr_t* gres_bit_alloc,
                                 uint64_t gres_per_node, gres_internal_flags_t flags) {
   egpu_env_request_t req = {
-      .kind = EGPU_ENV_STEP,
+      .kind = EGPU_ENV_KIND_STEP,
       .env = step_env_ptr,
       .gpus = gres_bit_alloc,
       .units = gres_per_node,
@@ -60,7 +60,7 @@ extern void gres_p_step_set_env(char*** step_env_ptr, bitstr_t* gres_bit_alloc,
 static void task_set_env(char*** env, bitstr_t* gres_bit_alloc, uint64_t gres_cnt,
                          bitstr_t* usable_gres, gres_internal_flags_t flags) {
   egpu_env_request_t req = {
-      .kind = EGPU_ENV_TASK,
+      .kind = EGPU_ENV_KIND_TASK,
       .env = env,
       .gpus = gres_bit_alloc,
       .units = gres_cnt,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/config/egpu_config.h"
+#include "core/env/egpu_env_names.h"
 #include "core/util/log.h"
 #include "nodeagent/agent.h"
 
@@ -15,7 +16,8 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: egpu-agentd [-f CONFIG] [--check]\n"
-               "  -f, --config FILE   configuration (default /etc/egpu/egpu.conf; a missing\n"
+               "  -f, --config FILE   configuration (default " EGPU_CONF_DEFAULT_PATH
+               "; a missing\n"
                "                      default file means built-in defaults)\n"
                "  --check             validate the configuration and exit\n"
                "  -v, --verbose       debug logging\n"
@@ -25,7 +27,7 @@ void usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path = "/etc/egpu/egpu.conf";
+  std::string path = EGPU_CONF_DEFAULT_PATH;
   bool explicit_path = false;
   bool check_only = false;
   bool verbose = false;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/env/egpu_env_names.h"
 #include "core/protocol/messages.h"
 
 namespace egpu::shim {
@@ -34,35 +35,36 @@ bool parse_indices(std::string_view text, std::vector<uint32_t>* out) {
 
 ShimEnv parse_shim_env(const char* (*get)(const char*)) {
   ShimEnv env;
-  const char* debug = get("EGPU_DEBUG");
+  const char* debug = get(EGPU_ENV_DEBUG);
   env.debug = debug != nullptr && debug[0] != '\0' && std::strcmp(debug, "0") != 0;
-  const char* job = get("EGPU_JOB_ID");
+  const char* job = get(EGPU_ENV_JOB_ID);
   if (job == nullptr || job[0] == '\0') return env;
   env.managed = true;
-  if (const char* socket = get("EGPU_SOCKET"); socket != nullptr && socket[0] != '\0') {
+  if (const char* socket = get(EGPU_ENV_SOCKET); socket != nullptr && socket[0] != '\0') {
     env.socket_path = socket;
   }
-  if (const char* mode = get("EGPU_FAIL_MODE"); mode != nullptr && mode[0] != '\0') {
+  if (const char* mode = get(EGPU_ENV_FAIL_MODE); mode != nullptr && mode[0] != '\0') {
     if (std::strcmp(mode, "open") == 0) {
       env.fail_mode = shm::PageFailMode::kOpen;
     } else if (std::strcmp(mode, "closed") == 0) {
       env.fail_mode = shm::PageFailMode::kClosed;
     } else {
-      env.warning = std::string("EGPU_FAIL_MODE='") + mode + "' is not open or closed: ignored";
+      env.warning =
+          std::string(EGPU_ENV_FAIL_MODE "='") + mode + "' is not open or closed: ignored";
     }
   }
   if (!parse_number(std::string_view(job), &env.job_id) || env.job_id == 0) {
-    env.problem = std::string("EGPU_JOB_ID='") + job + "' is not a job id";
+    env.problem = std::string(EGPU_ENV_JOB_ID "='") + job + "' is not a job id";
     return env;
   }
-  const char* step = get("EGPU_STEP_ID");
+  const char* step = get(EGPU_ENV_STEP_ID);
   if (step == nullptr || !parse_number(std::string_view(step), &env.step_id)) {
-    env.problem = std::string("EGPU_STEP_ID='") + (step ? step : "") + "' is not a step id";
+    env.problem = std::string(EGPU_ENV_STEP_ID "='") + (step ? step : "") + "' is not a step id";
     return env;
   }
-  const char* indices = get("EGPU_GPU_INDICES");
+  const char* indices = get(EGPU_ENV_GPU_INDICES);
   if (indices == nullptr || !parse_indices(indices, &env.gpu_indices)) {
-    env.problem = std::string("EGPU_GPU_INDICES='") + (indices ? indices : "") +
+    env.problem = std::string(EGPU_ENV_GPU_INDICES "='") + (indices ? indices : "") +
                   "' is not a comma list of GPU indices";
     env.gpu_indices.clear();
   }

@@ -28,6 +28,7 @@ extern "C" {
 #include <vector>
 
 #include "core/config/egpu_config.h"
+#include "core/env/egpu_env_names.h"
 #include "core/model/step_plan.h"
 #include "core/protocol/control_client.h"
 #include "core/topo/topology.h"
@@ -58,7 +59,7 @@ using egpu::config::EgpuConfig;
 struct PluginState {
   EgpuConfig config;
   bool config_loaded = false;
-  std::string config_path = "/etc/egpu/egpu.conf";
+  std::string config_path = EGPU_CONF_DEFAULT_PATH;
   std::optional<egpu::Mode> mode;
   std::optional<uint64_t> mem_bytes;
   bool created = false;
@@ -136,7 +137,7 @@ void load_config(int ac, char** av) {
   for (int i = 0; i < ac; ++i) {
     if (std::strncmp(av[i], "conf=", 5) == 0) s.config_path = av[i] + 5;
   }
-  const char* from_env = std::getenv("EGPU_CONF");
+  const char* from_env = std::getenv(EGPU_ENV_CONF);
   if (from_env != nullptr && from_env[0] != '\0') s.config_path = from_env;
   if (s.config_loaded) return;
   auto loaded = egpu::config::load_egpu_config(s.config_path);
@@ -176,8 +177,8 @@ int create_instances(spank_t sp) {
   }
   if (step == egpu::protocol::kStepExtern) return 0;
   if (!s.task_error.empty()) return 0;  // an option was refused already
-  const egpu::model::StepEnv env{getenv_of(sp, "EGPU_GPU_INDICES"), getenv_of(sp, "EGPU_UNITS"),
-                                 getenv_of(sp, "EGPU_MEM_QUOTA")};
+  const egpu::model::StepEnv env{getenv_of(sp, EGPU_ENV_GPU_INDICES), getenv_of(sp, EGPU_ENV_UNITS),
+                                 getenv_of(sp, EGPU_ENV_MEM_QUOTA)};
   auto plan = egpu::model::plan_step_instances(env, {job, step, uid, gid}, {s.mode, s.mem_bytes},
                                                s.config.default_mode);
   if (!plan) {
@@ -217,10 +218,10 @@ int create_instances(spank_t sp) {
   const std::string existing = getenv_of(sp, "LD_PRELOAD");
   if (!existing.empty()) preload += " " + existing;
   spank_setenv(sp, "LD_PRELOAD", preload.c_str(), 1);
-  spank_setenv(sp, "EGPU_JOB_ID", std::to_string(job).c_str(), 1);
-  spank_setenv(sp, "EGPU_STEP_ID", std::to_string(step).c_str(), 1);
-  spank_setenv(sp, "EGPU_SOCKET", s.config.socket_path.c_str(), 1);
-  spank_setenv(sp, "EGPU_FAIL_MODE", egpu::config::to_string(s.config.fail_mode).c_str(), 1);
+  spank_setenv(sp, EGPU_ENV_JOB_ID, std::to_string(job).c_str(), 1);
+  spank_setenv(sp, EGPU_ENV_STEP_ID, std::to_string(step).c_str(), 1);
+  spank_setenv(sp, EGPU_ENV_SOCKET, s.config.socket_path.c_str(), 1);
+  spank_setenv(sp, EGPU_ENV_FAIL_MODE, egpu::config::to_string(s.config.fail_mode).c_str(), 1);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/config/byte_size.h"
+#include "core/env/egpu_env_names.h"
 
 namespace egpu::model {
 namespace {
@@ -56,20 +57,20 @@ Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& 
                                                                  Mode default_mode) {
   std::vector<protocol::CreateRequest> out;
   if (env.units.empty() && env.gpu_indices.empty()) return out;  // no egpu in this step
-  auto gpus = parse_list("EGPU_GPU_INDICES", env.gpu_indices, protocol::kMaxGpus - 1);
+  auto gpus = parse_list(EGPU_ENV_GPU_INDICES, env.gpu_indices, protocol::kMaxGpus - 1);
   if (!gpus) return Error{gpus.error()};
-  auto units = parse_list("EGPU_UNITS", env.units, protocol::kUnitsPerGpu);
+  auto units = parse_list(EGPU_ENV_UNITS, env.units, protocol::kUnitsPerGpu);
   if (!units) return Error{units.error()};
   std::vector<uint64_t> quotas(gpus->size(), 0);
   if (!env.mem_quota.empty()) {
-    auto q = parse_list("EGPU_MEM_QUOTA", env.mem_quota, UINT64_MAX);
+    auto q = parse_list(EGPU_ENV_MEM_QUOTA, env.mem_quota, UINT64_MAX);
     if (!q) return Error{q.error()};
     quotas = *q;
   }
   if (units->size() != gpus->size() || quotas.size() != gpus->size()) {
-    return Error{
-        "EGPU_GPU_INDICES, EGPU_UNITS and EGPU_MEM_QUOTA list different numbers of GPUs ('" +
-        env.gpu_indices + "', '" + env.units + "', '" + env.mem_quota + "')"};
+    return Error{EGPU_ENV_GPU_INDICES ", " EGPU_ENV_UNITS " and " EGPU_ENV_MEM_QUOTA
+                                      " list different numbers of GPUs ('" +
+                 env.gpu_indices + "', '" + env.units + "', '" + env.mem_quota + "')"};
   }
   const Mode mode = options.mode.value_or(default_mode);
   for (size_t i = 0; i < gpus->size(); ++i) {

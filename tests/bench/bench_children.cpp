@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "core/env/egpu_env_names.h"
 #include "workload_process.h"
 
 namespace egpu::bench {
@@ -15,7 +16,8 @@ std::unique_ptr<harness::ChildProcess> start_unmanaged(const harness::SimGpu& gp
   harness::ChildOptions o;
   o.argv = std::move(argv);
   o.env = gpu.environment(label);
-  o.unset_env = {"LD_PRELOAD", "EGPU_JOB_ID", "EGPU_STEP_ID", "EGPU_GPU_INDICES", "EGPU_SOCKET"};
+  o.unset_env = {"LD_PRELOAD", EGPU_ENV_JOB_ID, EGPU_ENV_STEP_ID, EGPU_ENV_GPU_INDICES,
+                 EGPU_ENV_SOCKET};
   o.stdout_mode = harness::OutputMode::kCapture;
   o.stderr_mode = harness::OutputMode::kCapture;
   return std::make_unique<harness::ChildProcess>(o);

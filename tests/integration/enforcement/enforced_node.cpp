@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "core/env/egpu_env_names.h"
+
 namespace egpu::integration {
 
 std::string memory_probe_path() {
@@ -54,10 +56,10 @@ uint64_t EnforcedNode::create(uint64_t job, uint32_t units, const std::string& m
 
 std::map<std::string, std::string> EnforcedNode::job_env(uint64_t job, uint32_t gpu) const {
   return {{"LD_PRELOAD", shim_path()},
-          {"EGPU_SOCKET", agent_->socket()},
-          {"EGPU_JOB_ID", std::to_string(job)},
-          {"EGPU_STEP_ID", "0"},
-          {"EGPU_GPU_INDICES", std::to_string(gpu)},
+          {EGPU_ENV_SOCKET, agent_->socket()},
+          {EGPU_ENV_JOB_ID, std::to_string(job)},
+          {EGPU_ENV_STEP_ID, "0"},
+          {EGPU_ENV_GPU_INDICES, std::to_string(gpu)},
           // The process sees only its GPU, as under Slurm.
           {"CUDA_VISIBLE_DEVICES", std::to_string(gpu)}};
 }

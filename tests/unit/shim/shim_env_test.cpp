@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "core/env/egpu_env_names.h"
+
 namespace egpu::shim {
 namespace {
 
@@ -21,18 +23,18 @@ ShimEnv parse(std::map<std::string, std::string> env) {
 }
 
 TEST(ShimEnv, NoJobIdIsUnmanaged) {
-  const ShimEnv e = parse({{"EGPU_GPU_INDICES", "0"}});
+  const ShimEnv e = parse({{EGPU_ENV_GPU_INDICES, "0"}});
   EXPECT_FALSE(e.managed);
   EXPECT_TRUE(e.problem.empty());
 }
 
 TEST(ShimEnv, FullEnvironment) {
-  const ShimEnv e = parse({{"EGPU_JOB_ID", "123"},
-                           {"EGPU_STEP_ID", "4294967291"},
-                           {"EGPU_GPU_INDICES", "2,0,5"},
-                           {"EGPU_SOCKET", "/tmp/a.sock"},
-                           {"EGPU_FAIL_MODE", "closed"},
-                           {"EGPU_DEBUG", "1"}});
+  const ShimEnv e = parse({{EGPU_ENV_JOB_ID, "123"},
+                           {EGPU_ENV_STEP_ID, "4294967291"},
+                           {EGPU_ENV_GPU_INDICES, "2,0,5"},
+                           {EGPU_ENV_SOCKET, "/tmp/a.sock"},
+                           {EGPU_ENV_FAIL_MODE, "closed"},
+                           {EGPU_ENV_DEBUG, "1"}});
   EXPECT_TRUE(e.managed);
   EXPECT_TRUE(e.problem.empty()) << e.problem;
   EXPECT_EQ(e.job_id, 123u);
@@ -45,42 +47,44 @@ TEST(ShimEnv, FullEnvironment) {
 }
 
 TEST(ShimEnv, DefaultsSocketAndFailMode) {
-  const ShimEnv e = parse({{"EGPU_JOB_ID", "1"}, {"EGPU_STEP_ID", "0"}, {"EGPU_GPU_INDICES", "0"}});
+  const ShimEnv e =
+      parse({{EGPU_ENV_JOB_ID, "1"}, {EGPU_ENV_STEP_ID, "0"}, {EGPU_ENV_GPU_INDICES, "0"}});
   EXPECT_EQ(e.socket_path, "/run/egpu/agent.sock");
   EXPECT_FALSE(e.fail_mode.has_value());
   EXPECT_FALSE(e.debug);
 }
 
 TEST(ShimEnv, BadValuesAreProblemsThatNameTheVariable) {
-  EXPECT_NE(parse({{"EGPU_JOB_ID", "12x"}, {"EGPU_STEP_ID", "0"}, {"EGPU_GPU_INDICES", "0"}})
-                .problem.find("EGPU_JOB_ID"),
+  EXPECT_NE(parse({{EGPU_ENV_JOB_ID, "12x"}, {EGPU_ENV_STEP_ID, "0"}, {EGPU_ENV_GPU_INDICES, "0"}})
+                .problem.find(EGPU_ENV_JOB_ID),
             std::string::npos);
-  EXPECT_NE(parse({{"EGPU_JOB_ID", "0"}, {"EGPU_STEP_ID", "0"}, {"EGPU_GPU_INDICES", "0"}})
-                .problem.find("EGPU_JOB_ID"),
+  EXPECT_NE(parse({{EGPU_ENV_JOB_ID, "0"}, {EGPU_ENV_STEP_ID, "0"}, {EGPU_ENV_GPU_INDICES, "0"}})
+                .problem.find(EGPU_ENV_JOB_ID),
             std::string::npos);
-  EXPECT_NE(parse({{"EGPU_JOB_ID", "1"}, {"EGPU_GPU_INDICES", "0"}}).problem.find("EGPU_STEP_ID"),
-            std::string::npos);
+  EXPECT_NE(
+      parse({{EGPU_ENV_JOB_ID, "1"}, {EGPU_ENV_GPU_INDICES, "0"}}).problem.find(EGPU_ENV_STEP_ID),
+      std::string::npos);
   for (const char* bad : {"", "0,", ",1", "1,,2", "a", "64", "-1"}) {
-    EXPECT_NE(parse({{"EGPU_JOB_ID", "1"}, {"EGPU_STEP_ID", "0"}, {"EGPU_GPU_INDICES", bad}})
-                  .problem.find("EGPU_GPU_INDICES"),
+    EXPECT_NE(parse({{EGPU_ENV_JOB_ID, "1"}, {EGPU_ENV_STEP_ID, "0"}, {EGPU_ENV_GPU_INDICES, bad}})
+                  .problem.find(EGPU_ENV_GPU_INDICES),
               std::string::npos)
         << bad;
   }
 }
 
 TEST(ShimEnv, UnknownFailModeIsAWarningNotAProblem) {
-  const ShimEnv e = parse({{"EGPU_JOB_ID", "1"},
-                           {"EGPU_STEP_ID", "0"},
-                           {"EGPU_GPU_INDICES", "0"},
-                           {"EGPU_FAIL_MODE", "ajar"}});
+  const ShimEnv e = parse({{EGPU_ENV_JOB_ID, "1"},
+                           {EGPU_ENV_STEP_ID, "0"},
+                           {EGPU_ENV_GPU_INDICES, "0"},
+                           {EGPU_ENV_FAIL_MODE, "ajar"}});
   EXPECT_TRUE(e.problem.empty());
   EXPECT_FALSE(e.fail_mode.has_value());
   EXPECT_NE(e.warning.find("ajar"), std::string::npos);
 }
 
 TEST(ShimEnv, DebugZeroIsOff) {
-  EXPECT_FALSE(parse({{"EGPU_DEBUG", "0"}}).debug);
-  EXPECT_TRUE(parse({{"EGPU_DEBUG", "yes"}}).debug);
+  EXPECT_FALSE(parse({{EGPU_ENV_DEBUG, "0"}}).debug);
+  EXPECT_TRUE(parse({{EGPU_ENV_DEBUG, "yes"}}).debug);
 }
 
 }  // namespace
