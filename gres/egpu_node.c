@@ -5,13 +5,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "egpu_conf.h"
 #include "gres_c_s.h"
 #include "gres_common.h"
 #include "src/common/hostlist.h"
 #include "src/slurmd/slurmd/slurmd.h"
 
 #ifdef EGPU_HAVE_TOPO
+#include "core/config/egpu_config_c.h"
 #include "core/topo/topo_c.h"
 #endif
 
@@ -249,19 +249,28 @@ static void remember_gpu_info(const egpu_topo_t* topo) {
   }
 }
 
+/* TopologyXml= of egpu.conf, read by the agent's parser; a missing file is
+ * the defaults (live discovery), as for the agent. A file the agent would
+ * refuse loads no topology: guessing the live machine where the admin named
+ * an XML would give Slurm the wrong Cores= and Links=. */
 static egpu_topo_t* load_topology(void) {
-  char xml[4096] = "";
-  const char* path = egpu_conf_path();
-  if (egpu_conf_file_find(path, "TopologyXml", xml, sizeof(xml)) < 0)
-    error("gres/egpu: cannot read TopologyXml from %s", path);
   char err[512] = "";
-  egpu_topo_t* topo = NULL;
-  if (egpu_topo_load(xml[0] ? xml : NULL, &topo, err, sizeof(err)) != 0) {
-    error("gres/egpu: GPU topology (%s) not loaded: %s; using gres.conf as written",
-          xml[0] ? xml : "live", err);
+  egpu_conf_t* egpu_conf = NULL;
+  if (egpu_conf_load(egpu_conf_path(), EGPU_CONF_MISSING_IS_DEFAULTS, &egpu_conf, err,
+                     sizeof(err)) != 0) {
+    error("gres/egpu: %s; GPU topology not loaded, using gres.conf as written", err);
     return NULL;
   }
-  info("gres/egpu: topology %s: %d GPUs", xml[0] ? xml : "live", egpu_topo_gpu_count(topo));
+  const char* xml = egpu_conf_topology_xml(egpu_conf);
+  const char* source = xml[0] ? xml : "live";
+  egpu_topo_t* topo = NULL;
+  if (egpu_topo_load(xml[0] ? xml : NULL, &topo, err, sizeof(err)) != 0) {
+    error("gres/egpu: GPU topology (%s) not loaded: %s; using gres.conf as written", source, err);
+    topo = NULL;
+  } else {
+    info("gres/egpu: topology %s: %d GPUs", source, egpu_topo_gpu_count(topo));
+  }
+  egpu_conf_free(egpu_conf);
   return topo;
 }
 #endif
