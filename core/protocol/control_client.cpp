@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env/egpu_env_names.h"
 #include "core/protocol/socket_io.h"
 
 namespace egpu::protocol {
@@ -19,7 +20,7 @@ CallError unreachable(std::string message) {
 }  // namespace
 
 std::string default_socket_path() {
-  const char* env = std::getenv("EGPU_SOCKET");
+  const char* env = std::getenv(EGPU_ENV_SOCKET);
   return env != nullptr && *env != '\0' ? env : "/run/egpu/agent.sock";
 }
 
