@@ -13,6 +13,17 @@ bool agent_alive(const shm::GpuPage& gpu, int64_t now) {
   return now - gpu.heartbeat_ns.load(std::memory_order_acquire) <= timeout;
 }
 
+namespace {
+
+bool draining_own_tail(const Attachment& a, const std::function<int64_t()>& drain) {
+  const shm::GpuPage& gpu = *a.gpu;
+  const int64_t tail = gpu.handover_tail_ns.load(std::memory_order_relaxed);
+  return tail > 0 && drain && gpu.holder.load(std::memory_order_acquire) == shm::kNoHolder &&
+         gpu.waiters.load(std::memory_order_relaxed) != 0 && drain() > tail;
+}
+
+}  // namespace
+
 SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain) {
   const shm::GpuPage& gpu = *a.gpu;
   const int64_t start = monotonic_ns();
@@ -33,7 +44,10 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
     }
     if (!asked) {
       // Once per wait: the agent re-decides now instead of at its next tick.
-      kick_agent(a);
+      // Not while this process's own tail is what the GPU drains for a
+      // waiting successor: the agent already counts it as asking, and its
+      // tail falling short kicks anyway (note_tail), one wake-up instead of two.
+      if (!draining_own_tail(a, drain)) kick_agent(a);
       asked = true;
     }
     // Wake no later than the heartbeat could go stale.
@@ -50,6 +64,25 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
   a.me->throttled_ns.fetch_add(static_cast<uint64_t>(monotonic_ns() - start),
                                std::memory_order_relaxed);
   return outcome;
+}
+
+void note_idle(const Attachment& a) {
+  a.me->idle_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  // Someone waits, and this holder went idle or the tail the GPU drains
+  // (no holder) is gone: the agent hands over now instead of at a poll.
+  const uint32_t holder = a.gpu->holder.load(std::memory_order_relaxed);
+  if (a.gpu->waiters.load(std::memory_order_relaxed) != 0 &&
+      (holder == a.gpu_slot || holder == shm::kNoHolder)) {
+    kick_agent(a);
+  }
+}
+
+void note_tail(const Attachment& a, int64_t before, int64_t after) {
+  const int64_t tail = a.gpu->handover_tail_ns.load(std::memory_order_relaxed);
+  if (tail > 0 && before > tail && after <= tail &&
+      a.gpu->holder.load(std::memory_order_acquire) == shm::kNoHolder) {
+    kick_agent(a);
+  }
 }
 
 void sleep_on_grant(const Attachment& a, int64_t ns) {

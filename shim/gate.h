@@ -34,4 +34,13 @@ inline constexpr int64_t kDrainPollNs = 100'000;
 // when this instance is granted: used while duty-cycling without an agent.
 void sleep_on_grant(const Attachment& a, int64_t ns);
 
+// A synchronising call returned with nothing queued: the process may be idle.
+// Publishes when, and if another instance waits for the slice while this one
+// holds it or the GPU drains, asks the agent to look (so an idle holder
+// yields, and a drain ends, without a poll's delay).
+void note_idle(const Attachment& a);
+// This process's queued tail went from `before` to `after` ns: while the GPU
+// drains (no holder), falling to the page's handover tail kicks the agent.
+void note_tail(const Attachment& a, int64_t before, int64_t after);
+
 }  // namespace egpu::shim

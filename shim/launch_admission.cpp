@@ -99,25 +99,6 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
 
 }  // namespace
 
-void note_idle(const Attachment& a) {
-  a.me->idle_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
-  // Someone waits, and this holder went idle or the tail the GPU drains
-  // (no holder) is gone: the agent hands over now instead of at a poll.
-  const uint32_t holder = a.gpu->holder.load(std::memory_order_relaxed);
-  if (a.gpu->waiters.load(std::memory_order_relaxed) != 0 &&
-      (holder == a.gpu_slot || holder == shm::kNoHolder)) {
-    kick_agent(a);
-  }
-}
-
-void note_tail(const Attachment& a, int64_t before, int64_t after) {
-  const int64_t tail = a.gpu->handover_tail_ns.load(std::memory_order_relaxed);
-  if (tail > 0 && before > tail && after <= tail &&
-      a.gpu->holder.load(std::memory_order_acquire) == shm::kNoHolder) {
-    kick_agent(a);
-  }
-}
-
 void wait_inflight(GpuBinding& b, const Attachment& a) {
   pacing::DevicePacer& pacer = b.pacer();
   if (pacer.under_limit()) return;

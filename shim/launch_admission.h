@@ -8,6 +8,7 @@
 
 #include "core/pacing/charge.h"
 #include "shim/attachment.h"
+#include "shim/gate.h"
 #include "shim/gpu_binding.h"
 #include "shim/process_state.h"
 
@@ -21,14 +22,6 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a);
 // Blocks (asking: busy counted) until the process's queued device time on `b`
 // is under the limit, polling its streams' markers.
 void wait_inflight(GpuBinding& b, const Attachment& a);
-
-// A synchronising call returned with nothing queued: the process may be idle.
-// Publishes when, and if another instance waits for the slice and this one
-// holds it, asks the agent to look (so an idle holder yields without delay).
-void note_idle(const Attachment& a);
-// This process's queued tail went from `before` to `after` ns: while the GPU
-// drains (no holder), falling to the page's handover tail kicks the agent.
-void note_tail(const Attachment& a, int64_t before, int64_t after);
 
 // Adds measured or estimated device time to the process's slot.
 inline void add_charge(const Attachment& a, const pacing::Charge& c) {

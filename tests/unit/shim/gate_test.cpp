@@ -101,6 +101,65 @@ TEST(Gate, AGrantToAnotherSlotKeepsWaiting) {
   EXPECT_GE(monotonic_ns() - start, 55 * kMs);
 }
 
+// While the GPU drains this process's own tail for a waiting successor, the
+// agent already counts it as asking and its tail falling short will kick
+// (note_tail): entering the gate asks nothing more. With nothing queued it
+// asks at once, as any waiter does.
+TEST(Gate, DrainingItsOwnTailItDoesNotAskAgain) {
+  for (const int64_t queued : {int64_t{1} * kMs, int64_t{0}}) {
+    SCOPED_TRACE(queued > 0 ? "its own tail drains" : "nothing queued");
+    Pages p;
+    p.gpu->handover_tail_ns.store(kMs / 5);
+    p.gpu->waiters.store(1);  // holder kNoHolder: the GPU drains for a successor
+    std::thread agent([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      p.gpu->heartbeat_ns.store(monotonic_ns());
+      p.grant(kSlot);
+    });
+    EXPECT_EQ(wait_for_slice(p.a, [queued] { return queued; }), SliceWait::kGranted);
+    agent.join();
+    EXPECT_EQ(p.asked(), queued > 0 ? 0u : 1u);
+  }
+}
+
+// note_tail: the draining process tells the agent the moment its tail falls
+// to the page's handover tail, once, and only while the GPU drains.
+TEST(Gate, ATailFallingShortDuringADrainKicksOnce) {
+  Pages p;
+  p.gpu->handover_tail_ns.store(kMs / 5);
+  note_tail(p.a, kMs, kMs / 2);  // still long
+  EXPECT_EQ(p.asked(), 0u);
+  note_tail(p.a, kMs / 2, kMs / 10);  // fell short: the handover can go on
+  EXPECT_EQ(p.asked(), 1u);
+  note_tail(p.a, kMs / 10, 0);  // already short: said before
+  EXPECT_EQ(p.asked(), 0u);
+  p.gpu->holder.store(kSlot + 1);  // no drain: a new holder runs
+  note_tail(p.a, kMs, 0);
+  EXPECT_EQ(p.asked(), 0u);
+  p.gpu->holder.store(shm::kNoHolder);
+  p.gpu->handover_tail_ns.store(0);  // a page of an agent that does not want it
+  note_tail(p.a, kMs, 0);
+  EXPECT_EQ(p.asked(), 0u);
+}
+
+// note_idle: a sync returned with nothing queued while someone waits; the
+// agent hears of it if this process holds the slice or the GPU drains.
+TEST(Gate, IdleAfterASyncKicksOnlyWhereItHelpsAWaiter) {
+  Pages p;
+  note_idle(p.a);  // nobody waits
+  EXPECT_EQ(p.asked(), 0u);
+  p.gpu->waiters.store(1);
+  note_idle(p.a);  // the GPU drains (no holder): its tail is gone
+  EXPECT_EQ(p.asked(), 1u);
+  p.gpu->holder.store(kSlot);
+  note_idle(p.a);  // it holds the slice and went idle
+  EXPECT_EQ(p.asked(), 1u);
+  p.gpu->holder.store(kSlot + 1);
+  note_idle(p.a);  // another instance holds it: nothing to say
+  EXPECT_EQ(p.asked(), 0u);
+  EXPECT_GT(p.a.me->idle_since_ns.load(), 0);
+}
+
 TEST(Gate, StaleHeartbeatEndsTheWaitWithinTheTimeout) {
   Pages p;
   const int64_t start = monotonic_ns();

@@ -34,6 +34,14 @@ bool PolicyReplay::may_launch(std::size_t i) const {
   return p.queued == 0 || p.queued + s.length <= policy_.inflight_bound();
 }
 
+void PolicyReplay::gate_kick(const Proc& p) {
+  // The shim's gate does not kick while the GPU drains this process's own
+  // tail for a waiting successor: its tail falling short will (note_tail).
+  const bool draining = !holder_ && drain_since_ >= 0;
+  if (draining && p.queued > options_.settings.handover_tail_ns) return;
+  kick();
+}
+
 void PolicyReplay::kick() {
   const Nanos at = std::max(now_ + options_.kick_latency, last_kick_ + options_.min_kick_interval);
   if (at < next_tick_) {
@@ -81,7 +89,7 @@ bool PolicyReplay::run_one(std::size_t i) {
       if (holder_ != id) {  // the slice moved on while it waited at the bound
         p.state = State::kGate;
         p.gate_since = now_;
-        kick();
+        gate_kick(p);
         return true;
       }
       if (!may_launch(i)) return false;
@@ -150,7 +158,7 @@ bool PolicyReplay::run_one(std::size_t i) {
   if (holder_ != id) {
     p.state = State::kGate;
     p.gate_since = now_;
-    kick();
+    gate_kick(p);
     return true;
   }
   if (!may_launch(i)) {

@@ -142,6 +142,7 @@ class PolicyReplay {
   void next_step(Proc& p);
   void tick();
   void kick();
+  void gate_kick(const Proc& p);  // a process starts to wait in the gate
   bool may_launch(std::size_t i) const;
 
   ReplayOptions options_;
