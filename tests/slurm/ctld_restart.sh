@@ -28,4 +28,15 @@ whole=${before[${jobs[3]}]}
 [[ ${gn%%:*} != "$full" ]] || fail "egpu:60 placed on the full GPU $full"
 [[ ${gn%%:*} != "$whole" ]] || fail "egpu:60 placed on the whole-GPU job's GPU $whole"
 ok "new egpu:60 on GPU ${gn%%:*}"
+# An admin stops slurmctld; `testbed start` starts what is down and only that,
+# with the cluster's state: the jobs run on, on the same GPUs.
+sl scontrol shutdown slurmctld >/dev/null
+for _ in $(seq 100); do tb status >/dev/null 2>&1 || break; sleep 0.1; done
+tb status 2>/dev/null | grep -q '^slurmctld: stopped' || fail "slurmctld did not stop: $(tb status 2>&1)"
+said=$(tb start 2>&1) || fail "testbed start failed: $said"
+grep -q ': started slurmctld$' <<<"$said" || fail "testbed start did not start slurmctld alone: $said"
+tb status >/dev/null || fail "not every daemon runs after start: $(tb status 2>&1)"
+[[ $(job_field "$n" JobState) == RUNNING ]] || fail "job $n is $(job_field "$n" JobState) after start"
+[[ $(job_gpus "${jobs[0]}") == "${before[${jobs[0]}]}" ]] || fail "job ${jobs[0]} re-allocated"
+ok "testbed start after 'scontrol shutdown slurmctld' started slurmctld alone; jobs kept"
 clean_jobs

@@ -12,7 +12,7 @@
 #include "share_math.h"
 #include "share_sampler.h"
 #include "simgpu_env.h"
-#include "simgpu_test_support.h"
+#include "test_support.h"
 #include "workload_process.h"
 
 namespace egpu::harness {
