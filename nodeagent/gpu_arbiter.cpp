@@ -85,11 +85,7 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   page->fail_mode.store(static_cast<uint32_t>(settings.fail_mode));
   page->heartbeat_ns.store(monotonic_ns());
   page->agent_epoch.store(settings.epoch, std::memory_order_release);
-  if (reuse) {
-    // Waiters of the previous agent learn of the new epoch now, not at a timeout.
-    page->grant_seq.fetch_add(1, std::memory_order_release);
-    shm::wake_everyone(&page->grant_seq);
-  } else {
+  if (!reuse) {
     page->version = shm::kLayoutVersion;
     std::atomic_thread_fence(std::memory_order_release);
     page->magic = shm::kGpuPageMagic;
@@ -152,6 +148,8 @@ Status GpuArbiter::add(const model::Instance& instance, double target, bool reop
   slot_of_[instance.id] = instance.slot;
   policy_.set_processes(instance.slot, processes, now);
   publish_bound();
+  // Waiters of the previous agent learn of the new epoch now, not at a timeout.
+  if (reopen) shm::wake_granted(&members_.at(instance.slot).runtime.page()->grant_word);
   return {};
 }
 
@@ -166,6 +164,8 @@ void GpuArbiter::remove(uint64_t instance_id) {
   if (published_ == slot) publish(std::nullopt, 0);
   auto m = members_.find(slot);
   if (m != members_.end()) {
+    // Its waiters (processes that outlive the step) see at once that it is gone.
+    shm::wake_granted(&m->second.runtime.page()->grant_word);
     ::unlink(m->second.runtime.path().c_str());
     members_.erase(m);
   }
@@ -259,7 +259,9 @@ void GpuArbiter::publish(std::optional<faa::InstanceId> holder, int64_t until) {
   page()->holder.store(slot, std::memory_order_release);
   page()->grant_seq.fetch_add(1, std::memory_order_release);
   // Only the new holder's waiters need to run (see core/shm/grant_futex.h).
-  if (slot != shm::kNoHolder) shm::wake_slot(&page()->grant_seq, slot);
+  if (auto m = members_.find(slot); m != members_.end()) {
+    shm::wake_granted(&m->second.runtime.page()->grant_word);
+  }
 }
 
 int64_t GpuArbiter::tick(int64_t now) {
@@ -298,7 +300,8 @@ void GpuArbiter::shutdown() {
   // once, so shims apply their fail mode without waiting for the timeout.
   page()->heartbeat_ns.store(0, std::memory_order_release);
   page()->grant_seq.fetch_add(1, std::memory_order_release);
-  shm::wake_everyone(&page()->grant_seq);
+  for (auto& [slot, m] : members_)
+    shm::wake_granted(&m.runtime.page()->grant_word);
 }
 
 std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) const {

@@ -31,7 +31,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
   bool asked = false;
   SliceWait outcome = SliceWait::kGranted;
   for (;;) {
-    const uint32_t seq = gpu.grant_seq.load(std::memory_order_acquire);
+    const uint32_t seq = a.instance->grant_word.load(std::memory_order_acquire);
     if (gpu.holder.load(std::memory_order_acquire) == a.gpu_slot) break;
     if (gpu.agent_epoch.load(std::memory_order_acquire) != a.epoch) {
       outcome = SliceWait::kEpochChanged;
@@ -58,7 +58,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       wait = std::clamp<int64_t>(stale_at - now + 1'000'000, 1'000'000, kMaxFutexWaitNs);
     }
     if (drain && drain() > 0) wait = std::min(wait, kDrainPollNs);
-    shm::sleep_until_granted(&gpu.grant_seq, seq, a.gpu_slot, wait);
+    shm::sleep_until_granted(&a.instance->grant_word, seq, wait);
   }
   a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
   a.me->throttled_ns.fetch_add(static_cast<uint64_t>(monotonic_ns() - start),
@@ -86,8 +86,8 @@ void note_tail(const Attachment& a, int64_t before, int64_t after) {
 }
 
 void sleep_on_grant(const Attachment& a, int64_t ns) {
-  const uint32_t seq = a.gpu->grant_seq.load(std::memory_order_acquire);
-  shm::sleep_until_granted(&a.gpu->grant_seq, seq, a.gpu_slot,
+  const uint32_t seq = a.instance->grant_word.load(std::memory_order_acquire);
+  shm::sleep_until_granted(&a.instance->grant_word, seq,
                            std::clamp<int64_t>(ns, 1'000, kMaxFutexWaitNs));
 }
 

@@ -1,6 +1,6 @@
 // The slice gate's slow path: waiting until this instance holds the GPU's
 // slice, and telling a live agent from a dead one. Free of CUDA: it works on
-// the shared pages only (futex on GpuPage.grant_seq, the wake channel to ask).
+// the shared pages only (futex on InstancePage.grant_word, the wake channel to ask).
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,12 @@
-// The futex protocol of the GPU page's `grant_seq` word, shared by the agent
-// (which bumps it and wakes) and the shims (which sleep on it).
-//
-// Waiters sleep with a bitset naming their slot, and a grant wakes only the
-// new holder's bit: with N instances waiting on one GPU, each handover wakes
-// the processes of one instance instead of all N (which then went back to
-// sleep). That thundering herd was a quarter of the agent's CPU time with 64
-// instances (try_to_wake_up per waiter inside its FUTEX_WAKE). Slots >= 32
-// share a bit with slot - 32: a spurious wake is harmless, the waiter re-checks.
-// Events every waiter must see (agent stop or restart) wake every bit.
+// The futex protocol of a grant: the agent bumps the new holder's grant word
+// (InstancePage::grant_word) and wakes it; that instance's waiting processes
+// sleep on it. Two reasons it is the instance page's word, not one per GPU:
+// - a handover wakes the processes of one instance, not every waiter on the
+//   GPU (who went back to sleep: a quarter of the agent's CPU with 64
+//   instances, try_to_wake_up per waiter inside its FUTEX_WAKE);
+// - only the instance's owner can map its page (0600), so no other user can
+//   FUTEX_WAKE its waiters: the GPU page is readable by every job on the node,
+//   and a job spinning FUTEX_WAKE on it would make every waiter spin too.
 #pragma once
 
 #include <atomic>
@@ -15,21 +14,11 @@
 
 namespace egpu::shm {
 
-// The futex bitset of `slot`.
-constexpr uint32_t grant_bit(uint32_t slot) {
-  return 1u << (slot % 32);
-}
-
 // Sleeps while *word == expected, at most timeout_ns (CLOCK_MONOTONIC), until
-// a wake for `slot`'s bit (or for everyone). Spurious returns are possible.
-void sleep_until_granted(const std::atomic<uint32_t>* word, uint32_t expected, uint32_t slot,
-                         int64_t timeout_ns);
+// the agent bumps the word. Spurious returns are possible: re-check.
+void sleep_until_granted(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns);
 
-// Wakes the waiters of `slot` (the new holder); returns how many woke.
-int wake_slot(std::atomic<uint32_t>* word, uint32_t slot);
-
-// Wakes every waiter (the agent stops, or a restarted agent takes over);
-// returns how many woke.
-int wake_everyone(std::atomic<uint32_t>* word);
+// Bumps the word and wakes everyone sleeping on it; returns how many woke.
+int wake_granted(std::atomic<uint32_t>* word);
 
 }  // namespace egpu::shm

@@ -19,7 +19,7 @@ namespace egpu::shm {
 
 inline constexpr uint32_t kGpuPageMagic = 0x47504745;       // "EGPG"
 inline constexpr uint32_t kInstancePageMagic = 0x49504745;  // "EGPI"
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;               // 2: InstancePage::grant_word
 inline constexpr uint32_t kMaxSlotsPerGpu = 256;
 inline constexpr uint32_t kMaxProcsPerInstance = 64;
 inline constexpr uint32_t kNoHolder = 0xffffffff;
@@ -67,8 +67,8 @@ struct GpuPage {
   // agent need not poll for it. 0 (a page from an older agent): no kick.
   std::atomic<int64_t> handover_tail_ns;
 
-  // The hot line: shims read `holder` on every launch; waiters sleep on
-  // `grant_seq` (a futex word), which the agent bumps on every holder change.
+  // The hot line: shims read `holder` on every launch. `grant_seq` counts
+  // holder changes (waiters sleep on their instance page's grant_word).
   alignas(64) std::atomic<uint32_t> holder;  // slot index, or kNoHolder
   std::atomic<uint32_t> grant_seq;
   std::atomic<int64_t> slice_end_ns;
@@ -104,6 +104,10 @@ struct InstancePage {
   uint64_t instance_id;
   uint32_t gpu_index;
   uint32_t gpu_slot;
+  // The agent bumps it when it grants this instance the slice (and when
+  // every waiter must look: agent stop, restart); its waiting processes
+  // sleep on it (core/shm/grant_futex.h). Only the owner can map this page.
+  std::atomic<uint32_t> grant_word;
   // Serialises quota checks across the instance's processes (robust: a process
   // killed while holding it does not block the others).
   alignas(64) pthread_mutex_t alloc_lock;

@@ -5,20 +5,32 @@
 
 #include <gtest/gtest.h>
 #include <linux/futex.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <string>
 #include <thread>
 
+#include "core/shm/grant_futex.h"
 #include "core/util/clock.h"
 
 namespace egpu::shim {
 namespace {
 
 constexpr uint32_t kSlot = 3;
+
+// True once thread `tid` of this process is asleep (state S).
+bool thread_asleep(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'S';
+}
 constexpr int64_t kMs = 1'000'000;
 
 struct Pages {
@@ -38,11 +50,11 @@ struct Pages {
       a.wake = UniqueFd(ends[1]);
     }
   }
+  // As the agent grants: the holder, then the granted instance's grant word.
   void grant(uint32_t slot) {
     gpu->holder.store(slot);
     gpu->grant_seq.fetch_add(1);
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&gpu->grant_seq), FUTEX_WAKE, INT32_MAX, nullptr,
-            nullptr, 0);
+    if (slot == kSlot) shm::wake_granted(&instance->grant_word);
   }
   // How many kicks the agent's end of the wake channel holds.
   uint64_t asked() {
@@ -158,6 +170,38 @@ TEST(Gate, IdleAfterASyncKicksOnlyWhereItHelpsAWaiter) {
   note_idle(p.a);  // another instance holds it: nothing to say
   EXPECT_EQ(p.asked(), 0u);
   EXPECT_GT(p.a.me->idle_since_ns.load(), 0);
+}
+
+// Any job on the node can map the GPU page read-only and FUTEX_WAKE on it.
+// A waiter sleeps on its own instance's grant word, which only its owner can
+// map: 20,000 hostile wakes cost it nothing (before, each was a wake-up).
+TEST(Gate, WakesOnTheSharedGpuPageDoNotWakeAWaiter) {
+  Pages p;
+  std::atomic<long> switches{-1};
+  std::atomic<pid_t> tid{0};
+  std::thread waiter([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    rusage before{};
+    getrusage(RUSAGE_THREAD, &before);
+    EXPECT_EQ(wait_for_slice(p.a), SliceWait::kGranted);
+    rusage after{};
+    getrusage(RUSAGE_THREAD, &after);
+    switches = after.ru_nvcsw - before.ru_nvcsw;
+  });
+  // Until it sleeps (bounded: a waiter that never sleeps fails the case).
+  for (int i = 0; i < 30'000 && (tid.load() == 0 || !thread_asleep(tid.load())); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 20'000; ++i) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&p.gpu->grant_seq), FUTEX_WAKE, INT32_MAX,
+            nullptr, nullptr, 0);
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&p.gpu->holder), FUTEX_WAKE, INT32_MAX, nullptr,
+            nullptr, 0);
+  }
+  p.gpu->heartbeat_ns.store(monotonic_ns());
+  p.grant(kSlot);
+  waiter.join();
+  // A few: falling asleep, the grant, a heartbeat re-check.
+  EXPECT_LT(switches.load(), 100) << "hostile wakes woke the waiter";
 }
 
 TEST(Gate, StaleHeartbeatEndsTheWaitWithinTheTimeout) {

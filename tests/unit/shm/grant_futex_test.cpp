@@ -1,6 +1,7 @@
-// The grant word wakes only the new holder's waiters. Each case waits until
-// its sleeping threads are in the kernel (their /proc state is 'S'), then
-// reads how many each wake woke: exact counts, no timing.
+// The grant word: a grant wakes the sleepers on that instance's word and no
+// one else. Each case waits until its sleeping threads are in the kernel
+// (their /proc state is 'S'), then reads how many a wake woke: exact counts,
+// no timing.
 #include "core/shm/grant_futex.h"
 
 #include <gtest/gtest.h>
@@ -11,7 +12,6 @@
 #include <fstream>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace egpu::shm {
 namespace {
@@ -28,19 +28,20 @@ bool asleep(pid_t tid) {
   return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'S';
 }
 
+// A thread sleeping on `word` until told to stop (and woken).
 class Sleeper {
  public:
-  Sleeper(std::atomic<uint32_t>* word, uint32_t slot)
-      : thread_([this, word, slot] {
+  explicit Sleeper(std::atomic<uint32_t>* word)
+      : thread_([this, word] {
           tid_.store(static_cast<pid_t>(::syscall(SYS_gettid)));
-          while (!stop_.load()) sleep_until_granted(word, word->load(), slot, kLong);
+          while (!stop_.load())
+            sleep_until_granted(word, word->load(), kLong);
         }) {}
   ~Sleeper() { thread_.join(); }
-  // Returns once the thread sleeps in the futex (bounded: fails the case).
   void wait_asleep() {
     const auto give_up = std::chrono::steady_clock::now() + 30s;
     while (tid_.load() == 0 || !asleep(tid_.load())) {
-      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "the waiter never slept";
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "the sleeper never slept";
       std::this_thread::sleep_for(1ms);
     }
   }
@@ -52,37 +53,31 @@ class Sleeper {
   std::thread thread_;
 };
 
-TEST(GrantFutex, AGrantWakesOnlyTheNewHoldersWaiters) {
-  std::atomic<uint32_t> word{0};
-  Sleeper three(&word, 3);
-  Sleeper four(&word, 4);
-  three.wait_asleep();
-  four.wait_asleep();
-  EXPECT_EQ(wake_slot(&word, 5), 0) << "a grant to slot 5 woke waiters of 3 and 4";
-  EXPECT_EQ(wake_slot(&word, 3), 1);
-  three.wait_asleep();  // it found nothing changed and slept again
-  EXPECT_EQ(wake_slot(&word, 4), 1);
-  four.wait_asleep();
-  three.stop();
-  four.stop();
-  EXPECT_EQ(wake_everyone(&word), 2) << "stopping the agent must wake every waiter";
+TEST(GrantFutex, AGrantWakesOnlyTheGrantedInstancesSleepers) {
+  std::atomic<uint32_t> instance_a{0};
+  std::atomic<uint32_t> instance_b{0};
+  Sleeper a1(&instance_a);
+  Sleeper a2(&instance_a);
+  Sleeper b(&instance_b);
+  a1.wait_asleep();
+  a2.wait_asleep();
+  b.wait_asleep();
+  EXPECT_EQ(wake_granted(&instance_a), 2) << "both processes of the granted instance run";
+  EXPECT_EQ(instance_a.load(), 1u) << "the word moved, so a sleeper about to sleep does not";
+  a1.wait_asleep();  // found nothing to do and slept again
+  a2.wait_asleep();
+  b.wait_asleep();  // never woken
+  a1.stop();
+  a2.stop();
+  b.stop();
+  EXPECT_EQ(wake_granted(&instance_a), 2);
+  EXPECT_EQ(wake_granted(&instance_b), 1);
 }
 
-TEST(GrantFutex, SlotsThirtyTwoApartShareABit) {
-  // A spurious wake (a waiter re-checks) is the price of 64 slots in 32 bits.
-  std::atomic<uint32_t> word{0};
-  Sleeper one(&word, 1);
-  one.wait_asleep();
-  one.stop();
-  EXPECT_EQ(wake_slot(&word, 33), 1);
-  EXPECT_EQ(grant_bit(1), grant_bit(33));
-  EXPECT_NE(grant_bit(1), grant_bit(2));
-}
-
-TEST(GrantFutex, AChangedWordDoesNotSleep) {
+TEST(GrantFutex, AMovedWordDoesNotSleep) {
   std::atomic<uint32_t> word{7};
   const auto start = std::chrono::steady_clock::now();
-  sleep_until_granted(&word, 6, 0, kLong);  // expected 6, word is 7: returns at once
+  sleep_until_granted(&word, 6, kLong);  // expected 6, word is 7: returns at once
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
 }
 
