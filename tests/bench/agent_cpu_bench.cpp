@@ -33,7 +33,7 @@ nlohmann::json run_agent_cpu_bench(const AgentCpuOptions& options) {
   // costs a write per handover.
   node_options.agent_config = "LogLevel=info";
   integration::EnforcedNode node("bench-cpu", node_options);
-  std::vector<std::unique_ptr<harness::ChildProcess>> procs;
+  std::vector<std::unique_ptr<test_child::ChildProcess>> procs;
   std::vector<std::string> labels;
   for (int i = 0; i < options.instances; ++i) {
     const auto job = static_cast<uint64_t>(1000 + i);

@@ -10,20 +10,20 @@
 
 namespace egpu::bench {
 
-std::unique_ptr<harness::ChildProcess> start_unmanaged(const harness::SimGpu& gpu,
-                                                       std::vector<std::string> argv,
-                                                       const std::string& label) {
-  harness::ChildOptions o;
+std::unique_ptr<test_child::ChildProcess> start_unmanaged(const harness::SimGpu& gpu,
+                                                          std::vector<std::string> argv,
+                                                          const std::string& label) {
+  test_child::ChildOptions o;
   o.argv = std::move(argv);
   o.env = gpu.environment(label);
   o.unset_env = {"LD_PRELOAD", EGPU_ENV_JOB_ID, EGPU_ENV_STEP_ID, EGPU_ENV_GPU_INDICES,
                  EGPU_ENV_SOCKET};
-  o.stdout_mode = harness::OutputMode::kCapture;
-  o.stderr_mode = harness::OutputMode::kCapture;
-  return std::make_unique<harness::ChildProcess>(o);
+  o.stdout_mode = test_child::OutputMode::kCapture;
+  o.stderr_mode = test_child::OutputMode::kCapture;
+  return std::make_unique<test_child::ChildProcess>(o);
 }
 
-nlohmann::json wait_summary(harness::ChildProcess& child, const std::string& what,
+nlohmann::json wait_summary(test_child::ChildProcess& child, const std::string& what,
                             std::chrono::seconds timeout) {
   const auto status = child.wait_for(timeout);
   if (!status) {

@@ -33,7 +33,7 @@ struct ProcessFigures {
 
 // One process's figures; ns_per_launch < 0 when it failed or did not run the
 // way the round needs (shim loaded and managed, or neither).
-ProcessFigures one_process(std::unique_ptr<harness::ChildProcess> child, bool with_shim) {
+ProcessFigures one_process(std::unique_ptr<test_child::ChildProcess> child, bool with_shim) {
   const nlohmann::json s =
       wait_summary(*child, with_shim ? "shim_launch_bench (shim)" : "shim_launch_bench", 120s);
   if (!s.contains("ns_per_launch_median")) return {};

@@ -21,7 +21,7 @@ std::vector<std::string> greedy_args(double kernel_us, double duration_s) {
 }
 
 // Kernels per second of one run, or a negative value when it failed.
-double throughput_of(harness::ChildProcess& child, const std::string& what) {
+double throughput_of(test_child::ChildProcess& child, const std::string& what) {
   const nlohmann::json s = wait_summary(child, what, 60s);
   if (!s.contains("throughput") || s.value("stopped_by", "") != "duration") return -1;
   return s["throughput"].get<double>();

@@ -20,7 +20,7 @@ WorkloadOptions greedy_workload(const std::string& label, int device, double dur
   return options;
 }
 
-nlohmann::json finish_workload(ChildProcess& child) {
+nlohmann::json finish_workload(test_child::ChildProcess& child) {
   const auto status = child.wait_for(kEndTimeout);
   if (!status) {
     ADD_FAILURE() << "workload " << child.pid() << " did not end in time";

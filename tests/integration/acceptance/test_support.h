@@ -24,6 +24,6 @@ std::vector<std::string> brief_run_args(double duration_s);
 
 // Waits for the workload, records a test failure unless it exited 0 with a JSON
 // summary, and returns the summary (empty object on failure).
-nlohmann::json finish_workload(ChildProcess& child);
+nlohmann::json finish_workload(test_child::ChildProcess& child);
 
 }  // namespace egpu::harness

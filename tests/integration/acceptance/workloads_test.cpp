@@ -23,7 +23,8 @@ using std::chrono::milliseconds;
 
 json run_alone(const SimGpu& gpu, const std::string& program, std::vector<std::string> args,
                const std::string& label) {
-  auto child = start_workload(gpu, {program, std::move(args), label, {}, OutputMode::kInherit});
+  auto child =
+      start_workload(gpu, {program, std::move(args), label, {}, test_child::OutputMode::kInherit});
   return finish_workload(*child);
 }
 
@@ -204,9 +205,11 @@ TEST(Workloads, HpcLikeDrawsKernelsFromARange) {
 TEST(Workloads, SigtermStopsLaunchingAndPrintsTheSummary) {
   SimGpu gpu("wl-term");
   for (const std::string program : {"greedy", "ml-like", "inference-like", "hpc-like"}) {
-    auto child = start_workload(
-        gpu,
-        {program, {"--duration-s", "0", "--iters-per-us", "1"}, program, {}, OutputMode::kInherit});
+    auto child = start_workload(gpu, {program,
+                                      {"--duration-s", "0", "--iters-per-us", "1"},
+                                      program,
+                                      {},
+                                      test_child::OutputMode::kInherit});
     std::this_thread::sleep_for(milliseconds(700));
     ASSERT_TRUE(child->running()) << program;
     child->kill(SIGTERM);
@@ -227,13 +230,13 @@ TEST(Workloads, BadInputExitsWithCodeTwoAndAMessage) {
       {"ml-like", "--long-kernel-us", "-1"},
   };
   for (const auto& arguments : cases) {
-    ChildOptions options;
+    test_child::ChildOptions options;
     options.argv = {workload_path(arguments[0])};
     options.argv.insert(options.argv.end(), arguments.begin() + 1, arguments.end());
     options.env = gpu.environment();
-    options.stderr_mode = OutputMode::kCapture;
-    ChildProcess child(options);
-    const ExitStatus status = child.wait();
+    options.stderr_mode = test_child::OutputMode::kCapture;
+    test_child::ChildProcess child(options);
+    const test_child::ExitStatus status = child.wait();
     const std::string shown = arguments[0] + " " + arguments[1];
     EXPECT_TRUE(status.exited) << shown;
     EXPECT_EQ(status.code, 2) << shown << ": " << child.stderr_text();

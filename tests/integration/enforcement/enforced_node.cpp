@@ -64,35 +64,36 @@ std::map<std::string, std::string> EnforcedNode::job_env(uint64_t job, uint32_t 
           {"CUDA_VISIBLE_DEVICES", std::to_string(gpu)}};
 }
 
-std::unique_ptr<harness::ChildProcess> EnforcedNode::start(uint64_t job, harness::WorkloadOptions w,
-                                                           uint32_t gpu) {
+std::unique_ptr<test_child::ChildProcess> EnforcedNode::start(uint64_t job,
+                                                              harness::WorkloadOptions w,
+                                                              uint32_t gpu) {
   for (const auto& [k, v] : job_env(job, gpu))
     w.extra_env[k] = v;
   return harness::start_workload(*gpu_, w);
 }
 
-std::unique_ptr<harness::ChildProcess> EnforcedNode::start_program(
+std::unique_ptr<test_child::ChildProcess> EnforcedNode::start_program(
     uint64_t job, std::vector<std::string> argv, uint32_t gpu,
     std::map<std::string, std::string> env) {
-  harness::ChildOptions o;
+  test_child::ChildOptions o;
   o.argv = std::move(argv);
   o.env = gpu_->environment();
   for (const auto& [k, v] : job_env(job, gpu))
     o.env[k] = v;
   for (const auto& [k, v] : env)
     o.env[k] = v;
-  o.stdout_mode = harness::OutputMode::kCapture;
-  o.stderr_mode = harness::OutputMode::kCapture;
-  return std::make_unique<harness::ChildProcess>(o);
+  o.stdout_mode = test_child::OutputMode::kCapture;
+  o.stderr_mode = test_child::OutputMode::kCapture;
+  return std::make_unique<test_child::ChildProcess>(o);
 }
 
 CtlResult EnforcedNode::egpuctl(const std::vector<std::string>& args) const {
-  harness::ChildOptions o;
+  test_child::ChildOptions o;
   o.argv = {EGPU_EGPUCTL_PATH, "--socket", agent_->socket()};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.stdout_mode = harness::OutputMode::kCapture;
-  o.stderr_mode = harness::OutputMode::kCapture;
-  harness::ChildProcess p(o);
+  o.stdout_mode = test_child::OutputMode::kCapture;
+  o.stderr_mode = test_child::OutputMode::kCapture;
+  test_child::ChildProcess p(o);
   auto st = p.wait_for(std::chrono::seconds(20));
   CtlResult r;
   if (st && st->exited) r.code = st->code;
@@ -123,7 +124,7 @@ harness::ShareReport measure_shares(EnforcedNode& node, const std::vector<std::s
                                  harness::GroupBy::kLabel, std::chrono::milliseconds(500));
 }
 
-nlohmann::json finish(harness::ChildProcess& child, std::chrono::seconds timeout) {
+nlohmann::json finish(test_child::ChildProcess& child, std::chrono::seconds timeout) {
   auto st = child.wait_for(timeout);
   if (!st) {
     ADD_FAILURE() << "workload " << child.pid() << " hung; killing it";

@@ -45,12 +45,12 @@ class EnforcedNode {
   uint64_t create(uint64_t job, uint32_t units, const std::string& mode = "burst", uint32_t gpu = 0,
                   uint64_t mem_quota = 0, uid_t uid = 0);
   // A workload of job `job` on physical GPU `gpu`, with the shim preloaded.
-  std::unique_ptr<harness::ChildProcess> start(uint64_t job, harness::WorkloadOptions w,
-                                               uint32_t gpu = 0);
+  std::unique_ptr<test_child::ChildProcess> start(uint64_t job, harness::WorkloadOptions w,
+                                                  uint32_t gpu = 0);
   // Any program of job `job`, with the shim preloaded (stdout captured).
-  std::unique_ptr<harness::ChildProcess> start_program(uint64_t job, std::vector<std::string> argv,
-                                                       uint32_t gpu = 0,
-                                                       std::map<std::string, std::string> env = {});
+  std::unique_ptr<test_child::ChildProcess> start_program(
+      uint64_t job, std::vector<std::string> argv, uint32_t gpu = 0,
+      std::map<std::string, std::string> env = {});
   std::map<std::string, std::string> job_env(uint64_t job, uint32_t gpu) const;
 
   CtlResult egpuctl(const std::vector<std::string>& args) const;
@@ -70,7 +70,7 @@ harness::ShareReport measure_shares(EnforcedNode& node, const std::vector<std::s
 
 // Waits for a workload and returns its JSON summary (test failure if it
 // crashed, hung or printed none).
-nlohmann::json finish(harness::ChildProcess& child,
+nlohmann::json finish(test_child::ChildProcess& child,
                       std::chrono::seconds timeout = std::chrono::seconds(30));
 
 std::string memory_probe_path();

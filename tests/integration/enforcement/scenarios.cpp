@@ -123,7 +123,7 @@ const Scenario* find_scenario(std::string_view name) {
 
 ScenarioRun run_scenario(const Scenario& scenario, const ScenarioTiming& timing) {
   EnforcedNode node("prec-" + scenario.name);
-  std::vector<std::unique_ptr<harness::ChildProcess>> procs;
+  std::vector<std::unique_ptr<test_child::ChildProcess>> procs;
   std::vector<std::string> labels;
   uint64_t job = 100;
   for (const ScenarioMember& m : scenario.members) {

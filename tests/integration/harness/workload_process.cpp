@@ -4,8 +4,9 @@
 
 namespace egpu::harness {
 
-std::unique_ptr<ChildProcess> start_workload(const SimGpu& gpu, const WorkloadOptions& options) {
-  ChildOptions child;
+std::unique_ptr<test_child::ChildProcess> start_workload(const SimGpu& gpu,
+                                                         const WorkloadOptions& options) {
+  test_child::ChildOptions child;
   child.argv.push_back(workload_path(options.program));
   child.argv.insert(child.argv.end(), options.args.begin(), options.args.end());
   if (!options.label.empty()) {
@@ -15,9 +16,9 @@ std::unique_ptr<ChildProcess> start_workload(const SimGpu& gpu, const WorkloadOp
   child.env = gpu.environment(options.label);
   for (const auto& [name, value] : options.extra_env)
     child.env[name] = value;
-  child.stdout_mode = OutputMode::kCapture;
+  child.stdout_mode = test_child::OutputMode::kCapture;
   child.stderr_mode = options.stderr_mode;
-  return std::make_unique<ChildProcess>(child);
+  return std::make_unique<test_child::ChildProcess>(child);
 }
 
 nlohmann::json parse_summary(const std::string& stdout_text) {

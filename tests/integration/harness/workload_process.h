@@ -18,11 +18,12 @@ struct WorkloadOptions {
   std::vector<std::string> args;  // the program's options
   std::string label;              // --label and SIMGPU_LABEL
   std::map<std::string, std::string> extra_env;
-  OutputMode stderr_mode = OutputMode::kInherit;
+  test_child::OutputMode stderr_mode = test_child::OutputMode::kInherit;
 };
 
 // Spawns the program with the GPU's environment; stdout is captured.
-std::unique_ptr<ChildProcess> start_workload(const SimGpu& gpu, const WorkloadOptions& options);
+std::unique_ptr<test_child::ChildProcess> start_workload(const SimGpu& gpu,
+                                                         const WorkloadOptions& options);
 
 // The JSON object on the last non-empty line of `stdout_text`; throws
 // std::runtime_error (with the text) when there is none.
