@@ -17,7 +17,10 @@ namespace egpu::simgpu {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::ChildProcess;
+using test_child::ChildOptions;
+using test_child::ChildProcess;
+using test_child::ExitStatus;
+using test_child::OutputMode;
 using testing::ScopedSegmentName;
 
 constexpr uint64_t kMiB = 1 << 20;
@@ -28,17 +31,22 @@ class MultiProcess : public ::testing::Test {
   std::unique_ptr<ChildProcess> spawn(const std::string& program,
                                       const std::vector<std::string>& args,
                                       std::map<std::string, std::string> extra_env = {}) {
-    std::map<std::string, std::string> env = {
+    ChildOptions options;
+    options.argv = {std::string(SIMGPU_TEST_PROGRAM_DIR) + "/" + program};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    options.env = {
         {"SIMGPU_SHM", name_.name()},
         {"LD_LIBRARY_PATH", SIMGPU_TEST_LIB_DIR},
         {"SIMGPU_MEMORY_MB", std::to_string(kMemoryMb)},
         {"SIMGPU_DEVICES", "4"},
     };
-    env.erase("CUDA_VISIBLE_DEVICES");
+    // The devices a test sees are its own choice, not the caller's.
+    options.unset_env = {"CUDA_VISIBLE_DEVICES"};
     for (auto& [k, v] : extra_env)
-      env[k] = v;
-    return std::make_unique<ChildProcess>(std::string(SIMGPU_TEST_PROGRAM_DIR) + "/" + program,
-                                          args, env);
+      options.env[k] = v;
+    options.stdin_pipe = true;  // `hold` runs until its stdin closes
+    options.stdout_mode = OutputMode::kPipe;
+    return std::make_unique<ChildProcess>(options);
   }
 
   std::unique_ptr<StatsReader> stats() {
@@ -61,7 +69,7 @@ class MultiProcess : public ::testing::Test {
   std::pair<uint64_t, uint64_t> memory_info() {
     auto info = spawn("sim_memory", {"info"});
     const auto result = parse_info(info->read_line(10s));
-    EXPECT_EQ(info->wait(10s), 0);
+    EXPECT_EQ(info->wait_for(10s), ExitStatus::exited_with(0));
     return result;
   }
 
@@ -97,10 +105,10 @@ class MultiProcess : public ::testing::Test {
     const double ran_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     for (auto& child : busy) {
-      child->signal(SIGKILL);
+      child->kill(SIGKILL);
     }
     for (size_t i = 0; i < busy.size(); ++i) {
-      busy[i]->wait(10s);
+      busy[i]->wait_for(10s);
       // Waiting for the device sleeps; it must not burn a core.
       const double cpu = busy[i]->cpu_seconds() / ran_s;
       std::printf("[ cpu      ] busy-%zu: %.1f%% of a core\n", i, 100 * cpu);
@@ -181,8 +189,8 @@ TEST_F(MultiProcess, ProcessesOnDifferentDevicesDoNotShare) {
     }
   }
   EXPECT_TRUE(judged) << "the queues never covered a window";
-  a->signal(SIGKILL);
-  b->signal(SIGKILL);
+  a->kill(SIGKILL);
+  b->kill(SIGKILL);
 }
 
 TEST_F(MultiProcess, MemoryInfoReflectsOtherProcessesAllocations) {
@@ -196,17 +204,17 @@ TEST_F(MultiProcess, MemoryInfoReflectsOtherProcessesAllocations) {
 
   auto too_much = spawn("sim_memory", {"alloc", "3500"});
   EXPECT_EQ(too_much->read_line(10s), "result=CUDA_ERROR_OUT_OF_MEMORY");
-  EXPECT_EQ(too_much->wait(10s), 0);
+  EXPECT_EQ(too_much->wait_for(10s), ExitStatus::exited_with(0));
 
   holder->close_stdin();  // a normal exit frees its memory
-  EXPECT_EQ(holder->wait(10s), 0);
+  EXPECT_EQ(holder->wait_for(10s), ExitStatus::exited_with(0));
   EXPECT_EQ(memory_info().first, kMemoryMb * kMiB);
 }
 
 TEST_F(MultiProcess, KilledProcessesMemoryIsFreed) {
   auto holder = spawn("sim_memory", {"hold", "2000"});
   ASSERT_EQ(holder->read_line(10s), "allocated");
-  holder->signal(SIGKILL);
+  holder->kill(SIGKILL);
   ASSERT_TRUE(holder->wait_exited_unreaped(10s));  // a zombie counts as dead
   EXPECT_EQ(memory_info().first, kMemoryMb * kMiB);
 }
@@ -219,7 +227,7 @@ TEST_F(MultiProcess, ProcessKilledInsideTheDriverDoesNotStallOthers) {
   auto probe = spawn("sim_memory", {"probe"});
   // The probe needs the device lock, so it waits for the victim.
   EXPECT_FALSE(probe->read_line(500ms).has_value());
-  victim->signal(SIGKILL);
+  victim->kill(SIGKILL);
   ASSERT_TRUE(victim->wait_exited_unreaped(10s));
   const auto killed_at = std::chrono::steady_clock::now();
   const auto [free_bytes, total] = parse_info(probe->read_line(20s));
@@ -227,7 +235,7 @@ TEST_F(MultiProcess, ProcessKilledInsideTheDriverDoesNotStallOthers) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   std::printf("[ recovery ] probe finished %.3f s after the kill\n", recovery_s);
   EXPECT_EQ(free_bytes, total);  // the victim's 1500 MiB are gone
-  EXPECT_EQ(probe->wait(10s), 0);
+  EXPECT_EQ(probe->wait_for(10s), ExitStatus::exited_with(0));
   const StatsSample sample = stats()->sample();
   bool found = false;
   for (const ContextSample& c : sample.contexts) {
@@ -237,13 +245,13 @@ TEST_F(MultiProcess, ProcessKilledInsideTheDriverDoesNotStallOthers) {
     }
   }
   EXPECT_TRUE(found);
-  EXPECT_EQ(victim->wait(10s), -SIGKILL);
+  EXPECT_EQ(victim->wait_for(10s), ExitStatus::killed_by(SIGKILL));
 }
 
 TEST_F(MultiProcess, ProcAddressReturnsWorkingFunctionsAndVariants) {
   auto program = spawn("sim_proc_address", {});
   const std::string output = program->read_rest(20s);
-  EXPECT_EQ(program->wait(20s), 0) << output;
+  EXPECT_EQ(program->wait_for(20s), ExitStatus::exited_with(0)) << output;
   EXPECT_NE(output.find("done failures=0"), std::string::npos) << output;
 }
 
@@ -259,7 +267,7 @@ TEST_F(MultiProcess, ProcessesStartingTogetherShareOneSegment) {
     ASSERT_TRUE(line);
     if (first_count.empty()) first_count = *line;
     EXPECT_EQ(*line, first_count);  // the creator's device count, for everyone
-    EXPECT_EQ(child->wait(10s), 0);
+    EXPECT_EQ(child->wait_for(10s), ExitStatus::exited_with(0));
   }
 }
 
@@ -267,7 +275,7 @@ TEST_F(MultiProcess, CudaVisibleDevicesSelectsAndOrdersDevices) {
   const auto devices = [&](const std::string& visible) {
     auto child = spawn("sim_memory", {"devices"}, {{"CUDA_VISIBLE_DEVICES", visible}});
     std::string out = child->read_rest(10s);
-    child->wait(10s);
+    child->wait_for(10s);
     return out;
   };
   EXPECT_EQ(devices("2,0"), "count=2\ndevice 0 0000:52:00.0\ndevice 1 0000:1b:00.0\n");
