@@ -2,20 +2,74 @@
 // no agent: pass-through without a job, the fail modes without an agent, and
 // every way a program can reach cuLaunchKernel landing in the shim's wrapper.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <system_error>
 #include <vector>
 
-#include "run_program.h"
+#include "child_process.h"
 
 namespace egpu::shim::testing {
 namespace {
 
 constexpr int kLaunches = 10;
+
+// What a probe run left: its exit code, whether it ran out of time, its output.
+struct ProgramRun {
+  int exit_code = -1;  // -1: did not exit normally (signal or timeout)
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+// Runs `argv` with `env` ("NAME=value") as its whole environment, so nothing
+// of the test's own (an enclosing job's EGPU_*, say) reaches the shim; a run
+// past `timeout_ms` is killed.
+ProgramRun run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                       int timeout_ms = 30'000) {
+  test_child::ChildOptions options;
+  options.argv = argv;
+  options.inherit_env = false;
+  for (const std::string& entry : env) {
+    const size_t equals = entry.find('=');
+    options.env[entry.substr(0, equals)] =
+        equals == std::string::npos ? "" : entry.substr(equals + 1);
+  }
+  options.stdout_mode = test_child::OutputMode::kCapture;
+  options.stderr_mode = test_child::OutputMode::kCapture;
+  ProgramRun run;
+  try {
+    test_child::ChildProcess child(options);
+    auto status = child.wait_for(std::chrono::milliseconds(timeout_ms));
+    if (!status) {
+      run.timed_out = true;
+      child.kill(SIGKILL);
+      status = child.wait();
+    }
+    if (status->exited) run.exit_code = status->code;
+    run.out = child.stdout_text();
+    run.err = child.stderr_text();
+  } catch (const std::system_error& error) {
+    run.err = error.what();
+  }
+  return run;
+}
+
+// Occurrences of `needle` in `text`.
+int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos;
+       pos = text.find(needle, pos + needle.size())) {
+    ++n;
+  }
+  return n;
+}
 
 class ShimProcess : public ::testing::Test {
  protected:
