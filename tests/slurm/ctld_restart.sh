@@ -30,10 +30,15 @@ whole=${before[${jobs[3]}]}
 ok "new egpu:60 on GPU ${gn%%:*}"
 # An admin stops slurmctld; `testbed start` starts what is down and only that,
 # with the cluster's state: the jobs run on, on the same GPUs.
+# (`status` exits 1 while a daemon is down: read its output, not its status.)
 sl scontrol shutdown slurmctld >/dev/null
-for _ in $(seq 100); do tb status >/dev/null 2>&1 || break; sleep 0.1; done
-tb status 2>/dev/null | grep -q '^slurmctld: stopped' || fail "slurmctld did not stop: $(tb status 2>&1)"
+for _ in $(seq 100); do
+  st=$(tb status 2>&1 || true)
+  grep -q '^slurmctld: stopped' <<<"$st" && break
+  sleep 0.1
+done
 said=$(tb start 2>&1) || fail "testbed start failed: $said"
+grep -q '^slurmctld: stopped' <<<"$st" || fail "slurmctld did not stop: $st"
 grep -q ': started slurmctld$' <<<"$said" || fail "testbed start did not start slurmctld alone: $said"
 tb status >/dev/null || fail "not every daemon runs after start: $(tb status 2>&1)"
 [[ $(job_field "$n" JobState) == RUNNING ]] || fail "job $n is $(job_field "$n" JobState) after start"
