@@ -203,7 +203,17 @@ Grant SliceScheduler::handover_done(InstanceId previous, Nanos now) {
   now = clock_.now();
   if (const auto old = index_.find(previous); old != index_.end()) {
     InstanceState& before = instances_[old->second];
-    if (old->second != holder_) before.waiting_since = std::max(before.waiting_since, now);
+    if (old->second != holder_ && before.waiting_since < now) {
+      // Its wait counts from the drain's end (the drain was its own tail),
+      // but what stats already showed of it stays shown: counters that
+      // status and metrics report never go back.
+      if (before.asking) {
+        const Nanos shown = now - before.waiting_since;
+        before.throttled += shown;
+        before.longest_wait = std::max(before.longest_wait, shown);
+      }
+      before.waiting_since = now;
+    }
   }
   if (holder_ == kNone) return decide(now);
   const Nanos drained = std::max<Nanos>(0, now - grant_start_);

@@ -60,6 +60,7 @@ class Driver {
   const Decision& last() const { return last_; }
   // A shim kicked the agent: it looks now instead of at its planned tick.
   void kick() { next_ = std::min(next_, now_); }
+  const ArbiterPolicy& policy() const { return policy_; }
 
  private:
   ArbiterPolicy policy_;
@@ -152,6 +153,46 @@ TEST(ArbiterPolicyDrain, StopsWaitingForAnIdleProcessesStaleTailAtTheEstimate) {
   const PolicySettings s = settings();
   EXPECT_LE(started - asked, s.faa.slice + kTail + s.drain_slack_ns + 2 * s.poll_ns);
   EXPECT_LT(started - asked, s.faa.slice + s.max_drain_ns / 2);
+}
+
+}  // namespace
+}  // namespace egpu::faa
+
+namespace egpu::faa {
+namespace {
+
+// Status and metrics show each instance's throttled time and longest wait;
+// they never go back, also across a handover drain, after which the old
+// holder's wait counts from the drain's end (found by instance_page_fuzz).
+TEST(ArbiterPolicyDrain, ThrottledAndLongestWaitNeverGoBackAcrossADrain) {
+  Driver d;
+  for (InstanceId id : {kA, kB}) {
+    d.of(id).processes = 1;
+    d.of(id).busy = 1;
+    d.of(id).launched = true;
+    d.of(id).inflight_ns = 3 * kMs;  // every handover drains a tail
+    d.of(id).reported_inflight_ns = 3 * kMs;
+  }
+  std::map<InstanceId, InstanceStats> seen;
+  int drains = 0;
+  bool ok = true;
+  d.run_until(2 * kSecond, [&](const Decision& x) {
+    drains += x.draining ? 1 : 0;
+    for (InstanceId id : {kA, kB}) {
+      const InstanceStats now = d.policy().scheduler().stats(id, d.now()).value();
+      if (seen.contains(id) &&
+          (now.throttled < seen[id].throttled || now.longest_wait < seen[id].longest_wait)) {
+        ADD_FAILURE() << "instance " << id << " at " << d.now() << " ns: throttled "
+                      << seen[id].throttled << " -> " << now.throttled << ", longest wait "
+                      << seen[id].longest_wait << " -> " << now.longest_wait;
+        ok = false;
+      }
+      seen[id] = now;
+    }
+    d.of(kA).launched = d.of(kB).launched = true;  // both keep launching
+    return !ok;
+  });
+  EXPECT_GT(drains, 10) << "the scenario must hand over through drains";
 }
 
 }  // namespace
