@@ -15,11 +15,13 @@ bool agent_alive(const shm::GpuPage& gpu, int64_t now) {
 
 namespace {
 
-bool draining_own_tail(const Attachment& a, const std::function<int64_t()>& drain) {
-  const shm::GpuPage& gpu = *a.gpu;
+// The GPU drains `queued` (this process's own tail, longer than the handover
+// tail) for a waiting successor: no holder, someone waiting.
+bool draining_own_tail(const shm::GpuPage& gpu, int64_t queued) {
   const int64_t tail = gpu.handover_tail_ns.load(std::memory_order_relaxed);
-  return tail > 0 && drain && gpu.holder.load(std::memory_order_acquire) == shm::kNoHolder &&
-         gpu.waiters.load(std::memory_order_relaxed) != 0 && drain() > tail;
+  return tail > 0 && queued > tail &&
+         gpu.holder.load(std::memory_order_acquire) == shm::kNoHolder &&
+         gpu.waiters.load(std::memory_order_relaxed) != 0;
 }
 
 }  // namespace
@@ -42,12 +44,14 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       outcome = SliceWait::kAgentDead;
       break;
     }
+    // One poll of this process's own queued work per round (it publishes it).
+    const int64_t queued = drain ? drain() : 0;
     if (!asked) {
       // Once per wait: the agent re-decides now instead of at its next tick.
       // Not while this process's own tail is what the GPU drains for a
       // waiting successor: the agent already counts it as asking, and its
       // tail falling short kicks anyway (note_tail), one wake-up instead of two.
-      if (!draining_own_tail(a, drain)) kick_agent(a);
+      if (!draining_own_tail(gpu, queued)) kick_agent(a);
       asked = true;
     }
     // Wake no later than the heartbeat could go stale.
@@ -57,7 +61,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       const int64_t stale_at = gpu.heartbeat_ns.load(std::memory_order_relaxed) + timeout;
       wait = std::clamp<int64_t>(stale_at - now + 1'000'000, 1'000'000, kMaxFutexWaitNs);
     }
-    if (drain && drain() > 0) wait = std::min(wait, kDrainPollNs);
+    if (queued > 0) wait = std::min(wait, kDrainPollNs);
     shm::sleep_until_granted(&a.instance->grant_word, seq, wait);
   }
   a.me->busy.fetch_sub(1, std::memory_order_acq_rel);

@@ -38,6 +38,14 @@ class Driver {
   }
 
   Activity& of(InstanceId id) { return observed_[id]; }
+  // Both instances have a process with a thread blocked asking, and launch.
+  void both_asking() {
+    for (InstanceId id : {kA, kB}) {
+      of(id).processes = 1;
+      of(id).busy = 1;
+      of(id).launched = true;
+    }
+  }
 
   // Ticks until `until` (exclusive); returns the first time `pred` held of a
   // decision, or -1.
@@ -80,11 +88,7 @@ bool holds(const Decision& d, InstanceId id) {
 // slack), and must start once it is gone.
 TEST(ArbiterPolicyDrain, FollowsABlockedHoldersReportPastTheEstimate) {
   Driver d;
-  for (InstanceId id : {kA, kB}) {
-    d.of(id).processes = 1;
-    d.of(id).busy = 1;
-    d.of(id).launched = true;
-  }
+  d.both_asking();
   ASSERT_GE(d.run_until(kMs, [](const Decision& x) { return x.holder.has_value(); }), 0);
   const InstanceId old = *d.last().holder;
   const InstanceId next = old == kA ? kB : kA;
@@ -155,21 +159,13 @@ TEST(ArbiterPolicyDrain, StopsWaitingForAnIdleProcessesStaleTailAtTheEstimate) {
   EXPECT_LT(started - asked, s.faa.slice + s.max_drain_ns / 2);
 }
 
-}  // namespace
-}  // namespace egpu::faa
-
-namespace egpu::faa {
-namespace {
-
 // Status and metrics show each instance's throttled time and longest wait;
 // they never go back, also across a handover drain, after which the old
 // holder's wait counts from the drain's end (found by instance_page_fuzz).
 TEST(ArbiterPolicyDrain, ThrottledAndLongestWaitNeverGoBackAcrossADrain) {
   Driver d;
+  d.both_asking();
   for (InstanceId id : {kA, kB}) {
-    d.of(id).processes = 1;
-    d.of(id).busy = 1;
-    d.of(id).launched = true;
     d.of(id).inflight_ns = 3 * kMs;  // every handover drains a tail
     d.of(id).reported_inflight_ns = 3 * kMs;
   }

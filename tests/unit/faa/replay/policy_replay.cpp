@@ -39,11 +39,11 @@ void PolicyReplay::gate_kick(const Proc& p) {
   // tail for a waiting successor: its tail falling short will (note_tail).
   const bool draining = !holder_ && drain_since_ >= 0;
   if (draining && p.queued > options_.settings.handover_tail_ns) return;
-  kick();
+  kick(now_);
 }
 
-void PolicyReplay::kick() {
-  const Nanos at = std::max(now_ + options_.kick_latency, last_kick_ + options_.min_kick_interval);
+void PolicyReplay::kick(Nanos when) {
+  const Nanos at = std::max(when + options_.kick_latency, last_kick_ + options_.min_kick_interval);
   if (at < next_tick_) {
     next_tick_ = at;
     last_kick_ = at;
@@ -173,7 +173,7 @@ bool PolicyReplay::run_one(std::size_t i) {
   p.wake_at = now_ + options_.launch_cost;
   if (s.sync_every != 0 && (p.done_in_step % s.sync_every == 0 || p.done_in_step == s.count)) {
     p.state = State::kSync;
-    kick();
+    kick(now_);
   }
   return true;
 }
@@ -201,10 +201,7 @@ void PolicyReplay::advance_device(Nanos to) {
     const bool draining = !holder_ && drain_since_ >= 0;
     if (draining && ((p.state == State::kGate && before > tail && p.queued <= tail) ||
                      (p.state == State::kSync && p.queued == 0))) {
-      const Nanos saved = now_;
-      now_ = end;  // the kick happens when the kernel ends
-      kick();
-      now_ = saved;
+      kick(end);  // when the kernel ends
     }
     (p.stalled ? p.unreported : p.reported) += k.length;
     device_.pop_front();

@@ -141,7 +141,7 @@ class PolicyReplay {
   bool run_one(std::size_t i);
   void next_step(Proc& p);
   void tick();
-  void kick();
+  void kick(Nanos when);          // a shim kicks the agent at `when` (>= now)
   void gate_kick(const Proc& p);  // a process starts to wait in the gate
   bool may_launch(std::size_t i) const;
 
