@@ -169,7 +169,9 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
   }
   // Targets once every instance is known: an umbrella's share depends on its steps.
   for (const model::Instance& inst : restored) {
-    if (Status s = arb.add(inst, targets(gpu).at(inst.id).first, /*reopen=*/true); !s) {
+    if (Status s = arb.add(inst, targets(gpu).at(inst.id).first, registry_->memory_limit(inst),
+                           /*reopen=*/true);
+        !s) {
       EGPU_LOG_WARN("GPU %u: cannot recover instance %llu: %s", gpu,
                     static_cast<unsigned long long>(inst.id), s.error().c_str());
       std::vector<model::Instance> gone;
@@ -216,6 +218,7 @@ std::map<uint64_t, std::pair<double, Mode>> Agent::targets(uint32_t gpu) const {
 }
 
 Status Agent::retarget(uint32_t gpu) {
+  publish_memory(gpu);
   return arbiters_[gpu]->retarget(targets(gpu));
 }
 

@@ -64,8 +64,18 @@ class Agent {
 
   // The FAA target of every instance on a GPU (fractions summing to <= 1).
   std::map<uint64_t, std::pair<double, Mode>> targets(uint32_t gpu) const;
-  // Applies targets() to the GPU's arbiter after a create, remove or resize.
+  // Applies targets() and the memory limits to the GPU's arbiter after a
+  // create, remove or resize.
   Status retarget(uint32_t gpu);
+  // Job memory (agent_memory.cpp). What the job's umbrella on the GPU holds
+  // now (0: none), before a step's quota is taken out of the job's pool.
+  uint64_t umbrella_memory_used(uint64_t job_id, uint32_t gpu) const;
+  // Publishes every instance's memory limit on the GPU.
+  void publish_memory(uint32_t gpu);
+  // After the limits of a job shrank for step `step_instance_id`: the
+  // umbrella may have allocated meanwhile; the step gives up what it took.
+  // False when the step's --egpu-mem cannot shrink (the caller undoes it).
+  bool settle_job_memory(uint32_t gpu, uint64_t step_instance_id);
   // `slack`: may be taken up to kTickSlackNs late with another GPU's look.
   void schedule_tick(uint32_t gpu, int64_t at, bool slack = true);
   void tick(uint32_t gpu);

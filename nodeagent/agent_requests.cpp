@@ -111,7 +111,11 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
                          (r.flags & protocol::kCreateUmbrella) != 0,
                          (r.flags & protocol::kCreateEndsWithCaller) != 0
                              ? StepReaper::creator_of(peer.pid)
-                             : model::Creator{}};
+                             : model::Creator{},
+                         0};
+  if (r.gpu_index < arbiters_.size() && (r.flags & protocol::kCreateUmbrella) == 0) {
+    spec.umbrella_mem_used = umbrella_memory_used(r.job_id, r.gpu_index);
+  }
   const model::Instance* inst = nullptr;
   auto o = registry_->create(peer.uid, spec, &inst);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
@@ -121,24 +125,36 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   // the new instance joins with its own share.
   const auto all = targets(created.gpu);
   Status s = arb.retarget(all);
-  if (s) s = arb.add(created, all.at(created.id).first, /*reopen=*/false);
   if (s) {
-    s = watch_kicks(created.gpu, created.id);
+    s = arb.add(created, all.at(created.id).first, registry_->memory_limit(created),
+                /*reopen=*/false);
+  }
+  ReplyStatus failure = ReplyStatus::kInternal;
+  if (s) {
+    publish_memory(created.gpu);  // the umbrella's limit shrinks by the step's quota
+    if (!created.umbrella && !settle_job_memory(created.gpu, created.id)) {
+      failure = ReplyStatus::kOverAllocation;
+      s = Error{"--egpu-mem: the batch or interactive step of job " +
+                std::to_string(created.job_id) + " allocated GPU " + std::to_string(created.gpu) +
+                " memory while this step started; the job's memory no longer fits its quota"};
+    }
+    if (s) s = watch_kicks(created.gpu, created.id);
     if (!s) arb.remove(created.id);
   }
   if (!s) {
     std::vector<model::Instance> undo;
     (void)registry_->remove(0, created.job_id, created.step_id, &undo);
     (void)retarget(created.gpu);
-    return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
+    return {reply(error_reply(failure, s.error()), id)};
   }
+  const model::Instance settled = *registry_->find(created.id);
   reaper_->watch(created.id, created.creator);
   tick(created.gpu);
   EGPU_LOG_INFO(
       "created instance %llu: job %llu step %u on GPU %u, %u units (job %u), %s, quota %llu MiB",
       static_cast<unsigned long long>(created.id), static_cast<unsigned long long>(created.job_id),
       created.step_id, created.gpu, created.units, created.job_units, to_string(created.mode),
-      static_cast<unsigned long long>(created.mem_quota >> 20));
+      static_cast<unsigned long long>(settled.mem_quota >> 20));
   Reply ok;
   ok.instance_id = created.id;
   ok.gpu_slot = created.slot;
@@ -187,8 +203,14 @@ void Agent::on_step_gone(uint64_t instance_id) {
 std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
                                            uint32_t id) {
   model::Instance updated;
+  uint64_t umbrella_used = 0;
+  if (const model::Instance* before = registry_->find(r.instance_id);
+      before != nullptr && !before->umbrella) {
+    umbrella_used = umbrella_memory_used(before->job_id, before->gpu);
+  }
   // The decoder admits only modes and kModeUnchanged (nullopt here).
-  auto o = registry_->resize(peer.uid, r.instance_id, r.units, mode_from_value(r.mode), &updated);
+  auto o = registry_->resize(peer.uid, r.instance_id, r.units, mode_from_value(r.mode), &updated,
+                             umbrella_used);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
   GpuArbiter& arb = *arbiters_[updated.gpu];
   // The job's other instances on the GPU may have a new job allocation too.
@@ -196,6 +218,10 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
     arb.update_control(*inst);
   if (Status s = retarget(updated.gpu); !s) {
     return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
+  }
+  if (!updated.umbrella && settle_job_memory(updated.gpu, updated.id)) {
+    updated = *registry_->find(updated.id);
+    arb.update_control(updated);
   }
   tick(updated.gpu);
   EGPU_LOG_INFO("resized instance %llu to %u units, %s (by uid %u)",

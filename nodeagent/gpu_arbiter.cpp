@@ -128,7 +128,8 @@ void GpuArbiter::write_control(const model::Instance& inst) {
   c.state.store(static_cast<uint32_t>(shm::SlotState::kActive), std::memory_order_release);
 }
 
-Status GpuArbiter::add(const model::Instance& instance, double target, bool reopen) {
+Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t mem_limit,
+                       bool reopen) {
   if (instance.slot >= settings_.max_slots || members_.contains(instance.slot)) {
     return Error{"slot " + std::to_string(instance.slot) + " of GPU " + std::to_string(gpu_) +
                  " is not free"};
@@ -142,6 +143,7 @@ Status GpuArbiter::add(const model::Instance& instance, double target, bool reop
     ::unlink(runtime->path().c_str());
     return Error{s.error()};
   }
+  if (!reopen) page()->slots[instance.slot].mem_limit.store(mem_limit, std::memory_order_seq_cst);
   write_control(instance);
   const uint32_t processes = runtime->processes();
   members_.emplace(instance.slot, Member{instance, std::move(*runtime), std::move(*wake)});
@@ -178,6 +180,18 @@ void GpuArbiter::update_control(const model::Instance& instance) {
   if (it == slot_of_.end()) return;
   members_.at(it->second).instance = instance;
   write_control(instance);  // a new mode reaches the policy through retarget()
+}
+
+void GpuArbiter::publish_memory_limit(uint64_t instance_id, uint64_t limit) {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return;
+  // seq_cst: ordered before the use read that follows (core/quota).
+  page()->slots[it->second].mem_limit.store(limit, std::memory_order_seq_cst);
+}
+
+uint64_t GpuArbiter::memory_used(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  return it == slot_of_.end() ? 0 : members_.at(it->second).runtime.memory_used();
 }
 
 Status GpuArbiter::retarget(const std::map<uint64_t, std::pair<double, Mode>>& targets) {
@@ -313,6 +327,7 @@ std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) 
   InstanceView v;
   v.faa = stats.value();
   v.memory_used = m.runtime.memory_used();
+  v.memory_limit = page()->slots[m.instance.slot].mem_limit.load(std::memory_order_relaxed);
   v.throttled_ns = m.runtime.throttled_ns();
   v.device_ns = m.runtime.device_ns_total();
   v.mem_denied = m.runtime.mem_denied();

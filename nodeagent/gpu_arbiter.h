@@ -36,6 +36,7 @@ struct ArbiterSettings {
 struct InstanceView {  // for status and metrics
   faa::InstanceStats faa;
   uint64_t memory_used = 0;
+  uint64_t memory_limit = 0;  // what its shims enforce (shm::kNoMemLimit: none)
   uint64_t throttled_ns = 0;
   uint64_t device_ns = 0;
   uint64_t mem_denied = 0;
@@ -55,13 +56,18 @@ class GpuArbiter {
 
   static std::string page_path(const std::string& runtime_dir, uint32_t gpu);
 
-  // Adds an instance with its FAA target (fraction of the GPU); `reopen` after
-  // an agent restart keeps the instance page and its processes' accounting.
-  Status add(const model::Instance& instance, double target, bool reopen);
+  // Adds an instance with its FAA target (fraction of the GPU) and memory
+  // limit; `reopen` after an agent restart keeps the instance page, its
+  // processes' accounting and the limit its shims see until the next publish.
+  Status add(const model::Instance& instance, double target, uint64_t mem_limit, bool reopen);
   void remove(uint64_t instance_id);
   // Applies new targets (fractions) and modes; shrinks are applied before grows.
   Status retarget(const std::map<uint64_t, std::pair<double, Mode>>& targets);
   void update_control(const model::Instance& instance);
+  // The bytes the instance's shims may hold (shm::kNoMemLimit: no limit).
+  void publish_memory_limit(uint64_t instance_id, uint64_t limit);
+  // The bytes its processes hold now (read after a publish: see core/quota).
+  uint64_t memory_used(uint64_t instance_id) const;
 
   // A process attaches: returns its process slot, or -1 when the instance is full.
   int attach(uint64_t instance_id, pid_t pid);

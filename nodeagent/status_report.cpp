@@ -48,6 +48,10 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb, int64_t
     j["target_pct"] = v->target * 100.0;
     j["achieved_pct"] = v->faa.achieved * 100.0;
     j["memory_used_bytes"] = v->memory_used;
+    // An umbrella's quota is its job's memory; its limit is what its steps
+    // leave of it. null: accounted, never refused.
+    j["memory_limit_bytes"] =
+        v->memory_limit == shm::kNoMemLimit ? json(nullptr) : json(v->memory_limit);
     j["throttled_ms"] = static_cast<double>(v->faa.throttled) / 1e6;
     j["longest_wait_ms"] = static_cast<double>(v->faa.longest_wait) / 1e6;
     j["device_s"] = static_cast<double>(v->device_ns) / 1e9;

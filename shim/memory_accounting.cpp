@@ -1,17 +1,14 @@
 #include "shim/memory_accounting.h"
 
-#include <limits>
-
 #include "core/quota/memory_quota.h"
 #include "shim/fast_clock.h"
 
 namespace egpu::shim {
 namespace {
 
-uint64_t quota_of(const Attachment& a) {
-  const uint64_t quota = a.control().mem_quota.load(std::memory_order_relaxed);
-  // 0 means the agent set none: account, never refuse.
-  return quota != 0 ? quota : std::numeric_limits<uint64_t>::max();
+// The limit the agent publishes (shm::kNoMemLimit: account, never refuse).
+const std::atomic<uint64_t>& limit_of(const Attachment& a) {
+  return a.control().mem_limit;
 }
 
 }  // namespace
@@ -23,8 +20,7 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
   if (a == nullptr) {  // unattached: the fail mode applies (said at attach)
     return s.refuses_unattached() ? Admission::kDenied : Admission::kGranted;
   }
-  const uint64_t quota = quota_of(*a);
-  switch (quota::reserve(a->instance, a->proc_slot, bytes, quota)) {
+  switch (quota::reserve(a->instance, a->proc_slot, bytes, limit_of(*a))) {
     case quota::Reservation::kGranted:
       r->attachment = a;
       return Admission::kGranted;
@@ -36,7 +32,7 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
           b.physical_index(), static_cast<unsigned long long>(bytes),
           static_cast<unsigned long long>(a->instance_id),
           static_cast<unsigned long long>(quota::used(a->instance)),
-          static_cast<unsigned long long>(quota));
+          static_cast<unsigned long long>(limit_of(*a).load(std::memory_order_relaxed)));
       return Admission::kDenied;
     case quota::Reservation::kLockUnavailable:
       break;
@@ -55,7 +51,7 @@ bool resize_reservation(Reservation* r, uint64_t bytes) {
   Attachment* a = r->attachment;
   if (a != nullptr && bytes > r->bytes) {
     const uint64_t more = bytes - r->bytes;
-    if (quota::reserve(a->instance, a->proc_slot, more, quota_of(*a)) !=
+    if (quota::reserve(a->instance, a->proc_slot, more, limit_of(*a)) !=
         quota::Reservation::kGranted) {
       a->me->mem_denied.fetch_add(1, std::memory_order_relaxed);
       return false;

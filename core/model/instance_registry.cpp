@@ -188,6 +188,13 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
                     " on GPU " + std::to_string(spec.gpu) + " allow (" + std::to_string(allowed) +
                     " bytes)");
   }
+  uint64_t granted = quota;
+  if (!spec.umbrella) {
+    auto q = step_memory(spec.job_id, spec.gpu, new_alloc, 0, quota, spec.mem_quota != 0,
+                         spec.umbrella_mem_used);
+    if (!q) return fail(ReplyStatus::kOverAllocation, q.error());
+    granted = q.value();
+  }
   auto slot = free_slot(spec.gpu);
   if (!slot) {
     return fail(ReplyStatus::kFull, "GPU " + std::to_string(spec.gpu) + " already has " +
@@ -205,7 +212,7 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
   // A step records the job's allocation on the GPU (an umbrella's, if any).
   inst.job_units = spec.umbrella ? job_units : new_alloc;
   inst.mode = spec.mode;
-  inst.mem_quota = quota;
+  inst.mem_quota = granted;
   inst.mem_quota_explicit = spec.mem_quota != 0;
   inst.umbrella = spec.umbrella;
   inst.creator = spec.creator;
@@ -259,7 +266,8 @@ Outcome InstanceRegistry::remove(uid_t caller, uint64_t job_id, uint32_t step_id
 }
 
 Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
-                                 std::optional<Mode> mode, Instance* updated) {
+                                 std::optional<Mode> mode, Instance* updated,
+                                 uint64_t umbrella_mem_used) {
   auto it = instances_.find(id);
   if (it == instances_.end())
     return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
@@ -317,7 +325,15 @@ Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
     }
   }
   if (mode) inst.mode = *mode;
-  if (!inst.mem_quota_explicit) inst.mem_quota = gpu_memory_[inst.gpu] / 100 * inst.units;
+  if (!inst.mem_quota_explicit) {
+    const uint64_t share = gpu_memory_[inst.gpu] / 100 * inst.units;
+    // A step's quota follows its units within what the job's pool has left.
+    auto q = inst.umbrella
+                 ? Result<uint64_t>(share)
+                 : step_memory(inst.job_id, inst.gpu, job_allocation(inst.job_id, inst.gpu), id,
+                               share, false, umbrella_mem_used);
+    inst.mem_quota = q.ok() ? q.value() : share;
+  }
   if (updated != nullptr) *updated = inst;
   return Outcome::Ok();
 }

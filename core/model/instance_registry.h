@@ -7,6 +7,12 @@
 // whole allocation on a GPU while it runs alone; steps started inside the job
 // take their own units out of it, and the umbrella keeps the remainder. So a
 // job with egpu:60 running steps of 20 and 40 uses 60 units, not 120.
+//
+// Memory works the same way (instance_registry_memory.cpp): a job's memory on
+// a GPU is one pool, its umbrella's quota (or its allocation's share of the
+// GPU without one). A step's quota comes out of what the pool has left, and
+// the umbrella is limited to what its steps leave, so the batch script and
+// its steps together never hold more than the job was given.
 #pragma once
 
 #include <sys/types.h>
@@ -19,6 +25,7 @@
 
 #include "core/protocol/messages.h"
 #include "core/util/mode.h"
+#include "core/util/result.h"
 
 namespace egpu::model {
 
@@ -47,6 +54,10 @@ struct Instance {
   Creator creator;
 };
 
+// memory_limit() of an instance that is accounted but never refused (the
+// agent knows no memory size for its GPU and no quota was asked for).
+inline constexpr uint64_t kNoMemoryLimit = UINT64_MAX;
+
 struct Outcome {
   ReplyStatus status = ReplyStatus::kOk;
   std::string message;
@@ -66,6 +77,9 @@ struct CreateSpec {
   uint64_t mem_quota;  // 0 = the units' share of the GPU's memory
   bool umbrella;
   Creator creator;
+  // Bytes the job's umbrella on this GPU holds now (the agent reads it from
+  // the umbrella's page); a step's quota comes out of what is left.
+  uint64_t umbrella_mem_used;
 };
 
 class InstanceRegistry {
@@ -88,8 +102,9 @@ class InstanceRegistry {
   // set anything that fits the GPU; the owner may move units between the
   // job's steps but never past the job's allocation, and may not change the
   // allocation itself.
+  // `umbrella_mem_used` as in CreateSpec.
   Outcome resize(uid_t caller, uint64_t id, uint32_t units, std::optional<Mode> mode,
-                 Instance* updated);
+                 Instance* updated, uint64_t umbrella_mem_used = 0);
 
   Outcome authorize_attach(uid_t caller, uint64_t job_id, uint32_t step_id, uint32_t gpu,
                            const Instance** found) const;
@@ -106,6 +121,16 @@ class InstanceRegistry {
   // each at least a sliver FAA can work with, scaled to sum to at most 1.
   // The one place share arithmetic happens; the arbiter applies it.
   std::map<uint64_t, std::pair<double, Mode>> faa_targets(uint32_t gpu) const;
+  // The bytes the shims enforce for an instance (kNoMemoryLimit: none): its
+  // own quota, and for an umbrella what its job's steps leave of it.
+  uint64_t memory_limit(const Instance& instance) const;
+  // The job's umbrella on a GPU, if it has one.
+  const Instance* umbrella_of(uint64_t job_id, uint32_t gpu) const;
+  // The umbrella was found holding `bytes` more than its new limit (it
+  // allocated while a step was being created): the step with id `step_id`
+  // gives them up. False if that step's quota was asked for explicitly
+  // (--egpu-mem) and cannot shrink; nothing changes then.
+  bool take_step_memory(uint64_t step_id, uint64_t bytes);
   // Units allocated on a GPU (sum of job allocations).
   uint32_t allocated_units(uint32_t gpu) const;
 
@@ -113,6 +138,12 @@ class InstanceRegistry {
   uint32_t job_steps_units(uint64_t job_id, uint32_t gpu, uint64_t except_id) const;
   uint32_t job_allocation(uint64_t job_id, uint32_t gpu) const;
   bool has_umbrella(uint64_t job_id, uint32_t gpu) const;
+  // A step's quota: `wanted` (explicit or the units' share), within what the
+  // job's memory pool has left; an error when an explicit one does not fit.
+  Result<uint64_t> step_memory(uint64_t job_id, uint32_t gpu, uint32_t job_units,
+                               uint64_t except_id, uint64_t wanted, bool explicit_quota,
+                               uint64_t umbrella_mem_used) const;
+  uint64_t steps_memory(uint64_t job_id, uint32_t gpu, uint64_t except_id) const;
   std::optional<uint32_t> free_slot(uint32_t gpu) const;
 
   std::vector<uint64_t> gpu_memory_;

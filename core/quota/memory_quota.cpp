@@ -17,18 +17,22 @@ bool init_instance_lock(shm::InstancePage* page) {
 }
 
 uint64_t used(const shm::InstancePage* page) {
+  // Saturating: the page is the job's to write, and a wrapped sum would
+  // read as little.
   uint64_t total = 0;
   for (const auto& p : page->procs) {
-    if (p.pid.load(std::memory_order_acquire) != 0) {
-      total += p.mem_bytes.load(std::memory_order_acquire);
+    if (p.pid.load(std::memory_order_seq_cst) != 0) {
+      const uint64_t b = p.mem_bytes.load(std::memory_order_seq_cst);
+      total = b > UINT64_MAX - total ? UINT64_MAX : total + b;
     }
   }
   return total;
 }
 
-Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes, uint64_t quota,
-                    int64_t lock_timeout_ns) {
+Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes,
+                    const std::atomic<uint64_t>& limit, int64_t lock_timeout_ns) {
   if (proc >= shm::kMaxProcsPerInstance) return Reservation::kLockUnavailable;
+  if (bytes > limit.load(std::memory_order_seq_cst)) return Reservation::kOverQuota;
   timespec deadline{};
   // CLOCK_MONOTONIC: a wall clock stepped back (NTP, an admin) would stretch
   // the wait of every allocation that finds the lock taken.
@@ -48,10 +52,21 @@ Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes, uint
   }
   if (rc != 0) return Reservation::kLockUnavailable;
   const uint64_t now_used = used(page);
+  const auto fits = [&] {
+    const uint64_t l = limit.load(std::memory_order_seq_cst);
+    return bytes <= l && now_used <= l - bytes;
+  };
   Reservation result = Reservation::kOverQuota;
-  if (bytes <= quota && now_used <= quota - bytes) {
-    page->procs[proc].mem_bytes.fetch_add(bytes, std::memory_order_acq_rel);
+  if (fits()) {
+    // Add, then read the limit again (see the header): the agent stores a
+    // lower limit and then reads the use, so one of the two sees the other.
+    auto& held = page->procs[proc].mem_bytes;
+    held.fetch_add(bytes, std::memory_order_seq_cst);
     result = Reservation::kGranted;
+    if (!fits()) {
+      held.fetch_sub(bytes, std::memory_order_seq_cst);
+      result = Reservation::kOverQuota;
+    }
   }
   pthread_mutex_unlock(&page->alloc_lock);
   return result;

@@ -6,6 +6,7 @@
 // a dead process is a single store of its pid (by the agent).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/shm/pages.h"
@@ -22,9 +23,12 @@ enum class Reservation {
 bool init_instance_lock(shm::InstancePage* page);
 
 // Reserves `bytes` for process slot `proc` if the instance's total stays within
-// `quota`. Never blocks longer than `lock_timeout_ns`.
-Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes, uint64_t quota,
-                    int64_t lock_timeout_ns = 2'000'000'000);
+// `limit` (bytes, or shm::kNoMemLimit), read after the bytes were added: the
+// agent lowers a limit and then reads the use (InstanceRegistry: an umbrella's
+// limit shrinks when a step of its job starts), so either this sees the new
+// limit or the agent sees these bytes. Never blocks longer than `lock_timeout_ns`.
+Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes,
+                    const std::atomic<uint64_t>& limit, int64_t lock_timeout_ns = 2'000'000'000);
 
 // Returns `bytes` previously reserved by slot `proc` (saturating at zero).
 void release(shm::InstancePage* page, uint32_t proc, uint64_t bytes);

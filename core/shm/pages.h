@@ -19,13 +19,17 @@ namespace egpu::shm {
 
 inline constexpr uint32_t kGpuPageMagic = 0x47504745;       // "EGPG"
 inline constexpr uint32_t kInstancePageMagic = 0x49504745;  // "EGPI"
-inline constexpr uint32_t kLayoutVersion = 2;               // 2: InstancePage::grant_word
+// 2: InstancePage::grant_word; 3: SlotControl::mem_limit (128 bytes)
+inline constexpr uint32_t kLayoutVersion = 3;
 inline constexpr uint32_t kMaxSlotsPerGpu = 256;
 inline constexpr uint32_t kMaxProcsPerInstance = 64;
 inline constexpr uint32_t kNoHolder = 0xffffffff;
 
 // SlotControl.flags bit beyond the protocol's create flags.
 inline constexpr uint32_t kSlotQuotaExplicit = 1u << 16;
+// SlotControl.mem_limit when the agent knows no memory size for the GPU:
+// allocations are accounted, never refused.
+inline constexpr uint64_t kNoMemLimit = UINT64_MAX;
 
 enum class SlotState : uint32_t { kFree = 0, kActive = 1 };
 enum class PageFailMode : uint32_t { kOpen = 0, kClosed = 1 };
@@ -33,7 +37,7 @@ enum class PageFailMode : uint32_t { kOpen = 0, kClosed = 1 };
 // Per instance, in the GPU page (agent-written).
 struct alignas(64) SlotControl {
   std::atomic<uint64_t> instance_id;  // 0 while free
-  std::atomic<uint64_t> mem_quota;    // bytes
+  std::atomic<uint64_t> mem_quota;    // bytes: the instance's own quota (0: none)
   std::atomic<uint64_t> job_id;
   std::atomic<uint32_t> step_id;
   std::atomic<uint32_t> state;      // SlotState
@@ -47,8 +51,13 @@ struct alignas(64) SlotControl {
   // clock ticks (low 32 bits): a restarted agent tells it from a reused pid.
   std::atomic<int32_t> creator_pid;
   std::atomic<uint32_t> creator_start;
+  // What the shims enforce (bytes, or kNoMemLimit): the own quota, less what
+  // the job's steps hold for an umbrella (steps and the batch script share one
+  // job quota). Reservations add, then read this: the agent lowers it, then
+  // reads the use, so one of the two always sees the other.
+  alignas(64) std::atomic<uint64_t> mem_limit;
 };
-static_assert(sizeof(SlotControl) == 64);
+static_assert(sizeof(SlotControl) == 128);
 
 struct GpuPage {
   uint32_t magic;

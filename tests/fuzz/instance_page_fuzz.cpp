@@ -191,7 +191,7 @@ class Run {
       CHECK(recovered[i].id == tenants_[i].id && recovered[i].slot == tenants_[i].slot);
     }
     for (size_t i = 0; i < tenants_.size(); ++i)
-      CHECK(arb_->add(tenants_[i], targets_[i], reopen).ok());
+      CHECK(arb_->add(tenants_[i], targets_[i], kGpuMemory / 100 * tenants_[i].units, reopen).ok());
     if (reopen) {
       recover_processes();
       // As Agent::recover: the recovered instances get their targets again.

@@ -13,7 +13,7 @@ constexpr uid_t kBob = 1002;
 CreateSpec spec(uint64_t job, uint32_t step, uint32_t gpu, uint32_t units, uint32_t job_units = 0,
                 bool umbrella = false, uid_t uid = kAlice) {
   return CreateSpec{job,          step, gpu,      uid, uid, units, job_units ? job_units : units,
-                    Mode::kBurst, 0,    umbrella, {}};
+                    Mode::kBurst, 0,    umbrella, {},  0};
 }
 
 class Registry : public ::testing::Test {

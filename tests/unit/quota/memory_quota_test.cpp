@@ -16,6 +16,13 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
+// reserve() against a fixed limit.
+Reservation reserve_within(shm::InstancePage* page, uint32_t proc, uint64_t bytes, uint64_t limit,
+                           int64_t lock_timeout_ns = 2'000'000'000) {
+  const std::atomic<uint64_t> word{limit};
+  return reserve(page, proc, bytes, word, lock_timeout_ns);
+}
+
 // An instance page in anonymous shared memory, visible to forked children.
 class SharedPage {
  public:
@@ -38,14 +45,14 @@ TEST(MemoryQuota, GrantsWithinQuotaAndRefusesBeyond) {
   SharedPage page;
   page.get()->procs[0].pid = 100;
   page.get()->procs[1].pid = 101;
-  EXPECT_EQ(reserve(page.get(), 0, 60 * kMiB, 100 * kMiB), Reservation::kGranted);
-  EXPECT_EQ(reserve(page.get(), 1, 40 * kMiB, 100 * kMiB), Reservation::kGranted);
-  EXPECT_EQ(reserve(page.get(), 1, 1, 100 * kMiB), Reservation::kOverQuota);
+  EXPECT_EQ(reserve_within(page.get(), 0, 60 * kMiB, 100 * kMiB), Reservation::kGranted);
+  EXPECT_EQ(reserve_within(page.get(), 1, 40 * kMiB, 100 * kMiB), Reservation::kGranted);
+  EXPECT_EQ(reserve_within(page.get(), 1, 1, 100 * kMiB), Reservation::kOverQuota);
   EXPECT_EQ(used(page.get()), 100 * kMiB);
   release(page.get(), 0, 10 * kMiB);
   EXPECT_EQ(used(page.get()), 90 * kMiB);
-  EXPECT_EQ(reserve(page.get(), 1, 10 * kMiB, 100 * kMiB), Reservation::kGranted);
-  EXPECT_EQ(reserve(page.get(), 0, UINT64_MAX, 100 * kMiB), Reservation::kOverQuota);
+  EXPECT_EQ(reserve_within(page.get(), 1, 10 * kMiB, 100 * kMiB), Reservation::kGranted);
+  EXPECT_EQ(reserve_within(page.get(), 0, UINT64_MAX, 100 * kMiB), Reservation::kOverQuota);
   release(page.get(), 0, 1000 * kMiB);  // saturates, never wraps
   EXPECT_EQ(page.get()->procs[0].mem_bytes.load(), 0u);
 }
@@ -53,12 +60,12 @@ TEST(MemoryQuota, GrantsWithinQuotaAndRefusesBeyond) {
 TEST(MemoryQuota, ReclaimingADeadProcessIsOneStore) {
   SharedPage page;
   page.get()->procs[3].pid = 300;
-  ASSERT_EQ(reserve(page.get(), 3, 80 * kMiB, 100 * kMiB), Reservation::kGranted);
+  ASSERT_EQ(reserve_within(page.get(), 3, 80 * kMiB, 100 * kMiB), Reservation::kGranted);
   page.get()->procs[4].pid = 400;
-  EXPECT_EQ(reserve(page.get(), 4, 30 * kMiB, 100 * kMiB), Reservation::kOverQuota);
+  EXPECT_EQ(reserve_within(page.get(), 4, 30 * kMiB, 100 * kMiB), Reservation::kOverQuota);
   page.get()->procs[3].pid = 0;  // the agent saw process 300 die
   EXPECT_EQ(used(page.get()), 0u);
-  EXPECT_EQ(reserve(page.get(), 4, 30 * kMiB, 100 * kMiB), Reservation::kGranted);
+  EXPECT_EQ(reserve_within(page.get(), 4, 30 * kMiB, 100 * kMiB), Reservation::kGranted);
 }
 
 TEST(MemoryQuota, ConcurrentThreadsNeverExceedQuota) {
@@ -78,7 +85,8 @@ TEST(MemoryQuota, ConcurrentThreadsNeverExceedQuota) {
           held.pop_back();
         } else {
           uint64_t size = (1 + rng() % 8) * kMiB;
-          if (reserve(page.get(), t, size, kQuota) == Reservation::kGranted) held.push_back(size);
+          if (reserve_within(page.get(), t, size, kQuota) == Reservation::kGranted)
+            held.push_back(size);
         }
         if (used(page.get()) > kQuota) exceeded = true;
       }
@@ -102,7 +110,7 @@ TEST(MemoryQuota, ConcurrentProcessesTogetherGetExactlyTheQuota) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      while (reserve(page.get(), p, kMiB, kQuota) == Reservation::kGranted) {
+      while (reserve_within(page.get(), p, kMiB, kQuota) == Reservation::kGranted) {
       }
       _exit(0);
     }
@@ -129,8 +137,8 @@ TEST(MemoryQuota, ProcessKilledHoldingTheLockDoesNotBlockOthers) {
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(reserve(page.get(), 0, kMiB, 10 * kMiB), Reservation::kGranted);
-  EXPECT_EQ(reserve(page.get(), 0, kMiB, 10 * kMiB), Reservation::kGranted);
+  EXPECT_EQ(reserve_within(page.get(), 0, kMiB, 10 * kMiB), Reservation::kGranted);
+  EXPECT_EQ(reserve_within(page.get(), 0, kMiB, 10 * kMiB), Reservation::kGranted);
   EXPECT_EQ(used(page.get()), 2 * kMiB);
 }
 
@@ -150,12 +158,42 @@ TEST(MemoryQuota, StoppedHolderTimesOutInsteadOfHanging) {
   }
   char c;
   ASSERT_EQ(read(ready[0], &c, 1), 1);
-  EXPECT_EQ(reserve(page.get(), 0, kMiB, 10 * kMiB, 50'000'000), Reservation::kLockUnavailable);
+  EXPECT_EQ(reserve_within(page.get(), 0, kMiB, 10 * kMiB, 50'000'000),
+            Reservation::kLockUnavailable);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   close(ready[0]);
   close(ready[1]);
-  EXPECT_EQ(reserve(page.get(), 0, kMiB, 10 * kMiB), Reservation::kGranted);
+  EXPECT_EQ(reserve_within(page.get(), 0, kMiB, 10 * kMiB), Reservation::kGranted);
+}
+
+TEST(MemoryQuota, LimitIsReadAtEachReservationAndAFailedOneLeavesNothing) {
+  SharedPage page;
+  page.get()->procs[0].pid = 1;
+  std::atomic<uint64_t> limit{100 * kMiB};
+  ASSERT_EQ(reserve(page.get(), 0, 60 * kMiB, limit), Reservation::kGranted);
+  // The agent lowers the limit (a step of the job started): what is held
+  // stays, nothing more is granted, and the refused bytes leave no trace.
+  limit.store(60 * kMiB);
+  EXPECT_EQ(reserve(page.get(), 0, 1, limit), Reservation::kOverQuota);
+  EXPECT_EQ(used(page.get()), 60 * kMiB);
+  limit.store(0);
+  EXPECT_EQ(reserve(page.get(), 0, 1, limit), Reservation::kOverQuota);
+  limit.store(shm::kNoMemLimit);
+  EXPECT_EQ(reserve(page.get(), 0, 1 << 30, limit), Reservation::kGranted);
+}
+
+TEST(MemoryQuota, AForgedHugeCountNeitherWrapsTheSumNorTheAdd) {
+  SharedPage page;
+  page.get()->procs[0].pid = 1;
+  page.get()->procs[1].pid = 2;
+  page.get()->procs[1].mem_bytes = UINT64_MAX - 10;
+  const std::atomic<uint64_t> limit{100 * kMiB};
+  EXPECT_EQ(reserve(page.get(), 0, 20, limit), Reservation::kOverQuota);
+  EXPECT_EQ(used(page.get()), UINT64_MAX - 10);
+  EXPECT_EQ(page.get()->procs[0].mem_bytes.load(), 0u);
+  page.get()->procs[0].mem_bytes = 20;  // the sum saturates
+  EXPECT_EQ(used(page.get()), UINT64_MAX);
 }
 
 }  // namespace
