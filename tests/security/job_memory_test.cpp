@@ -4,6 +4,7 @@
 // its memory twice and push a neighbour within its quota into a driver OOM.
 // Exact: every figure is a byte count, no timing.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -19,6 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 constexpr uint64_t kGiB = 1ull << 30;
+constexpr uid_t kMallory = 4242;             // the job that tries to hold its memory twice
+constexpr uid_t kAlice = 4243;               // an honest neighbour
 constexpr uint64_t kUnit = 80 * kGiB / 100;  // bytes per unit, as the agent counts
 constexpr uint64_t kJob = 50 * kUnit;        // an egpu:50 job's memory (~40 GiB)
 
@@ -45,11 +48,13 @@ bool wait_for_used(EnforcedNode& node, uint64_t id, uint64_t bytes) {
   return false;
 }
 
-uint64_t create_step(EnforcedNode& node, uint64_t job, uint32_t step, uint32_t units,
-                     bool umbrella) {
+uint64_t create_step(EnforcedNode& node, uint64_t job, uint32_t step, uint32_t units, bool umbrella,
+                     uid_t uid) {
   protocol::CreateRequest r{};
   r.job_id = job;
   r.step_id = step;
+  r.uid = uid;
+  r.gid = uid;
   r.units = units;
   r.job_units = units;
   r.flags = umbrella ? protocol::kCreateUmbrella : 0;
@@ -66,34 +71,39 @@ nlohmann::json result_of(test_child::ChildProcess& p) {
 }
 
 TEST(JobMemory, TheBatchScriptAndItsStepTogetherHoldNoMoreThanTheJob) {
-  EnforcedNode node("job-mem");  // one simulated GPU of 80 GiB
+  if (geteuid() != 0) GTEST_SKIP() << "runs its jobs as other users: needs root";
+  // One simulated GPU of 80 GiB; the jobs run as unprivileged users.
+  NodeOptions users;
+  users.users = true;
+  EnforcedNode node("job-mem", users);
   const std::string release = ::testing::TempDir() + "/job-mem-release";
   std::filesystem::remove(release);
   const std::map<std::string, std::string> hold = {{"PROBE_HOLD_UNTIL", release}};
   const std::string probe = memory_probe_path();
 
   // Job 5 has egpu:50 (40 GiB); its batch script takes 30 GiB and keeps it.
-  const uint64_t batch = create_step(node, 5, protocol::kStepBatch, 50, true);
+  const uint64_t batch = create_step(node, 5, protocol::kStepBatch, 50, true, kMallory);
   auto batch_env = hold;
   batch_env[EGPU_ENV_STEP_ID] = std::to_string(protocol::kStepBatch);
-  auto batch_probe =
-      node.start_program(5, {probe, "fill", std::to_string(30 * kGiB), "120000"}, 0, batch_env);
+  auto batch_probe = node.start_program(5, {probe, "fill", std::to_string(30 * kGiB), "120000"}, 0,
+                                        batch_env, kMallory);
   ASSERT_TRUE(wait_for_used(node, batch, 30 * kGiB)) << batch_probe->stderr_text();
 
   // Its step (srun inside the job: all 50 units) gets what is left, and the
   // batch script may not grow back into it. Both fill in 1 GiB pieces.
-  const uint64_t step = create_step(node, 5, 0, 50, false);
+  const uint64_t step = create_step(node, 5, 0, 50, false, kMallory);
   EXPECT_EQ(instance_field(node, step, "memory_limit_bytes"), kJob - 30 * kGiB);
   EXPECT_EQ(instance_field(node, batch, "memory_limit_bytes"), 30 * kGiB);
   const uint64_t step_fill = (kJob - 30 * kGiB) / kGiB * kGiB;  // 9 GiB
-  auto step_probe = node.start_program(5, {probe, "fill", std::to_string(kGiB), "120000"}, 0, hold);
+  auto step_probe =
+      node.start_program(5, {probe, "fill", std::to_string(kGiB), "120000"}, 0, hold, kMallory);
   ASSERT_TRUE(wait_for_used(node, step, step_fill)) << step_probe->stderr_text();
 
   // An honest neighbour with egpu:50 fills its whole quota (39 GiB in whole
   // GiB), not up to a driver OOM on a GPU the first job filled twice over
   // (before the fix the step had a full 40 GiB of its own: 30 + 39 + 11).
-  create_step(node, 6, 0, 50, false);
-  auto neighbour = node.start_program(6, {probe, "fill", std::to_string(kGiB)});
+  create_step(node, 6, 0, 50, false, kAlice);
+  auto neighbour = node.start_program(6, {probe, "fill", std::to_string(kGiB)}, 0, {}, kAlice);
   const auto n = result_of(*neighbour);
   EXPECT_EQ(n["allocated"], kJob / kGiB * kGiB) << n.dump();
 
@@ -106,17 +116,22 @@ TEST(JobMemory, TheBatchScriptAndItsStepTogetherHoldNoMoreThanTheJob) {
 }
 
 TEST(JobMemory, AStepsExplicitQuotaThatTheBatchScriptLeavesNoRoomForIsRefusedClearly) {
-  EnforcedNode node("job-mem-explicit");
+  if (geteuid() != 0) GTEST_SKIP() << "runs its job as another user: needs root";
+  NodeOptions users;
+  users.users = true;
+  EnforcedNode node("job-mem-explicit", users);
   const std::string release = ::testing::TempDir() + "/job-mem-explicit-release";
   std::filesystem::remove(release);
-  const uint64_t batch = create_step(node, 5, protocol::kStepBatch, 50, true);
+  const uint64_t batch = create_step(node, 5, protocol::kStepBatch, 50, true, kMallory);
   std::map<std::string, std::string> env = {
       {"PROBE_HOLD_UNTIL", release}, {EGPU_ENV_STEP_ID, std::to_string(protocol::kStepBatch)}};
   auto probe = node.start_program(
-      5, {memory_probe_path(), "fill", std::to_string(30 * kGiB), "120000"}, 0, env);
+      5, {memory_probe_path(), "fill", std::to_string(30 * kGiB), "120000"}, 0, env, kMallory);
   ASSERT_TRUE(wait_for_used(node, batch, 30 * kGiB)) << probe->stderr_text();
   protocol::CreateRequest r{};
   r.job_id = 5;
+  r.uid = kMallory;
+  r.gid = kMallory;
   r.units = 50;
   r.job_units = 50;
   r.mem_quota = 20 * kGiB;  // --egpu-mem=20G: only ~10 GiB are left

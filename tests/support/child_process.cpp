@@ -1,6 +1,7 @@
 #include "child_process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -193,6 +194,7 @@ ChildProcess::ChildProcess(const ChildOptions& options)
   const int stdout_child = out.child_end.get();
   const int stderr_child = err.child_end.get();
   const int exec_report = exec_pipe.write_end.get();
+  const std::optional<uid_t> run_as = options.run_as;
   const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
@@ -202,6 +204,10 @@ ChildProcess::ChildProcess(const ChildOptions& options)
     if (stdin_child >= 0) dup2(stdin_child, STDIN_FILENO);
     if (stdout_child >= 0) dup2(stdout_child, STDOUT_FILENO);
     if (stderr_child >= 0) dup2(stderr_child, STDERR_FILENO);
+    if (run_as && (setgroups(0, nullptr) != 0 || setresgid(*run_as, *run_as, *run_as) != 0 ||
+                   setresuid(*run_as, *run_as, *run_as) != 0)) {
+      _exit(126);
+    }
     execve(argv[0], argv.data(), envp.data());
     const int error = errno;
     (void)!write(exec_report, &error, sizeof error);

@@ -36,6 +36,9 @@ struct ChildOptions {
   bool stdin_pipe = false;
   OutputMode stdout_mode = OutputMode::kCapture;
   OutputMode stderr_mode = OutputMode::kInherit;
+  // Runs the program as this uid (and gid = uid, no supplementary groups):
+  // a job user. Needs root; the child exits 126 if the switch fails.
+  std::optional<uid_t> run_as;
 };
 
 struct ExitStatus {

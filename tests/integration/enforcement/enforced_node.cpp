@@ -23,8 +23,10 @@ std::string cancelled_launcher_path() {
 }
 
 EnforcedNode::EnforcedNode(const std::string& tag, NodeOptions options) {
-  gpu_ = std::make_unique<harness::SimGpu>(
-      tag, harness::SimGpuConfig{.devices = options.gpus, .memory_mb = options.memory_mb});
+  gpu_ = std::make_unique<harness::SimGpu>(tag,
+                                           harness::SimGpuConfig{.devices = options.gpus,
+                                                                 .memory_mb = options.memory_mb,
+                                                                 .shared_by_users = options.users});
   agent_ = std::make_unique<test::AgentProcess>(options.agent_config, options.gpus,
                                                 static_cast<uint64_t>(options.memory_mb));
   EXPECT_TRUE(agent_->start()) << agent_->log();
@@ -74,9 +76,10 @@ std::unique_ptr<test_child::ChildProcess> EnforcedNode::start(uint64_t job,
 
 std::unique_ptr<test_child::ChildProcess> EnforcedNode::start_program(
     uint64_t job, std::vector<std::string> argv, uint32_t gpu,
-    std::map<std::string, std::string> env) {
+    std::map<std::string, std::string> env, std::optional<uid_t> run_as) {
   test_child::ChildOptions o;
   o.argv = std::move(argv);
+  o.run_as = run_as;
   o.env = gpu_->environment();
   for (const auto& [k, v] : job_env(job, gpu))
     o.env[k] = v;

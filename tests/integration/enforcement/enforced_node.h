@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct NodeOptions {
   int gpus = 1;
   int memory_mb = 80 * 1024;
   std::string agent_config;  // extra egpu.conf lines
+  bool users = false;        // jobs run as unprivileged users (start_program's run_as)
 };
 
 struct CtlResult {
@@ -48,9 +50,10 @@ class EnforcedNode {
   std::unique_ptr<test_child::ChildProcess> start(uint64_t job, harness::WorkloadOptions w,
                                                   uint32_t gpu = 0);
   // Any program of job `job`, with the shim preloaded (stdout captured).
+  // `run_as`: the job's uid (NodeOptions::users), else the test's own.
   std::unique_ptr<test_child::ChildProcess> start_program(
       uint64_t job, std::vector<std::string> argv, uint32_t gpu = 0,
-      std::map<std::string, std::string> env = {});
+      std::map<std::string, std::string> env = {}, std::optional<uid_t> run_as = std::nullopt);
   std::map<std::string, std::string> job_env(uint64_t job, uint32_t gpu) const;
 
   CtlResult egpuctl(const std::vector<std::string>& args) const;

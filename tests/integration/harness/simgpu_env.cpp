@@ -44,6 +44,7 @@ std::map<std::string, std::string> SimGpu::environment(std::string_view label) c
   };
   if (config_.memory_mb > 0) env["SIMGPU_MEMORY_MB"] = std::to_string(config_.memory_mb);
   if (config_.timeslice_us > 0) env["SIMGPU_TIMESLICE_US"] = std::to_string(config_.timeslice_us);
+  if (config_.shared_by_users) env["SIMGPU_SHM_MODE"] = "0666";
   if (!label.empty()) env["SIMGPU_LABEL"] = std::string(label);
   return env;
 }

@@ -16,8 +16,9 @@ std::string workload_path(std::string_view name);
 
 struct SimGpuConfig {
   int devices = 1;
-  int memory_mb = 0;     // 0: the simulator's default
-  int timeslice_us = 0;  // 0: the simulator's default
+  int memory_mb = 0;             // 0: the simulator's default
+  int timeslice_us = 0;          // 0: the simulator's default
+  bool shared_by_users = false;  // processes of several uids use it (segment 0666)
 };
 
 // Owns one simulated GPU's segment name; shm_unlinks it when destroyed.
