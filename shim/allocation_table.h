@@ -1,6 +1,7 @@
 // AllocationTable: the process's live device allocations on managed GPUs, so a
-// free releases exactly what its allocation reserved. Pointers, arrays and VMM
-// handles are separate key spaces. Thread-safe.
+// free releases exactly what its allocation reserved. Pointers, arrays, VMM
+// allocations (keyed by VmmMappings' serial) and context limits (the driver's
+// heap, stack and printf buffers) are separate key spaces. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 namespace egpu::shim {
 
-enum class AllocationKind { kPointer, kArray, kMipmappedArray, kVmmHandle };
+enum class AllocationKind { kPointer, kArray, kMipmappedArray, kVmmHandle, kContextLimit };
 
 struct LiveAllocation {
   uint64_t bytes = 0;
@@ -28,7 +29,7 @@ class AllocationTable {
   size_t size() const;
 
  private:
-  static constexpr int kKinds = 4;
+  static constexpr int kKinds = 5;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, LiveAllocation> maps_[kKinds];
 };

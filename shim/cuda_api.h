@@ -11,3 +11,7 @@
 #define __CUDA_API_PUSH_VISIBILITY_DEFAULT 1
 #endif
 #include <cuda.h>
+
+// The versioned name cuda.h only #defines (the internal view declares the old one).
+extern "C" CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle,
+                                                  unsigned int Flags);

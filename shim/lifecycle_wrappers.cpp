@@ -1,6 +1,7 @@
 // Streams and contexts ending: their pacing state must go with them (a
 // destroyed context's events are invalid, and its handles may be reused).
 #include "shim/call_counters.h"
+#include "shim/context_limits.h"
 #include "shim/launch_admission.h"
 #include "shim/log.h"
 #include "shim/process_state.h"
@@ -73,42 +74,54 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
   EGPU_REAL_OR_RETURN(cuCtxDestroy);
   note_call(RealId::cuCtxDestroy);
   egpu::shim::forget_context(-1);
-  return real(ctx);
+  const CUresult result = real(ctx);
+  if (result == CUDA_SUCCESS) egpu::shim::release_context_limits(ctx);
+  return result;
 }
 
 CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   EGPU_REAL_OR_RETURN(cuCtxDestroy_v2);
   note_call(RealId::cuCtxDestroy_v2);
   egpu::shim::forget_context(-1);
-  return real(ctx);
+  const CUresult result = real(ctx);
+  if (result == CUDA_SUCCESS) egpu::shim::release_context_limits(ctx);
+  return result;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
   EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxReset);
   note_call(RealId::cuDevicePrimaryCtxReset);
   egpu::shim::forget_context(dev);
-  return real(dev);
+  const CUresult result = real(dev);
+  if (result == CUDA_SUCCESS) egpu::shim::release_primary_limits(dev, true);
+  return result;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxReset_v2);
   note_call(RealId::cuDevicePrimaryCtxReset_v2);
   egpu::shim::forget_context(dev);
-  return real(dev);
+  const CUresult result = real(dev);
+  if (result == CUDA_SUCCESS) egpu::shim::release_primary_limits(dev, true);
+  return result;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
   EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxRelease);
   note_call(RealId::cuDevicePrimaryCtxRelease);
   egpu::shim::forget_context(dev);
-  return real(dev);
+  const CUresult result = real(dev);
+  if (result == CUDA_SUCCESS) egpu::shim::release_primary_limits(dev, false);
+  return result;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxRelease_v2);
   note_call(RealId::cuDevicePrimaryCtxRelease_v2);
   egpu::shim::forget_context(dev);
-  return real(dev);
+  const CUresult result = real(dev);
+  if (result == CUDA_SUCCESS) egpu::shim::release_primary_limits(dev, false);
+  return result;
 }
 
 }  // extern "C"

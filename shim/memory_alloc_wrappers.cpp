@@ -1,5 +1,6 @@
 // Allocation and free entry points: device, pitched, managed, stream-ordered
-// and pool allocations, VMM handles, arrays. Host allocations are not accounted.
+// and pool allocations, arrays (VMM: vmm_wrappers.cpp). Host allocations are
+// not accounted.
 #include "shim/array_bytes.h"
 #include "shim/memory_accounting.h"
 
@@ -62,13 +63,6 @@ CUresult pitched_alloc(RealId id, Ptr* dptr, Size* pitch, Size width, Size heigh
     EGPU_SHIM_LOG_ONCE("internal error in a pitched allocation: passing it through");
     return called ? result : alloc();
   }
-}
-
-int device_of(const CUmemAllocationProp* prop) {
-  if (prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-    return prop->location.id;
-  }
-  return kCurrentDevice;
 }
 
 }  // namespace
@@ -156,21 +150,6 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize
   return accounted_alloc(
       RealId::cuMemAllocFromPoolAsync_ptsz, kCurrentDevice, bytesize, AllocationKind::kPointer,
       [&] { return real(dptr, bytesize, pool, hStream); }, [&] { return key_of(*dptr); });
-}
-
-CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
-                             const CUmemAllocationProp* prop, unsigned long long flags) {
-  EGPU_REAL_OR_RETURN(cuMemCreate);
-  return accounted_alloc(
-      RealId::cuMemCreate, egpu::shim::device_of(prop), size, AllocationKind::kVmmHandle,
-      [&] { return real(handle, size, prop, flags); },
-      [&] { return static_cast<uint64_t>(*handle); });
-}
-
-CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
-  EGPU_REAL_OR_RETURN(cuMemRelease);
-  return accounted_free(RealId::cuMemRelease, AllocationKind::kVmmHandle, handle,
-                        [&] { return real(handle); });
 }
 
 CUresult CUDAAPI cuArrayCreate(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR_v1* pAllocateArray) {

@@ -13,6 +13,7 @@
 #include "shim/cuda_event_backend.h"
 #include "shim/gpu_binding.h"
 #include "shim/shim_env.h"
+#include "shim/vmm_mappings.h"
 
 namespace egpu::shim {
 
@@ -42,6 +43,7 @@ class ProcessState {
   }
 
   AllocationTable& allocations() { return allocations_; }
+  VmmMappings& vmm() { return vmm_; }
   ContextDevices& contexts() { return contexts_; }
 
   // cuInit: attach every managed GPU (once per process).
@@ -67,6 +69,7 @@ class ProcessState {
   CudaEventBackend backend_;
   std::vector<std::unique_ptr<GpuBinding>> bindings_;
   AllocationTable allocations_;
+  VmmMappings vmm_;
   ContextDevices contexts_;
   std::atomic<bool> attached_all_{false};
 };

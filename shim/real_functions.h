@@ -57,6 +57,15 @@
   X(cuMemAllocFromPoolAsync_ptsz)         \
   X(cuMemCreate)                          \
   X(cuMemRelease)                         \
+  X(cuMemMap)                             \
+  X(cuMemUnmap)                           \
+  X(cuMemRetainAllocationHandle)          \
+  X(cuMemImportFromShareableHandle)       \
+  X(cuIpcOpenMemHandle)                   \
+  X(cuIpcOpenMemHandle_v2)                \
+  X(cuIpcCloseMemHandle)                  \
+  X(cuMemPoolImportPointer)               \
+  X(cuCtxSetLimit)                        \
   X(cuArrayCreate)                        \
   X(cuArrayCreate_v2)                     \
   X(cuArray3DCreate)                      \
@@ -82,7 +91,13 @@
   X(cuEventElapsedTime)          \
   X(cuEventElapsedTime_v2)       \
   X(cuCtxGetCurrent)             \
-  X(cuCtxGetDevice)
+  X(cuCtxGetDevice)              \
+  X(cuCtxGetLimit)               \
+  X(cuDeviceGetAttribute)        \
+  X(cuDevicePrimaryCtxGetState)  \
+  X(cuDevicePrimaryCtxRetain)    \
+  X(cuMemGetAddressRange_v2)     \
+  X(cuMemGetAllocationPropertiesFromHandle)
 
 namespace egpu::shim {
 

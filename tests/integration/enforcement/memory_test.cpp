@@ -1,11 +1,14 @@
 // Memory quotas through the shim, with the agent's accounting.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "enforced_node.h"
+#include "memory_sharing.h"
 #include "simgpu_stats.h"
 
 namespace egpu::integration {
@@ -23,13 +26,6 @@ nlohmann::json run_probe(EnforcedNode& node, uint64_t job, std::vector<std::stri
   auto j = nlohmann::json::parse(p->stdout_text(), nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << p->stdout_text() << p->stderr_text();
   return j;
-}
-
-uint64_t simgpu_memory_used(EnforcedNode& node) {
-  std::string error;
-  auto reader = simgpu::StatsReader::open(node.gpu().shm_name(), &error);
-  if (!reader) return 0;
-  return reader->sample().devices.at(0).memory_used_bytes;
 }
 
 TEST(Memory, QuotaIsWhatTheProcessSees) {
@@ -101,6 +97,126 @@ TEST(Memory, EveryAllocationApiIsCountedAndReleased) {
     EXPECT_EQ(r["free_after_release"], quota);
   }
   EXPECT_EQ(j["apis"].size(), 9u);
+}
+
+// Finding 6: the create -> map -> release idiom of the CUDA samples. The
+// driver frees the memory only at the last of release and unmap (a retained
+// handle is one more reference), and so does the quota.
+TEST(Memory, MappedVmmMemoryStaysCountedUntilUnmappedAndReleased) {
+  EnforcedNode node("mem-vmm");
+  node.create(1, 20, "burst", 0, 4 * kGiB);
+  const std::string dir = ::testing::TempDir();
+  const std::string mark = dir + "/vmm-mapped", hold = dir + "/vmm-go";
+  std::filesystem::remove(mark);
+  std::filesystem::remove(hold);
+  auto p = node.start_program(1, {memory_probe_path(), "vmm-release-mapped", std::to_string(kGiB)},
+                              0, {{"PROBE_MARK", mark}, {"PROBE_HOLD_UNTIL", hold}});
+  ASSERT_TRUE(wait_for_file(mark, 30s)) << p->stderr_text();
+  // Released but mapped (and retained): the agent sees the instance hold it.
+  EXPECT_EQ(agent_memory_used(node, 1), kGiB);
+  EXPECT_EQ(simgpu_memory_used(node), kGiB);
+  std::ofstream(hold).put('\n');
+  auto st = p->wait_for(60s);
+  ASSERT_TRUE(st && st->success()) << p->stderr_text();
+  auto j = nlohmann::json::parse(p->stdout_text());
+  const uint64_t quota = 4 * kGiB;
+  EXPECT_EQ(j["vmm"]["released_mapped"]["free"], quota - kGiB);
+  EXPECT_EQ(j["vmm"]["unmapped_retained"]["free"], quota - kGiB);  // the retained reference
+  EXPECT_EQ(j["vmm"]["released_all"]["free"], quota);
+  EXPECT_EQ(agent_memory_used(node, 1), 0u);
+}
+
+TEST(Memory, MappedAndReleasedVmmMemoryCannotExceedTheQuota) {
+  EnforcedNode node("mem-vmm-fill");
+  node.create(1, 20, "burst", 0, 4 * kGiB);
+  auto j = run_probe(node, 1, {"vmm-fill", std::to_string(256 * kMiB)});
+  EXPECT_EQ(j["allocated"], 4 * kGiB);
+  EXPECT_EQ(j["stopped_by"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["during"]["free"], 0u);
+  EXPECT_EQ(j["after"]["free"], 4 * kGiB);
+}
+
+// Finding 6: cuCtxSetLimit makes the driver allocate the malloc heap and the
+// stack (per thread the device holds: 132 SMs x 2048 threads on simgpu).
+TEST(Memory, ContextLimitsAreCountedAndRefusedOverQuota) {
+  EnforcedNode node("mem-limits");
+  node.create(1, 20, "burst", 0, 4 * kGiB);
+  const uint64_t quota = 4 * kGiB;
+  const uint64_t threads = 132 * 2048;
+  // Within the quota: the increase over the defaults (8 MiB heap, 1 KiB stack).
+  auto j = run_probe(node, 1, {"ctx-limit", std::to_string(kGiB), "4096"});
+  EXPECT_EQ(j["limits"]["heap"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["limits"]["after_heap"]["free"], quota - (kGiB - 8 * kMiB));
+  EXPECT_EQ(j["limits"]["stack"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["limits"]["after_stack"]["free"], quota - (kGiB - 8 * kMiB) - 3072 * threads);
+  EXPECT_EQ(j["limits"]["lowered"]["free"], quota);
+  // Over the quota: refused before the driver allocates anything.
+  j = run_probe(node, 1, {"ctx-limit", std::to_string(8 * kGiB), "65536"});
+  EXPECT_EQ(j["limits"]["heap"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["limits"]["after_heap"]["free"], quota);
+  EXPECT_EQ(j["limits"]["stack"], "CUDA_ERROR_OUT_OF_MEMORY");  // 64 KiB x 270336 threads
+  EXPECT_EQ(simgpu_memory_used(node), 0u);
+  EXPECT_EQ(agent_memory_used(node, 1), 0u);
+}
+
+// Finding 6: memory imported from another process (an IPC handle, a VMM
+// shareable fd, a pool pointer) is kept allocated by the importer, so it
+// counts against the importer's quota until closed or released. The device
+// holds it once: the exporter's quota counts it too while the exporter has it.
+TEST(Memory, ImportedMemoryCountsAtTheImporterUntilReleased) {
+  EnforcedNode node("mem-import");
+  node.create(1, 20, "burst", 0, 4 * kGiB);  // the exporter
+  node.create(2, 20, "burst", 0, 4 * kGiB);  // the importer
+  for (const std::string kind : {"ipc", "vmm", "pool"}) {
+    SCOPED_TRACE(kind);
+    SharedMemoryPair pair(node, kind, 1, 2, kGiB);
+    ASSERT_TRUE(pair.ready()) << pair.errors();
+    EXPECT_EQ(agent_memory_used(node, 2), kGiB);
+    EXPECT_EQ(agent_memory_used(node, 1), kGiB);
+    EXPECT_EQ(simgpu_memory_used(node), kGiB);  // one allocation on the device
+    const auto imported = pair.finish_importer();
+    EXPECT_EQ(imported["import"]["imported"], "CUDA_SUCCESS");
+    EXPECT_EQ(imported["import"]["held"]["free"], 3 * kGiB);
+    EXPECT_EQ(imported["import"]["release"], "CUDA_SUCCESS");
+    EXPECT_EQ(imported["import"]["released"]["free"], 4 * kGiB);
+    if (kind == "ipc") {  // reopened: counted once, until the last close
+      EXPECT_EQ(imported["import"]["reopened"], "CUDA_SUCCESS");
+      EXPECT_EQ(imported["import"]["reopened_same"], true);
+      EXPECT_EQ(imported["import"]["after_first_close"]["free"], 3 * kGiB);
+    }
+    EXPECT_EQ(agent_memory_used(node, 2), 0u);
+    EXPECT_EQ(agent_memory_used(node, 1), kGiB);
+    const auto exported = pair.finish_exporter();
+    EXPECT_EQ(exported["export"]["free"], "CUDA_SUCCESS");
+    EXPECT_EQ(agent_memory_used(node, 1), 0u);
+    EXPECT_EQ(simgpu_memory_used(node), 0u);
+  }
+}
+
+// Finding 6: an import the importer's quota cannot hold is refused with
+// CUDA_ERROR_OUT_OF_MEMORY (a VMM import when mapped: its size shows there),
+// and nothing stays counted or open.
+TEST(Memory, ImportPastTheImportersQuotaIsRefused) {
+  EnforcedNode node("mem-import-oom");
+  node.create(1, 20, "burst", 0, 4 * kGiB);  // the exporter
+  node.create(2, 10, "burst", 0, kGiB);      // the importer: less than what is shared
+  for (const std::string kind : {"ipc", "vmm", "pool"}) {
+    SCOPED_TRACE(kind);
+    SharedMemoryPair pair(node, kind, 1, 2, 2 * kGiB);
+    ASSERT_TRUE(pair.ready()) << pair.errors();
+    EXPECT_EQ(agent_memory_used(node, 2), 0u);
+    EXPECT_EQ(simgpu_memory_used(node), 2 * kGiB);
+    const auto imported = pair.finish_importer();
+    if (kind == "vmm") {
+      EXPECT_EQ(imported["import"]["mapped"], "CUDA_ERROR_OUT_OF_MEMORY");
+    } else {
+      EXPECT_EQ(imported["import"]["imported"], "CUDA_ERROR_OUT_OF_MEMORY");
+    }
+    EXPECT_EQ(imported["import"]["held"]["free"], kGiB);
+    pair.finish_exporter();
+    EXPECT_EQ(simgpu_memory_used(node), 0u);  // the refused import was closed again
+    EXPECT_EQ(agent_memory_used(node, 2), 0u);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,18 @@
 //   memory-probe each-api SIZE           every allocation API: alloc, info, free, info
 //   memory-probe fill CHUNK [HOLD_MS]    allocate CHUNK until refused, hold, free all
 //                                        (PROBE_HOLD_UNTIL=FILE: hold until FILE exists)
+//   memory-probe vmm-release-mapped SIZE create, map, release (the CUDA samples' idiom),
+//                                        retain, unmap, release: info after each
+//                                        (PROBE_MARK=FILE written while mapped, then
+//                                        PROBE_HOLD_UNTIL waited for)
+//   memory-probe vmm-fill CHUNK [HOLD_MS] create, map, release CHUNK until refused, hold
+//   memory-probe ctx-limit HEAP STACK    cuCtxSetLimit of the heap to HEAP, then of the
+//                                        stack to STACK, then both back: info after each
+//   memory-probe share-export KIND SIZE  ipc|vmm|pool: allocate SIZE and export it to
+//   memory-probe share-import KIND       PROBE_HANDLE_FILE; import it from there
+//                                        (memory_probe_share.cpp)
+#include "memory_probe.h"
+
 #include <cuda.h>
 
 #include <chrono>
@@ -17,9 +29,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
-
-using nlohmann::json;
+namespace memory_probe {
 
 std::string name_of(CUresult r) {
   const char* n = nullptr;
@@ -42,6 +52,28 @@ json info() {
   check(cuDeviceTotalMem(&dev_total, dev), "cuDeviceTotalMem");
   return {{"free", free_b}, {"total", total_b}, {"device_total", dev_total}};
 }
+
+// Waits until PROBE_HOLD_UNTIL exists (at most `ms`), or `ms` without it.
+void hold(int ms) {
+  const char* until = std::getenv("PROBE_HOLD_UNTIL");
+  const auto hold_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < hold_end) {
+    if (until != nullptr && std::filesystem::exists(until)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(until != nullptr ? 20 : ms));
+  }
+}
+
+void mark() {
+  if (const char* path = std::getenv("PROBE_MARK")) {
+    if (FILE* f = std::fopen(path, "w")) std::fclose(f);
+  }
+}
+
+}  // namespace memory_probe
+
+namespace {
+
+using namespace memory_probe;
 
 struct Api {
   const char* name;
@@ -145,6 +177,84 @@ std::vector<Api> apis(CUdevice dev, CUstream stream) {
   return out;
 }
 
+CUmemAllocationProp device_prop(CUdevice dev) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  return prop;
+}
+
+// Create, map, release: only the mapping holds the memory afterwards.
+CUresult map_released(CUdevice dev, size_t size, CUdeviceptr* va) {
+  const CUmemAllocationProp prop = device_prop(dev);
+  CUmemGenericAllocationHandle h = 0;
+  if (CUresult r = cuMemCreate(&h, size, &prop, 0); r != CUDA_SUCCESS) return r;
+  check(cuMemAddressReserve(va, size, 0, 0, 0), "cuMemAddressReserve");
+  check(cuMemMap(*va, size, 0, h, 0), "cuMemMap");
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  check(cuMemSetAccess(*va, size, &access, 1), "cuMemSetAccess");
+  check(cuMemRelease(h), "cuMemRelease");
+  return CUDA_SUCCESS;
+}
+
+json vmm_release_mapped(CUdevice dev, size_t size) {
+  json out;
+  CUdeviceptr va = 0;
+  check(map_released(dev, size, &va), "cuMemCreate");
+  out["released_mapped"] = info();
+  CUmemGenericAllocationHandle retained = 0;
+  check(cuMemRetainAllocationHandle(&retained, reinterpret_cast<void*>(va)),
+        "cuMemRetainAllocationHandle");
+  mark();
+  hold(30000);
+  check(cuMemUnmap(va, size), "cuMemUnmap");
+  out["unmapped_retained"] = info();
+  check(cuMemRelease(retained), "cuMemRelease(retained)");
+  out["released_all"] = info();
+  check(cuMemAddressFree(va, size), "cuMemAddressFree");
+  return out;
+}
+
+json vmm_fill(CUdevice dev, size_t chunk, int hold_ms) {
+  json out;
+  std::vector<CUdeviceptr> held;
+  CUresult last = CUDA_SUCCESS;
+  while (held.size() < 100000) {
+    CUdeviceptr va = 0;
+    last = map_released(dev, chunk, &va);
+    if (last != CUDA_SUCCESS) break;
+    held.push_back(va);
+  }
+  out["allocated"] = held.size() * chunk;
+  out["stopped_by"] = name_of(last);
+  out["during"] = info();
+  mark();
+  hold(hold_ms);
+  for (CUdeviceptr va : held) {
+    check(cuMemUnmap(va, chunk), "cuMemUnmap");
+    check(cuMemAddressFree(va, chunk), "cuMemAddressFree");
+  }
+  return out;
+}
+
+json ctx_limit(size_t heap, size_t stack) {
+  json out;
+  size_t old_heap = 0, old_stack = 0;
+  check(cuCtxGetLimit(&old_heap, CU_LIMIT_MALLOC_HEAP_SIZE), "cuCtxGetLimit");
+  check(cuCtxGetLimit(&old_stack, CU_LIMIT_STACK_SIZE), "cuCtxGetLimit");
+  out["heap"] = name_of(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, heap));
+  out["after_heap"] = info();
+  out["stack"] = name_of(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, stack));
+  out["after_stack"] = info();
+  check(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, old_heap), "cuCtxSetLimit(heap back)");
+  check(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, old_stack), "cuCtxSetLimit(stack back)");
+  out["lowered"] = info();
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,6 +321,18 @@ int main(int argc, char** argv) {
     }
     for (auto p : held)
       check(cuMemFree(p), "cuMemFree");
+  } else if (cmd == "vmm-release-mapped" && argc >= 3) {
+    out["vmm"] = vmm_release_mapped(dev, std::strtoull(argv[2], nullptr, 10));
+  } else if (cmd == "vmm-fill" && argc >= 3) {
+    out.update(
+        vmm_fill(dev, std::strtoull(argv[2], nullptr, 10), argc >= 4 ? std::atoi(argv[3]) : 0));
+  } else if (cmd == "share-export" && argc >= 4) {
+    out["export"] = share_export(dev, argv[2], std::strtoull(argv[3], nullptr, 10));
+  } else if (cmd == "share-import" && argc >= 3) {
+    out["import"] = share_import(dev, argv[2]);
+  } else if (cmd == "ctx-limit" && argc >= 4) {
+    out["limits"] =
+        ctx_limit(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10));
   } else {
     std::fprintf(stderr, "memory-probe: unknown command '%s'\n", cmd.c_str());
     return 2;

@@ -4,6 +4,7 @@
 #include "driver/contexts.h"
 #include "driver/device_session.h"
 #include "driver/driver_state.h"
+#include "driver/memory_accounting.h"
 
 using egpu::simgpu::driver::Driver;
 using egpu::simgpu::driver::guarded;
@@ -225,6 +226,7 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     const std::lock_guard lock(ctx->mutex);
     const auto it = ctx->limits.find(limit);
     if (it == ctx->limits.end()) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    if (const CUresult rc = drv::charge_limit(ctx, limit, value); rc != CUDA_SUCCESS) return rc;
     it->second = value;
     return CUDA_SUCCESS;
   });

@@ -1,18 +1,21 @@
 // Virtual memory management (cuMemCreate and friends) and stream-ordered
-// memory pools. Physical allocations are accounted when created and freed
-// when released; address reservations and mappings are bookkeeping only.
+// memory pools. Physical allocations are accounted when created and, like the
+// driver, freed at the last of cuMemRelease (every reference, retained ones
+// included) and cuMemUnmap (every mapping of it); address reservations and
+// mappings are otherwise bookkeeping only.
 // Pool allocations are accounted at once (no caching in the pool).
 #include "driver/cuda_api.h"
 // after cuda.h:
-#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "driver/contexts.h"
 #include "driver/driver_state.h"
 #include "driver/memory_accounting.h"
 #include "driver/streams.h"
+#include "driver/vmm_state.h"
 
 using egpu::simgpu::AllocationKind;
 using egpu::simgpu::driver::DefaultStream;
@@ -23,28 +26,13 @@ namespace drv = egpu::simgpu::driver;
 
 namespace {
 
-constexpr size_t kGranularity = size_t{2} << 20;
+using drv::collect_if_unused;
+using drv::held_handle;
+using drv::PhysicalAllocation;
+using drv::vmm;
+using drv::VmmState;
 
-struct PhysicalAllocation {
-  int ordinal;
-  uint64_t address;  // accounting key in the device's memory table
-  size_t size;
-};
-
-struct VmmState {
-  std::mutex mutex;
-  uint64_t next_handle = 1;
-  std::map<CUmemGenericAllocationHandle, PhysicalAllocation> handles;
-  std::map<CUdeviceptr, size_t> reservations;                    // start -> size
-  std::map<CUdeviceptr, CUmemGenericAllocationHandle> mappings;  // start -> handle
-  std::vector<CUmemPoolHandle_st*> default_pools;                // by ordinal
-  std::vector<CUmemPoolHandle_st*> current_pools;                // by ordinal
-};
-
-VmmState& vmm() {
-  static auto* instance = new VmmState();  // never destroyed: used until exit
-  return *instance;
-}
+constexpr size_t kGranularity = drv::kVmmGranularity;
 
 CUmemPoolHandle_st* default_pool(int ordinal) {
   VmmState& s = vmm();
@@ -99,7 +87,8 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, 
   int ordinal = stream->ctx->ordinal;
   if (pool_handle != nullptr) {
     CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
-    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (pool == nullptr || pool->imported)
+      return CUDA_ERROR_INVALID_VALUE;  // imports cannot allocate
     ordinal = pool->ordinal;
   }
   return alloc_for_ordinal(stream, ordinal, bytes, dptr);
@@ -144,9 +133,9 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
     if (rc != CUDA_SUCCESS) return rc;
     VmmState& s = vmm();
     const std::lock_guard lock(s.mutex);
-    const CUmemGenericAllocationHandle id = s.next_handle++;
-    s.handles[id] = PhysicalAllocation{ordinal, address, size};
-    *handle = id;
+    PhysicalAllocation physical{ordinal, address, size};
+    physical.handle_types = static_cast<unsigned int>(prop->requestedHandleTypes);
+    *handle = drv::add_handle(s, physical);
     return CUDA_SUCCESS;
   });
 }
@@ -154,16 +143,16 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   return guarded([&] {
     if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
-    uint64_t address = 0;
+    std::optional<PhysicalAllocation> freed;
     {
       VmmState& s = vmm();
       const std::lock_guard lock(s.mutex);
-      const auto it = s.handles.find(handle);
-      if (it == s.handles.end()) return CUDA_ERROR_INVALID_VALUE;
-      address = it->second.address;
-      s.handles.erase(it);
+      PhysicalAllocation* physical = held_handle(s, handle);
+      if (physical == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      --physical->refs;
+      freed = collect_if_unused(s, handle);
     }
-    return drv::release_allocation(address);
+    return freed ? drv::free_physical(*freed) : CUDA_SUCCESS;
   });
 }
 
@@ -173,12 +162,13 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
     if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
     VmmState& s = vmm();
     const std::lock_guard lock(s.mutex);
-    const auto it = s.handles.find(handle);
-    if (it == s.handles.end()) return CUDA_ERROR_INVALID_VALUE;
+    const PhysicalAllocation* physical = held_handle(s, handle);
+    if (physical == nullptr) return CUDA_ERROR_INVALID_VALUE;
     *prop = CUmemAllocationProp{};
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop->location.id = it->second.ordinal;
+    prop->location.id = physical->ordinal;
+    prop->requestedHandleTypes = static_cast<CUmemAllocationHandleType>(physical->handle_types);
     return CUDA_SUCCESS;
   });
 }
@@ -212,31 +202,47 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags) {
-  (void)offset;
   (void)flags;
   return guarded([&] {
     if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
     VmmState& s = vmm();
     const std::lock_guard lock(s.mutex);
-    const auto physical = s.handles.find(handle);
-    if (physical == s.handles.end() || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    PhysicalAllocation* physical = held_handle(s, handle);
+    if (physical == nullptr || size == 0 || offset + size > physical->size) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
     auto reservation = s.reservations.upper_bound(ptr);
     if (reservation == s.reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
     --reservation;
     if (ptr + size > reservation->first + reservation->second) return CUDA_ERROR_INVALID_VALUE;
     if (!s.mappings.emplace(ptr, handle).second) return CUDA_ERROR_ALREADY_MAPPED;
+    ++physical->mapped;
     return CUDA_SUCCESS;
   });
 }
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return guarded([&] {
-    VmmState& s = vmm();
-    const std::lock_guard lock(s.mutex);
-    const auto first = s.mappings.lower_bound(ptr);
-    const auto last = s.mappings.lower_bound(ptr + size);
-    if (first == last) return CUDA_ERROR_INVALID_VALUE;
-    s.mappings.erase(first, last);
+    std::vector<PhysicalAllocation> freed;
+    {
+      VmmState& s = vmm();
+      const std::lock_guard lock(s.mutex);
+      const auto first = s.mappings.lower_bound(ptr);
+      const auto last = s.mappings.lower_bound(ptr + size);
+      if (first == last) return CUDA_ERROR_INVALID_VALUE;
+      std::vector<CUmemGenericAllocationHandle> unmapped;
+      for (auto m = first; m != last; ++m) {
+        const auto physical = s.handles.find(m->second);
+        if (physical != s.handles.end() && physical->second.mapped > 0) --physical->second.mapped;
+        unmapped.push_back(m->second);
+      }
+      s.mappings.erase(first, last);
+      for (const CUmemGenericAllocationHandle h : unmapped) {
+        if (auto physical = collect_if_unused(s, h)) freed.push_back(*physical);
+      }
+    }
+    for (const PhysicalAllocation& physical : freed)
+      drv::free_physical(physical);
     return CUDA_SUCCESS;
   });
 }
@@ -258,6 +264,9 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void*
     const std::lock_guard lock(s.mutex);
     const auto it = s.mappings.find(reinterpret_cast<CUdeviceptr>(addr));
     if (it == s.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+    const auto physical = s.handles.find(it->second);
+    if (physical == s.handles.end()) return CUDA_ERROR_INVALID_VALUE;
+    ++physical->second.refs;  // released by its own cuMemRelease
     *handle = it->second;
     return CUDA_SUCCESS;
   });
@@ -291,7 +300,7 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool_handle) {
     if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
     if (!drv::valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
     CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
-    if (pool == nullptr || pool->ordinal != dev) return CUDA_ERROR_INVALID_VALUE;
+    if (pool == nullptr || pool->ordinal != dev || pool->imported) return CUDA_ERROR_INVALID_VALUE;
     default_pool(dev);
     VmmState& s = vmm();
     const std::lock_guard lock(s.mutex);
@@ -311,6 +320,7 @@ CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
     auto created = std::make_unique<CUmemPoolHandle_st>();
     created->ordinal = ordinal;
     created->physical = drv::Driver::get().physical_of(ordinal);
+    created->handle_types = static_cast<unsigned int>(poolProps->handleTypes);
     *pool = registry().adopt(std::move(created));
     return CUDA_SUCCESS;
   });

@@ -62,6 +62,7 @@ struct CUctx_st : HandleBase {
   std::vector<uint32_t> free_event_slots;
   uint32_t next_event_slot = 0;
   std::map<int, size_t> limits;
+  std::map<int, uint64_t> limit_allocations;  // limit -> device memory backing it
   CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;
 };
 
@@ -165,6 +166,8 @@ struct CUmemPoolHandle_st : HandleBase {
   uint32_t physical = 0;
   int ordinal = 0;
   bool is_default = false;
+  bool imported = false;          // cuMemPoolImportFromShareableHandle: no allocations of its own
+  unsigned int handle_types = 0;  // CUmemPoolProps::handleTypes: how it may be exported
   uint64_t release_threshold = 0;
 };
 

@@ -14,7 +14,7 @@
 namespace egpu::simgpu {
 
 inline constexpr uint64_t kSegmentMagic = 0x53494d4750555347ull;  // "SIMGPUSG"
-inline constexpr uint32_t kLayoutVersion = 3;
+inline constexpr uint32_t kLayoutVersion = 4;
 inline constexpr uint32_t kMaxDevices = 16;
 inline constexpr uint32_t kMaxContexts = 64;        // per device; slot sets are uint64_t bitmasks
 inline constexpr uint32_t kQueueDepth = 1024;       // ops per context, like a bounded pushbuffer
@@ -101,15 +101,25 @@ enum class AllocationKind : uint32_t {
   kVmm = 5,      // cuMemCreate
   kArray = 6,    // cuArrayCreate / cuArray3DCreate
   kMipmappedArray = 7,
+  kContextLimit = 8,  // cuCtxSetLimit: heap, printf FIFO, stack beyond the defaults
+  // Imports: another process's allocation mapped here. Each keeps its target
+  // (the exporter's entry) alive and is not charged itself: the device
+  // memory is the target's, counted once.
+  kIpcImport = 9,    // cuIpcOpenMemHandle, until cuIpcCloseMemHandle
+  kPoolImport = 10,  // cuMemPoolImportPointer, until cuMemFree(Async)
+  kVmmImport = 11,   // cuMemImportFromShareableHandle, until released and unmapped
 };
 
 struct Allocation {
   uint64_t address;
   uint64_t size;
-  uint32_t kind;  // AllocationKind; kFree marks an unused entry
-  int32_t owner_slot;
+  uint64_t target;     // imports: address of the entry kept alive
+  uint32_t kind;       // AllocationKind; kFree marks an unused entry
+  int32_t owner_slot;  // -1: orphaned (freed by its owner, alive for its imports)
   uint32_t owner_generation;
   int32_t owner_pid;
+  uint32_t import_refs;  // live import entries targeting this one
+  uint32_t reserved;
 };
 
 struct DeviceMemory {

@@ -121,6 +121,77 @@ TEST_F(ApiTest, VirtualMemoryManagementCountsPhysicalAllocations) {
   EXPECT_EQ(free_memory(), kTotal);
 }
 
+// Like the driver: the physical memory lives until it is both released (every
+// reference, a retained one too) and unmapped (every range).
+TEST_F(ApiTest, VirtualMemoryIsFreedAtTheLastOfReleaseAndUnmap) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(cuMemCreate(&handle, 64 * kMiB, &prop, 0), CUDA_SUCCESS);
+  CUdeviceptr va = 0;
+  ASSERT_EQ(cuMemAddressReserve(&va, 128 * kMiB, 0, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemMap(va, 64 * kMiB, 0, handle, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemMap(va + 64 * kMiB, 32 * kMiB, 32 * kMiB, handle, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemMap(va, 64 * kMiB, 32 * kMiB, handle, 0),
+            CUDA_ERROR_INVALID_VALUE);  // past its end
+  // The samples' idiom: create, map, release; the mapping keeps the memory.
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 64 * kMiB);
+  EXPECT_EQ(cuMemRelease(handle), CUDA_ERROR_INVALID_VALUE);  // no reference left
+  // A retained handle is one more reference.
+  CUmemGenericAllocationHandle retained = 0;
+  ASSERT_EQ(cuMemRetainAllocationHandle(&retained, reinterpret_cast<void*>(va)), CUDA_SUCCESS);
+  EXPECT_EQ(retained, handle);
+  EXPECT_EQ(cuMemUnmap(va, 64 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 64 * kMiB);  // one mapping and the retained reference left
+  EXPECT_EQ(cuMemUnmap(va + 64 * kMiB, 32 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 64 * kMiB);  // the retained reference
+  EXPECT_EQ(cuMemRelease(retained), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal);
+  // Released before unmapped, in one range: freed at the unmap.
+  ASSERT_EQ(cuMemCreate(&handle, 64 * kMiB, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemMap(va, 64 * kMiB, 0, handle, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 64 * kMiB);
+  EXPECT_EQ(cuMemUnmap(va, 128 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal);
+  EXPECT_EQ(cuMemAddressFree(va, 128 * kMiB), CUDA_SUCCESS);
+}
+
+// The heap, printf FIFO and stack are device memory of the context beyond the
+// defaults (8 MiB, 1 MiB, 1 KiB per thread of 132 SMs x 2048 threads).
+TEST_F(ApiTest, ContextLimitsChargeDeviceMemory) {
+  const uint64_t threads = 132 * 2048;
+  ASSERT_EQ(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 512 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 504 * kMiB);
+  ASSERT_EQ(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 256 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 248 * kMiB);
+  ASSERT_EQ(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 9 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 256 * kMiB);
+  ASSERT_EQ(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 2048), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 256 * kMiB - 1024 * threads);
+  // More than the device has: refused, the old value stays.
+  EXPECT_EQ(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, kTotal), CUDA_ERROR_OUT_OF_MEMORY);
+  size_t heap = 0;
+  ASSERT_EQ(cuCtxGetLimit(&heap, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
+  EXPECT_EQ(heap, 256 * kMiB);
+  ASSERT_EQ(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 1 * kMiB), CUDA_SUCCESS);  // below the default
+  ASSERT_EQ(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 1 * kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal);
+  // A context's limits go with it.
+  CUcontext other = nullptr;
+  ASSERT_EQ(cuCtxCreate(&other, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 72 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 64 * kMiB);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxDestroy(other), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal);
+}
+
 TEST_F(ApiTest, ArraysCountBySize) {
   CUDA_ARRAY_DESCRIPTOR desc{};
   desc.Width = 1024;

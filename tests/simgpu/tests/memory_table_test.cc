@@ -110,5 +110,98 @@ TEST(MemoryTable, RepairRecomputesUsage) {
   EXPECT_EQ(f.mem->high_water, 2u);
 }
 
+constexpr AllocOwner kOwnerC{2, 1, 300};
+
+TEST(MemoryTableImport, ImportIsUnchargedAndHasItsOwnAddress) {
+  Fixture f;
+  const AllocResult r = allocate(*f.mem, 8 * kMiB, AllocationKind::kDevice, kOwnerA);
+  const AllocResult i =
+      import_allocation(*f.mem, r.address, AllocationKind::kIpcImport, kOwnerB, false);
+  ASSERT_EQ(i.status, AllocStatus::kOk);
+  EXPECT_NE(i.address, r.address);
+  EXPECT_EQ(f.mem->used_bytes, 8 * kMiB);  // counted once, by the exporter's entry
+  const Allocation* a = find_allocation(*f.mem, i.address + 8 * kMiB - 1);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->size, 8 * kMiB);
+  EXPECT_EQ(a->target, r.address);
+  EXPECT_EQ(a->owner_pid, kOwnerB.pid);
+  // Only whole allocations can be imported, and no import of an import.
+  EXPECT_EQ(
+      import_allocation(*f.mem, r.address + 512, AllocationKind::kIpcImport, kOwnerB, false).status,
+      AllocStatus::kNotFound);
+  EXPECT_EQ(import_allocation(*f.mem, i.address, AllocationKind::kIpcImport, kOwnerC, false).status,
+            AllocStatus::kNotFound);
+  EXPECT_EQ(import_allocation(*f.mem, r.address, AllocationKind::kDevice, kOwnerB, false).status,
+            AllocStatus::kInvalidSize);
+}
+
+TEST(MemoryTableImport, ExporterFreeingKeepsTheMemoryUntilTheLastImportEnds) {
+  Fixture f;
+  const AllocResult r = allocate(*f.mem, 8 * kMiB, AllocationKind::kDevice, kOwnerA);
+  const AllocResult b =
+      import_allocation(*f.mem, r.address, AllocationKind::kIpcImport, kOwnerB, false);
+  const AllocResult c =
+      import_allocation(*f.mem, r.address, AllocationKind::kPoolImport, kOwnerC, false);
+  EXPECT_EQ(release_address(*f.mem, r.address, kOwnerA.pid), 8 * kMiB);
+  EXPECT_EQ(f.mem->used_bytes, 8 * kMiB);  // orphaned, alive for its imports
+  EXPECT_EQ(release_address(*f.mem, r.address, kOwnerA.pid), 0u);  // no double free
+  // An orphan can no longer be opened through an IPC handle.
+  EXPECT_EQ(import_allocation(*f.mem, r.address, AllocationKind::kIpcImport, kOwnerC, false).status,
+            AllocStatus::kNotFound);
+  EXPECT_EQ(release_address(*f.mem, b.address, kOwnerB.pid, AllocationKind::kIpcImport), 8 * kMiB);
+  EXPECT_EQ(f.mem->used_bytes, 8 * kMiB);
+  EXPECT_EQ(release_address(*f.mem, c.address, kOwnerC.pid), 8 * kMiB);  // cuMemFree
+  EXPECT_EQ(f.mem->used_bytes, 0u);
+  EXPECT_EQ(find_allocation(*f.mem, r.address), nullptr);
+}
+
+TEST(MemoryTableImport, IpcAndVmmImportsEndOnlyThroughTheirOwnCalls) {
+  Fixture f;
+  const AllocResult r = allocate(*f.mem, kMiB, AllocationKind::kVmm, kOwnerA);
+  const AllocResult i =
+      import_allocation(*f.mem, r.address, AllocationKind::kVmmImport, kOwnerB, true);
+  EXPECT_EQ(release_address(*f.mem, i.address, kOwnerB.pid), 0u);  // not by cuMemFree
+  EXPECT_EQ(release_address(*f.mem, i.address, kOwnerB.pid, AllocationKind::kIpcImport), 0u);
+  EXPECT_EQ(release_address(*f.mem, i.address, kOwnerB.pid, AllocationKind::kVmmImport), kMiB);
+  EXPECT_EQ(release_address(*f.mem, r.address, kOwnerA.pid), kMiB);
+  EXPECT_EQ(f.mem->used_bytes, 0u);
+}
+
+TEST(MemoryTableImport, OwnersEndingReleaseImportsAndOrphans) {
+  Fixture f;
+  const AllocResult r = allocate(*f.mem, 4 * kMiB, AllocationKind::kVmm, kOwnerA);
+  import_allocation(*f.mem, r.address, AllocationKind::kVmmImport, kOwnerB, true);
+  // The exporter's context ends: nothing freed, the importer keeps it.
+  EXPECT_EQ(release_owner(*f.mem, kOwnerA.slot, kOwnerA.generation), 0u);
+  EXPECT_EQ(f.mem->used_bytes, 4 * kMiB);
+  // A VMM shareable handle can still be imported while the memory lives.
+  EXPECT_EQ(import_allocation(*f.mem, r.address, AllocationKind::kVmmImport, kOwnerC, true).status,
+            AllocStatus::kOk);
+  EXPECT_EQ(release_owner(*f.mem, kOwnerB.slot, kOwnerB.generation), 0u);
+  EXPECT_EQ(release_owner(*f.mem, kOwnerC.slot, kOwnerC.generation), 4 * kMiB);
+  EXPECT_EQ(f.mem->used_bytes, 0u);
+}
+
+TEST(MemoryTableImport, RepairRecountsImportsAndFreesUnreferencedOrphans) {
+  Fixture f;
+  const AllocResult kept = allocate(*f.mem, 2 * kMiB, AllocationKind::kDevice, kOwnerA);
+  const AllocResult lost = allocate(*f.mem, 3 * kMiB, AllocationKind::kDevice, kOwnerA);
+  import_allocation(*f.mem, kept.address, AllocationKind::kIpcImport, kOwnerB, false);
+  const AllocResult gone =
+      import_allocation(*f.mem, lost.address, AllocationKind::kIpcImport, kOwnerB, false);
+  release_owner(*f.mem, kOwnerA.slot, kOwnerA.generation);  // both orphaned
+  // A holder died after freeing the import entry but before dropping its reference.
+  for (uint32_t i = 0; i < f.mem->high_water; ++i) {
+    if (f.mem->entries[i].address == gone.address) {
+      f.mem->entries[i].kind = static_cast<uint32_t>(AllocationKind::kFree);
+    }
+  }
+  repair_memory(*f.mem);
+  EXPECT_EQ(f.mem->used_bytes, 2 * kMiB);
+  EXPECT_EQ(find_allocation(*f.mem, lost.address), nullptr);
+  ASSERT_NE(find_allocation(*f.mem, kept.address), nullptr);
+  EXPECT_EQ(find_allocation(*f.mem, kept.address)->import_refs, 1u);
+}
+
 }  // namespace
 }  // namespace egpu::simgpu

@@ -1,0 +1,24 @@
+// memory-probe's shared helpers and its sharing subcommands
+// (memory_probe_share.cpp).
+#pragma once
+
+#include <cuda.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace memory_probe {
+
+using nlohmann::json;
+
+std::string name_of(CUresult r);
+void check(CUresult r, const char* what);  // exits with status 1 on failure
+json info();                               // cuMemGetInfo and cuDeviceTotalMem
+void hold(int ms);                         // until PROBE_HOLD_UNTIL exists, at most ms
+void mark();                               // creates PROBE_MARK
+
+// share-export KIND SIZE / share-import KIND, KIND one of ipc, vmm, pool.
+json share_export(CUdevice dev, const std::string& kind, size_t size);
+json share_import(CUdevice dev, const std::string& kind);
+
+}  // namespace memory_probe
