@@ -6,6 +6,7 @@
 // unmap), and the hostile tenant stops at its quota. Likewise for memory
 // shared between processes: what an importer keeps alive is its to pay for.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -24,25 +25,31 @@ using namespace std::chrono_literals;
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 
+constexpr uid_t kMallory = 4242;  // the hostile tenant
+constexpr uid_t kAlice = 4243;    // the honest job
+
 TEST(QuotaLeaks, MappedReleasedMemoryCannotCrowdOutAnHonestNeighbour) {
+  if (geteuid() != 0) GTEST_SKIP() << "runs its jobs as other users: needs root";
   NodeOptions options;
   options.memory_mb = 16 * 1024;  // a 16 GiB GPU: 4 GiB hostile + 8 GiB honest fit
+  options.users = true;
   EnforcedNode node("quota-leak", options);
-  node.create(1, 30, "burst", 0, 4 * kGiB);  // the hostile tenant
-  node.create(2, 60, "burst", 0, 8 * kGiB);  // the honest job
+  node.create(1, 30, "burst", 0, 4 * kGiB, kMallory);
+  node.create(2, 60, "burst", 0, 8 * kGiB, kAlice);
   const std::string dir = ::testing::TempDir();
   const std::string mark = dir + "/quota-leak-held", hold = dir + "/quota-leak-go";
   std::filesystem::remove(mark);
   std::filesystem::remove(hold);
   auto hostile =
       node.start_program(1, {memory_probe_path(), "vmm-fill", std::to_string(256 * kMiB), "60000"},
-                         0, {{"PROBE_MARK", mark}, {"PROBE_HOLD_UNTIL", hold}});
+                         0, {{"PROBE_MARK", mark}, {"PROBE_HOLD_UNTIL", hold}}, kMallory);
   const auto end = std::chrono::steady_clock::now() + 60s;
   while (!std::filesystem::exists(mark) && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(20ms);
   ASSERT_TRUE(std::filesystem::exists(mark)) << hostile->stderr_text();
   // While the hostile tenant holds all it could get, the honest job fills its quota.
-  auto honest = node.start_program(2, {memory_probe_path(), "fill", std::to_string(256 * kMiB)});
+  auto honest = node.start_program(2, {memory_probe_path(), "fill", std::to_string(256 * kMiB)}, 0,
+                                   {}, kAlice);
   auto hs = honest->wait_for(60s);
   std::ofstream(hold).put('\n');
   auto ts = hostile->wait_for(60s);
