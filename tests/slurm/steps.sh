@@ -30,6 +30,23 @@ while read -r _ step gpu units job_units _; do
 done <<<"$(agent_instances "$j")"
 ok "the agent holds the job's 60 units on GPU ${gj%%:*} and its steps' 20 and 40"
 
+# Memory is one pool per job too: the steps' quotas are their units' part of
+# the job's, and the batch script may hold only what they leave (none here).
+read -r pool batch_limit steps_limits <<<"$(sl egpuctl status --json | python3 -c '
+import json, sys
+job, pool, batch, steps = int(sys.argv[1]), 0, None, 0
+for g in json.load(sys.stdin)["gpus"]:
+    for i in g["instances"]:
+        if i["job"] == job and i["step"] == "batch":
+            pool, batch = i["memory_quota_bytes"], i["memory_limit_bytes"]
+        elif i["job"] == job:
+            steps += i["memory_limit_bytes"]
+print(pool, batch, steps)
+' "$j")"
+[[ $pool -gt 0 && $batch_limit == 0 && $steps_limits == "$pool" ]] ||
+  fail "job memory $pool B: the batch script may hold $batch_limit B and its steps $steps_limits B"
+ok "the job's $pool B of memory: its steps' quotas hold all of it, the batch script none"
+
 shares=$(split_of_used "$(measure_shares 4 "s20-$tag" "s40-$tag" "o40-$tag")" "s20-$tag" "s40-$tag" "o40-$tag")
 s20=$(share_of "s20-$tag" <<<"$shares"); s40=$(share_of "s40-$tag" <<<"$shares"); o40=$(share_of "o40-$tag" <<<"$shares")
 say "GPU time over 4 s: step egpu:20 $s20%, step egpu:40 $s40%, other job egpu:40 $o40%"
