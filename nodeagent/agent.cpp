@@ -110,8 +110,7 @@ Status Agent::init() {
   settings.policy.inflight_limit_ns = static_cast<int64_t>(config_.inflight_us) * 1000;
   settings.policy.inflight_alone_ns = static_cast<int64_t>(config_.inflight_alone_us) * 1000;
   settings.policy.handover_tail_ns = static_cast<int64_t>(config_.handover_tail_us) * 1000;
-  settings.fail_mode = config_.fail_mode == config::FailMode::kClosed ? shm::PageFailMode::kClosed
-                                                                      : shm::PageFailMode::kOpen;
+  settings.fail_mode = config_.fail_mode;
   settings.epoch = epoch_;
   settings.max_slots = static_cast<uint32_t>(config_.max_instances_per_gpu);
   for (uint32_t gpu = 0; gpu < inventory->memory_bytes.size(); ++gpu) {
@@ -152,7 +151,7 @@ Status Agent::init() {
   ::signal(SIGPIPE, SIG_IGN);
   EGPU_LOG_INFO("serving %zu GPU(s) on %s (slice %d ms, window %d ms, fail mode %s)",
                 arbiters_.size(), config_.socket_path.c_str(), config_.slice_ms, config_.window_ms,
-                config::to_string(config_.fail_mode).c_str());
+                to_string(config_.fail_mode));
   return {};
 }
 

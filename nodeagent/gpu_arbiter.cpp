@@ -82,7 +82,7 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   page->heartbeat_timeout_ns.store(settings.heartbeat_timeout_ns);
   page->inflight_limit_ns.store(settings.policy.inflight_limit_ns);
   page->handover_tail_ns.store(settings.policy.handover_tail_ns);
-  page->fail_mode.store(static_cast<uint32_t>(settings.fail_mode));
+  page->fail_mode.store(fail_mode_value(settings.fail_mode));
   page->heartbeat_ns.store(monotonic_ns());
   page->agent_epoch.store(settings.epoch, std::memory_order_release);
   if (!reuse) {

@@ -17,6 +17,7 @@
 #include "core/model/instance_registry.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
+#include "core/util/fail_mode.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 #include "nodeagent/instance_runtime.h"
@@ -28,7 +29,7 @@ struct ArbiterSettings {
   std::string runtime_dir;
   faa::PolicySettings policy;  // FAA, bounds, grace, drains: the decisions
   int64_t heartbeat_timeout_ns;
-  shm::PageFailMode fail_mode;
+  FailMode fail_mode;
   uint64_t epoch;
   uint32_t max_slots;
 };

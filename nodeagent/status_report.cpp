@@ -77,7 +77,7 @@ std::string status_json(const Agent& agent, uid_t caller) {
                    {"uptime_s", static_cast<double>(now - agent.started_ns()) / 1e9},
                    {"slice_ms", agent.config().slice_ms},
                    {"window_ms", agent.config().window_ms},
-                   {"fail_mode", config::to_string(agent.config().fail_mode)},
+                   {"fail_mode", to_string(agent.config().fail_mode)},
                    {"default_mode", to_string(agent.config().default_mode)}};
   json gpus = json::array();
   for (const auto& arb : agent.arbiters()) {

@@ -11,6 +11,7 @@
 #include "core/protocol/attach_exchange.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
+#include "core/util/fail_mode.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 
@@ -28,16 +29,16 @@ struct Attachment {
   uint64_t instance_id = 0;
   uint64_t epoch = 0;
   // EGPU_FAIL_MODE, when set, wins over the page's value.
-  std::optional<shm::PageFailMode> fail_mode_override;
+  std::optional<FailMode> fail_mode_override;
 
   const shm::SlotControl& control() const { return gpu->slots[gpu_slot]; }
   // The agent removed the instance: its GPU slot is free or someone else's.
   bool instance_gone() const {
     return control().instance_id.load(std::memory_order_acquire) != instance_id;
   }
-  shm::PageFailMode fail_mode() const {
+  FailMode fail_mode() const {
     if (fail_mode_override) return *fail_mode_override;
-    return static_cast<shm::PageFailMode>(gpu->fail_mode.load(std::memory_order_relaxed));
+    return fail_mode_from_value(gpu->fail_mode.load(std::memory_order_relaxed));
   }
 };
 

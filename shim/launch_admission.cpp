@@ -49,9 +49,9 @@ void stop_duty_cycle(GpuBinding& b) {
 // The agent is gone (or restarted and will not take us back): apply the fail
 // mode until it returns.
 void admit_without_agent(GpuBinding& b, const Attachment& a) {
-  const shm::PageFailMode mode = a.fail_mode();
+  const FailMode mode = a.fail_mode();
   if (b.said_agent_gone.first()) {
-    if (mode == shm::PageFailMode::kClosed) {
+    if (mode == FailMode::kClosed) {
       log_line(
           "GPU %u: the egpu agent stopped responding; fail mode closed: holding instance "
           "%llu at its share (%u units) locally until it returns",
@@ -64,7 +64,7 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
           b.physical_index());
     }
   }
-  if (mode != shm::PageFailMode::kClosed) return;
+  if (mode != FailMode::kClosed) return;
   const int64_t start = monotonic_ns();
   bool waited = false;
   for (;;) {

@@ -40,8 +40,8 @@ const char* read_env(const char* name) {
   return ::getenv(name);
 }
 
-const char* fail_mode_text(const std::optional<shm::PageFailMode>& mode) {
-  if (mode == shm::PageFailMode::kClosed) {
+const char* fail_mode_text(const std::optional<FailMode>& mode) {
+  if (mode == FailMode::kClosed) {
     return "fail mode closed: launches and allocations are refused until it attaches (retried "
            "every 5 s) - check the egpu agent";
   }

@@ -28,7 +28,7 @@ class ProcessState {
   bool usable() const { return usable_; }
   // FailMode=closed: a process that is not attached (agent absent, attach
   // refused) does not reach the GPU: its launches and allocations are refused.
-  bool refuses_unattached() const { return env_.fail_mode == shm::PageFailMode::kClosed; }
+  bool refuses_unattached() const { return env_.fail_mode == FailMode::kClosed; }
 
   // The binding of CUDA ordinal `ordinal`; null when that device is not managed.
   GpuBinding* binding(int ordinal) {

@@ -44,10 +44,10 @@ ShimEnv parse_shim_env(const char* (*get)(const char*)) {
     env.socket_path = socket;
   }
   if (const char* mode = get(EGPU_ENV_FAIL_MODE); mode != nullptr && mode[0] != '\0') {
-    if (std::strcmp(mode, "open") == 0) {
-      env.fail_mode = shm::PageFailMode::kOpen;
-    } else if (std::strcmp(mode, "closed") == 0) {
-      env.fail_mode = shm::PageFailMode::kClosed;
+    if (std::strcmp(mode, to_string(FailMode::kOpen)) == 0) {
+      env.fail_mode = FailMode::kOpen;
+    } else if (std::strcmp(mode, to_string(FailMode::kClosed)) == 0) {
+      env.fail_mode = FailMode::kClosed;
     } else {
       env.warning =
           std::string(EGPU_ENV_FAIL_MODE "='") + mode + "' is not open or closed: ignored";

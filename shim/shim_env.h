@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/shm/pages.h"
+#include "core/util/fail_mode.h"
 
 namespace egpu::shim {
 
@@ -18,7 +19,7 @@ struct ShimEnv {
   uint32_t step_id = 0;
   // CUDA ordinal i of this process is physical GPU gpu_indices[i].
   std::vector<uint32_t> gpu_indices;
-  std::optional<shm::PageFailMode> fail_mode;  // overrides the GPU page's
+  std::optional<FailMode> fail_mode;  // overrides the GPU page's
   bool debug = false;
   // Why a managed environment is unusable (then the shim passes through).
   std::string problem;

@@ -189,7 +189,7 @@ int create_instances(spank_t sp) {
   auto client = egpu::protocol::ControlClient::connect(s.config.socket_path);
   if (!client) {
     const std::string why = "no egpu node agent answers (" + client.error() + ")";
-    if (s.config.fail_mode == egpu::config::FailMode::kOpen) {
+    if (s.config.fail_mode == egpu::FailMode::kOpen) {
       s.task_warning = why + "; this step runs WITHOUT GPU share enforcement (FailMode=open)";
       slurm_error("egpu: %s", s.task_warning.c_str());
     } else {
@@ -221,7 +221,7 @@ int create_instances(spank_t sp) {
   spank_setenv(sp, EGPU_ENV_JOB_ID, std::to_string(job).c_str(), 1);
   spank_setenv(sp, EGPU_ENV_STEP_ID, std::to_string(step).c_str(), 1);
   spank_setenv(sp, EGPU_ENV_SOCKET, s.config.socket_path.c_str(), 1);
-  spank_setenv(sp, EGPU_ENV_FAIL_MODE, egpu::config::to_string(s.config.fail_mode).c_str(), 1);
+  spank_setenv(sp, EGPU_ENV_FAIL_MODE, egpu::to_string(s.config.fail_mode), 1);
   return 0;
 }
 

@@ -253,8 +253,4 @@ Result<EgpuConfig> load_egpu_config(const std::string& path) {
   return parse_egpu_config(text.str(), path);
 }
 
-std::string to_string(FailMode mode) {
-  return mode == FailMode::kClosed ? "closed" : "open";
-}
-
 }  // namespace egpu::config

@@ -8,12 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/util/fail_mode.h"
 #include "core/util/mode.h"
 #include "core/util/result.h"
 
 namespace egpu::config {
 
-enum class FailMode { kOpen, kClosed };
 enum class LogTarget { kStderr, kSyslog };
 enum class LogLevel { kError, kWarning, kInfo, kDebug };
 
@@ -67,7 +67,5 @@ Result<EgpuConfig> load_egpu_config(const std::string& path);
 
 // The keys egpu.conf accepts, for --help output and error messages.
 std::vector<std::string> egpu_config_keys();
-
-std::string to_string(FailMode mode);
 
 }  // namespace egpu::config

@@ -32,7 +32,6 @@ inline constexpr uint32_t kSlotQuotaExplicit = 1u << 16;
 inline constexpr uint64_t kNoMemLimit = UINT64_MAX;
 
 enum class SlotState : uint32_t { kFree = 0, kActive = 1 };
-enum class PageFailMode : uint32_t { kOpen = 0, kClosed = 1 };
 
 // Per instance, in the GPU page (agent-written).
 struct alignas(64) SlotControl {
@@ -70,7 +69,7 @@ struct GpuPage {
   alignas(64) std::atomic<int64_t> heartbeat_ns;  // agent's CLOCK_MONOTONIC at its last beat
   std::atomic<int64_t> heartbeat_timeout_ns;
   std::atomic<int64_t> inflight_limit_ns;  // device time a process may have queued
-  std::atomic<uint32_t> fail_mode;         // PageFailMode
+  std::atomic<uint32_t> fail_mode;         // fail_mode_value(FailMode), core/util/fail_mode.h
   // While the GPU drains an old holder's tail (holder == kNoHolder), the
   // draining process kicks the agent when its queue falls to this, so the
   // agent need not poll for it. 0 (a page from an older agent): no kick.

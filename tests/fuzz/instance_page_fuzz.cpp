@@ -116,7 +116,7 @@ class Run {
     settings_.heartbeat_timeout_ns = faa::kSecond;
     settings_.policy.inflight_limit_ns = 2 * faa::kMillisecond;
     settings_.policy.inflight_alone_ns = 20 * faa::kMillisecond;
-    settings_.fail_mode = shm::PageFailMode::kOpen;
+    settings_.fail_mode = FailMode::kOpen;
     settings_.epoch = 1;
     settings_.max_slots = 16;
     double sum = 0;

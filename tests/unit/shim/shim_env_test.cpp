@@ -42,7 +42,7 @@ TEST(ShimEnv, FullEnvironment) {
   EXPECT_EQ(e.gpu_indices, (std::vector<uint32_t>{2, 0, 5}));
   EXPECT_EQ(e.socket_path, "/tmp/a.sock");
   ASSERT_TRUE(e.fail_mode.has_value());
-  EXPECT_EQ(*e.fail_mode, shm::PageFailMode::kClosed);
+  EXPECT_EQ(*e.fail_mode, FailMode::kClosed);
   EXPECT_TRUE(e.debug);
 }
 
