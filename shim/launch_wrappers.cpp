@@ -7,10 +7,6 @@ using egpu::shim::RealId;
 
 extern "C" {
 
-#define EGPU_REAL_OR_RETURN(name)    \
-  const auto real = EGPU_REAL(name); \
-  if (real == nullptr) return egpu::shim::missing_real_result()
-
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                 unsigned int gridDimZ, unsigned int blockDimX,
                                 unsigned int blockDimY, unsigned int blockDimZ,

@@ -52,10 +52,6 @@ using egpu::shim::RealId;
 
 extern "C" {
 
-#define EGPU_REAL_OR_RETURN(name)    \
-  const auto real = EGPU_REAL(name); \
-  if (real == nullptr) return egpu::shim::missing_real_result()
-
 CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamDestroy);
   note_call(RealId::cuStreamDestroy);

@@ -72,10 +72,6 @@ using egpu::shim::key_of;
 
 extern "C" {
 
-#define EGPU_REAL_OR_RETURN(name)    \
-  const auto real = EGPU_REAL(name); \
-  if (real == nullptr) return egpu::shim::missing_real_result()
-
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
   EGPU_REAL_OR_RETURN(cuMemAlloc);
   return accounted_alloc(

@@ -128,10 +128,6 @@ using egpu::shim::RealId;
 
 extern "C" {
 
-#define EGPU_REAL_OR_RETURN(name)    \
-  const auto real = EGPU_REAL(name); \
-  if (real == nullptr) return egpu::shim::missing_real_result()
-
 CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
   EGPU_REAL_OR_RETURN(cuIpcOpenMemHandle);
   return egpu::shim::open_ipc(RealId::cuIpcOpenMemHandle, pdptr,

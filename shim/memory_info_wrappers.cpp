@@ -56,10 +56,6 @@ using egpu::shim::RealId;
 
 extern "C" {
 
-#define EGPU_REAL_OR_RETURN(name)    \
-  const auto real = EGPU_REAL(name); \
-  if (real == nullptr) return egpu::shim::missing_real_result()
-
 CUresult CUDAAPI cuMemGetInfo(unsigned int* free, unsigned int* total) {
   EGPU_REAL_OR_RETURN(cuMemGetInfo);
   const CUresult result = real(free, total);

@@ -134,3 +134,9 @@ CUresult missing_real_result();
 // The real `name`, typed like the declaration in cuda.h (null if missing).
 #define EGPU_REAL(name) \
   (reinterpret_cast<decltype(&::name)>(::egpu::shim::real_function(::egpu::shim::RealId::name)))
+
+// A wrapper's first line: `real` is the real `name`, or the wrapper returns
+// missing_real_result() when the driver has none.
+#define EGPU_REAL_OR_RETURN(name)    \
+  const auto real = EGPU_REAL(name); \
+  if (real == nullptr) return ::egpu::shim::missing_real_result()

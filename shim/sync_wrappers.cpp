@@ -10,10 +10,6 @@ using egpu::shim::stream_scope;
 
 extern "C" {
 
-#define EGPU_REAL_OR_RETURN(name)    \
-  const auto real = EGPU_REAL(name); \
-  if (real == nullptr) return egpu::shim::missing_real_result()
-
 CUresult CUDAAPI cuCtxSynchronize(void) {
   EGPU_REAL_OR_RETURN(cuCtxSynchronize);
   return paced_sync(RealId::cuCtxSynchronize, device_scope(), [&] { return real(); });

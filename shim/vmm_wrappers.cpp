@@ -142,10 +142,6 @@ using egpu::shim::VmmMappings;
 
 extern "C" {
 
-#define EGPU_REAL_OR_RETURN(name)    \
-  const auto real = EGPU_REAL(name); \
-  if (real == nullptr) return egpu::shim::missing_real_result()
-
 CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                              const CUmemAllocationProp* prop, unsigned long long flags) {
   EGPU_REAL_OR_RETURN(cuMemCreate);
