@@ -16,8 +16,23 @@ tag=$$                       # labels are unique per run: old contexts stay in t
 as_user() { sl runuser -u egpuuser -- "$@"; }
 submit_as_user() { as_user sbatch --parsable --chdir /tmp -o "$out_dir/%j.out" "$@" | cut -d';' -f1; }
 
-# A greedy workload (1 ms kernels, queued deep) labelled L for S seconds.
+# A greedy workload (1 ms kernels, queued deep) labelled L for at most S
+# seconds. S is only a bound against a test that dies: a measurement never
+# relies on a workload still running after a guessed time, so tests that
+# measure run their workloads until they stop them (stop_workloads).
 greedy() { echo "greedy --iters-per-us 1 --duration-s $2 --label $1"; }
+
+# Stops the workloads of JOBs: SIGTERM ends each one cleanly (it prints its
+# JSON summary and exits 0), so every job COMPLETES. A batch job must `exec`
+# its workload (--batch signals the batch shell, which then is the workload);
+# a job whose workloads are srun steps is stopped without --batch, so its
+# script sees the steps end and exits 0.
+stop_workloads() { # [--batch] JOB...
+  local opts=(-s TERM) j
+  [[ $1 == --batch ]] && { opts+=(--batch); shift; }
+  sl scancel "${opts[@]}" "$@" || fail "scancel ${opts[*]} $* failed"
+  for j; do wait_state "$j" COMPLETED 30; done
+}
 
 # Shell that waits (at most 30 s) for FILE before going on: workloads of
 # several jobs start together, so their device times compare.

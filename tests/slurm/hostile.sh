@@ -11,8 +11,8 @@ source "$(dirname "$0")/enforce_lib.sh"
 [[ -x $state/bin/hostile-tenant ]] || skip "hostile-tenant not built"
 
 go=$out_dir/go-$tag
-secs=12
-h=$(submit --gres=egpu:50 --wrap "$(gate "$go")$(greedy h50-$tag $secs)")
+secs=300 # a bound: the test stops the workloads
+h=$(submit --gres=egpu:50 --wrap "$(gate "$go")exec $(greedy h50-$tag $secs)")
 x=$(submit_as_user --gres=egpu:50 --wrap "$(gate "$go")hostile-tenant x50-$tag $secs")
 for j in $h $x; do wait_state "$j" RUNNING; wait_instances "$j" 1; done
 gh=$(job_gpus "$h"); gx=$(job_gpus "$x")
@@ -62,6 +62,6 @@ grep -q "truncated its page; the page was replaced" "$state/log/agent-n1.out" ||
   fail "the agent did not notice the truncated page (log: $state/log/agent-n1.out)"
 ok "the agent serves (status answers, heartbeat advances) and replaced the truncated page"
 
-wait_state "$h" COMPLETED 60
+stop_workloads --batch "$h"
 ok "honest $sh% beside the hostile job ($sx%: its own shim's page is no longer the agent's)"
 clean_jobs

@@ -8,10 +8,10 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/enforce_lib.sh"
 
 go=$out_dir/go-$tag
-secs=6
-a=$(submit --gres=egpu:30 --wrap "$(gate "$go")$(greedy a30-$tag $secs)")
-b=$(submit --gres=egpu:70 --wrap "$(gate "$go")$(greedy b70-$tag $secs)")
-c=$(submit --gres=egpu:50 --wrap "$(gate "$go")$(greedy c50-$tag $secs)")
+secs=300 # a bound: the test stops the workloads
+a=$(submit --gres=egpu:30 --wrap "$(gate "$go")exec $(greedy a30-$tag $secs)")
+b=$(submit --gres=egpu:70 --wrap "$(gate "$go")exec $(greedy b70-$tag $secs)")
+c=$(submit --gres=egpu:50 --wrap "$(gate "$go")exec $(greedy c50-$tag $secs)")
 for j in $a $b $c; do wait_state "$j" RUNNING; done
 ga=$(job_gpus "$a"); gb=$(job_gpus "$b"); gc=$(job_gpus "$c")
 [[ ${ga%%:*} == "${gb%%:*}" && ${gc%%:*} != "${ga%%:*}" ]] || fail "placement: 30 -> $ga, 70 -> $gb, 50 -> $gc"
@@ -34,11 +34,11 @@ assert_near "egpu:70's share of its GPU" "$s70" 70
 # Burst mode is work-conserving: alone on its GPU, egpu:50 takes what is idle.
 python3 -c "import sys; sys.exit(0 if float('$s50') >= 90 else 1)" || fail "egpu:50 alone got only $s50% (burst should use idle time)"
 
-for j in $a $b $c; do wait_state "$j" COMPLETED 30; done
+stop_workloads --batch "$a" "$b" "$c"
 da=$(printf '%.3f' "$(workload_field "$out_dir/$a.out" "a30-$tag" device_time_s)")
 db=$(printf '%.3f' "$(workload_field "$out_dir/$b.out" "b70-$tag" device_time_s)")
 ratio=$(python3 -c "print('%.1f' % (100.0 * $da / ($da + $db)))")
-say "workloads' own device time over ${secs} s: egpu:30 ${da} s, egpu:70 ${db} s -> $ratio% / $(python3 -c "print('%.1f' % (100 - $ratio))")%"
+say "workloads' own device time until stopped: egpu:30 ${da} s, egpu:70 ${db} s -> $ratio% / $(python3 -c "print('%.1f' % (100 - $ratio))")%"
 assert_near "egpu:30's part of the device time both workloads measured" "$ratio" 30
 ok "30/70 achieved: $s30/$s70 (ground truth), $ratio/$(python3 -c "print('%.1f' % (100 - $ratio))") (workloads)"
 clean_jobs

@@ -7,14 +7,14 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/enforce_lib.sh"
 
 go=$out_dir/go-$tag
-secs=7
+secs=300 # a bound: the test stops the workloads
 job_script="$(gate "$go")
 srun --overlap --gres=egpu:20 $(greedy s20-$tag $secs) &
 srun --overlap --gres=egpu:40 $(greedy s40-$tag $secs) &
 wait"
 j=$(submit --gres=egpu:60 --wrap "$job_script")
 wait_state "$j" RUNNING
-other=$(submit --gres=egpu:40 --wrap "$(gate "$go")$(greedy o40-$tag $secs)")
+other=$(submit --gres=egpu:40 --wrap "$(gate "$go")exec $(greedy o40-$tag $secs)")
 wait_state "$other" RUNNING
 gj=$(job_gpus "$j"); go_=$(job_gpus "$other")
 [[ ${gj%%:*} == "${go_%%:*}" ]] || fail "egpu:60 on $gj and egpu:40 on $go_: expected one GPU"
@@ -53,6 +53,7 @@ say "GPU time over 4 s: step egpu:20 $s20%, step egpu:40 $s40%, other job egpu:4
 assert_near "step egpu:20's share of the GPU" "$s20" 20
 assert_near "step egpu:40's share of the GPU" "$s40" 40
 assert_near "the other job's egpu:40" "$o40" 40
-wait_state "$j" COMPLETED 30
+stop_workloads "$j"
+stop_workloads --batch "$other"
 ok "steps ran concurrently at $s20/$s40 of the GPU (other job $o40)"
 clean_jobs
