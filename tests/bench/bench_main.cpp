@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   });
   timed("precision", [&] {
     egpu::integration::ScenarioTiming t;
-    if (options.quick) t = {5, 1000ms, 3000ms};
+    if (options.quick) t = {1000ms, 3000ms};
     out["precision"] = egpu::bench::run_precision_bench(t);
   });
 

@@ -43,9 +43,7 @@ TEST(LyingReports, AHolderThatClaimsWorkAndReportsNoneDoesNotStarveAnHonestJob) 
   EnforcedNode node("liar");
   node.create(1, 50);
   node.create(2, 50, "burst", 0, 0, kMallory);
-  auto honest = node.start(
-      1,
-      harness::WorkloadOptions{"greedy", {"--duration-s", "12", "--iters-per-us", "1"}, "h", {}});
+  auto honest = node.start(1, greedy("h"));
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"h"}), 20s));
   const pid_t liar = start_liar(node.agent().socket(), 2, kMallory);
@@ -66,7 +64,7 @@ TEST(LyingReports, AHolderThatClaimsWorkAndReportsNoneDoesNotStarveAnHonestJob) 
   EXPECT_NE(status.out.find("unreported_charged_s"), std::string::npos);
   kill(liar, SIGKILL);
   waitpid(liar, nullptr, 0);
-  finish(*honest);
+  stop(*honest);
 }
 
 }  // namespace

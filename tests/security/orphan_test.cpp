@@ -20,7 +20,7 @@ using namespace std::chrono_literals;
 TEST(Orphans, AProcessThatOutlivesItsStepDoesNotRideOnTheNextTenant) {
   EnforcedNode node("orphan");
   const uint64_t old_instance = node.create(1, 50);
-  auto orphan = node.start(1, greedy("orphan", 30));
+  auto orphan = node.start(1, greedy("orphan"));
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"orphan"}), 20s));
   // The step ends under its process (as SPANK does at step exit).
@@ -30,7 +30,7 @@ TEST(Orphans, AProcessThatOutlivesItsStepDoesNotRideOnTheNextTenant) {
   // The next tenant gets the freed slot (the lowest free one).
   const uint64_t tenant_instance = node.create(2, 50);
   ASSERT_NE(tenant_instance, old_instance);
-  auto tenant = node.start(2, greedy("tenant", 6));
+  auto tenant = node.start(2, greedy("tenant"));
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"tenant"}), 20s));
   const auto from = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(3000ms);
@@ -44,7 +44,7 @@ TEST(Orphans, AProcessThatOutlivesItsStepDoesNotRideOnTheNextTenant) {
   const auto st = orphan->wait_for(10s);
   ASSERT_TRUE(st.has_value()) << "the orphan still runs";
   EXPECT_FALSE(st->success()) << st->describe();
-  finish(*tenant);
+  stop(*tenant);
 }
 
 }  // namespace

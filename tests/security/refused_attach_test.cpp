@@ -20,12 +20,12 @@ using namespace std::chrono_literals;
 TEST(RefusedAttach, AProcessRefusedAtStartIsEnforcedOnceItMayAttach) {
   EnforcedNode node("refused");
   node.create(2, 70);
-  auto other = node.start(2, greedy("other", 18));
+  auto other = node.start(2, greedy("other"));
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"other"}), 20s));
   // Job 1 has no instance yet: its attach is refused (NotFound), and under
   // FailMode=open it runs unenforced meanwhile.
-  auto early = node.start(1, greedy("early", 18));
+  auto early = node.start(1, greedy("early"));
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"early"}), 20s));
   const uint64_t id = node.create(1, 30);
   // The retry comes within 5 s (plus the attempt); then enforcement settles.
@@ -44,8 +44,8 @@ TEST(RefusedAttach, AProcessRefusedAtStartIsEnforcedOnceItMayAttach) {
               harness::format_report(split, {{"other", 0.7}, {"early", 0.3}}).c_str());
   EXPECT_NEAR(split.share("early"), 0.30, 0.03);
   EXPECT_NEAR(split.share("other"), 0.70, 0.03);
-  finish(*early);
-  finish(*other);
+  stop(*early);
+  stop(*other);
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ using std::chrono::milliseconds;
 TEST(Sharing, TwoGreedyWorkloadsGetHalfOfOneDeviceEach) {
   SimGpu gpu("share2");
   ShareSampler sampler(simgpu_usage_source(gpu.shm_name()), kSampleInterval);
-  auto a = start_workload(gpu, greedy_workload("greedy-a", 0, 6));
-  auto b = start_workload(gpu, greedy_workload("greedy-b", 0, 6));
+  auto a = start_workload(gpu, greedy_workload("greedy-a", 0));
+  auto b = start_workload(gpu, greedy_workload("greedy-b", 0));
 
   ASSERT_TRUE(sampler.wait_until(labels_busy({"greedy-a", "greedy-b"}), kStartTimeout));
   const auto from = std::chrono::steady_clock::now();
@@ -36,8 +36,8 @@ TEST(Sharing, TwoGreedyWorkloadsGetHalfOfOneDeviceEach) {
   EXPECT_NEAR(report.share("greedy-a"), 0.50, 0.03);
   EXPECT_NEAR(report.share("greedy-b"), 0.50, 0.03);
 
-  const nlohmann::json summary_a = finish_workload(*a);
-  const nlohmann::json summary_b = finish_workload(*b);
+  const nlohmann::json summary_a = stop_workload(*a);
+  const nlohmann::json summary_b = stop_workload(*b);
   EXPECT_GT(summary_a.value("kernels", 0), 0);
   EXPECT_GT(summary_b.value("kernels", 0), 0);
 }
@@ -45,8 +45,8 @@ TEST(Sharing, TwoGreedyWorkloadsGetHalfOfOneDeviceEach) {
 TEST(Sharing, OneGreedyWorkloadPerDeviceOwnsItsDevice) {
   SimGpu gpu("dev2", {.devices = 2});
   ShareSampler sampler(simgpu_usage_source(gpu.shm_name()), kSampleInterval);
-  auto a = start_workload(gpu, greedy_workload("greedy-dev0", 0, 5));
-  auto b = start_workload(gpu, greedy_workload("greedy-dev1", 1, 5));
+  auto a = start_workload(gpu, greedy_workload("greedy-dev0", 0));
+  auto b = start_workload(gpu, greedy_workload("greedy-dev1", 1));
 
   ASSERT_TRUE(sampler.wait_until(labels_busy({"greedy-dev0", "greedy-dev1"}), kStartTimeout));
   const auto from = std::chrono::steady_clock::now();
@@ -64,8 +64,8 @@ TEST(Sharing, OneGreedyWorkloadPerDeviceOwnsItsDevice) {
   EXPECT_EQ(device0.share("greedy-dev1"), 0.0);
   EXPECT_EQ(device1.share("greedy-dev0"), 0.0);
 
-  const nlohmann::json summary_a = finish_workload(*a);
-  const nlohmann::json summary_b = finish_workload(*b);
+  const nlohmann::json summary_a = stop_workload(*a);
+  const nlohmann::json summary_b = stop_workload(*b);
   EXPECT_EQ(summary_a.value("device", -1), 0);
   EXPECT_EQ(summary_b.value("device", -1), 1);
 }

@@ -1,6 +1,7 @@
 #include "test_support.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <exception>
 
@@ -10,10 +11,10 @@ std::vector<std::string> brief_run_args(double duration_s) {
   return {"--duration-s", std::to_string(duration_s), "--iters-per-us", "1"};
 }
 
-WorkloadOptions greedy_workload(const std::string& label, int device, double duration_s) {
+WorkloadOptions greedy_workload(const std::string& label, int device) {
   WorkloadOptions options;
   options.program = "greedy";
-  options.args = brief_run_args(duration_s);
+  options.args = brief_run_args(0);  // 0: until a signal
   options.args.insert(options.args.end(),
                       {"--device", std::to_string(device), "--kernel-us", "1000"});
   options.label = label;
@@ -33,6 +34,11 @@ nlohmann::json finish_workload(test_child::ChildProcess& child) {
     ADD_FAILURE() << "workload " << child.pid() << ": " << error.what();
     return nlohmann::json::object();
   }
+}
+
+nlohmann::json stop_workload(test_child::ChildProcess& child) {
+  child.kill(SIGTERM);
+  return finish_workload(child);
 }
 
 }  // namespace egpu::harness

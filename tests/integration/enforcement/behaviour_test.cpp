@@ -15,6 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// `seconds` 0: until the test stops it (stop()).
 harness::WorkloadOptions workload(const std::string& program, const std::string& label,
                                   double seconds, std::vector<std::string> args = {}) {
   for (const std::string& a : {std::string("--duration-s"), std::to_string(seconds),
@@ -29,8 +30,8 @@ TEST(Behaviour, SyncEveryKernelGetsItsHalfAgainstGreedy) {
   node.create(1, 50);
   node.create(2, 50);
   auto sync =
-      node.start(1, workload("greedy", "sync", 8, {"--sync-every", "1", "--kernel-us", "1000"}));
-  auto greedy = node.start(2, workload("greedy", "greedy", 8));
+      node.start(1, workload("greedy", "sync", 0, {"--sync-every", "1", "--kernel-us", "1000"}));
+  auto greedy = node.start(2, workload("greedy", "greedy", 0));
   const auto wall = measure_shares(node, {"sync", "greedy"}, 1500ms, 5000ms);
   // Shares of the device time used; the GPU busy but for handover gaps.
   const auto [report, used] = harness::split_of_used_time(wall);
@@ -39,8 +40,8 @@ TEST(Behaviour, SyncEveryKernelGetsItsHalfAgainstGreedy) {
   EXPECT_NEAR(report.share("sync"), 0.50, 0.02);
   EXPECT_NEAR(report.share("greedy"), 0.50, 0.02);
   EXPECT_GE(used, 0.85);
-  finish(*sync);
-  finish(*greedy);
+  stop(*sync);
+  stop(*greedy);
 }
 
 // Latencies of requests that a stall of the machine did not touch.
@@ -79,11 +80,11 @@ TEST(Behaviour, InferenceLatencyBesideGreedyStaysNearAlone) {
     EnforcedNode node("lat-shared");
     node.create(1, 30);
     node.create(2, 70);
-    auto greedy = node.start(2, workload("greedy", "greedy", kSeconds + 2));
+    auto greedy = node.start(2, workload("greedy", "greedy", 0));
     std::this_thread::sleep_for(500ms);
     auto inf = node.start(1, workload("inference-like", "shared", kSeconds, args));
     shared_runs.push_back(finish(*inf));
-    finish(*greedy);
+    stop(*greedy);
   }
   const std::vector<harness::Stall> stalls = monitor.stalls();
   const auto keep = [&stalls, kAftermath](const std::vector<nlohmann::json>& runs) {
@@ -130,14 +131,14 @@ TEST(Behaviour, DeepQueueGetsNoMoreThanItsShare) {
   EnforcedNode node("queue");
   node.create(1, 30);
   node.create(2, 70);
-  auto ml = node.start(1, workload("ml-like", "ml-deep", 8, {"--queue-ahead", "16"}));
-  auto greedy = node.start(2, workload("greedy", "greedy", 8));
+  auto ml = node.start(1, workload("ml-like", "ml-deep", 0, {"--queue-ahead", "16"}));
+  auto greedy = node.start(2, workload("greedy", "greedy", 0));
   auto report = measure_shares(node, {"ml-deep", "greedy"}, 1500ms, 5000ms);
   std::printf("%s", harness::format_report(report, {{"ml-deep", 0.3}, {"greedy", 0.7}}).c_str());
   EXPECT_LE(report.share("ml-deep"), 0.32);
   EXPECT_GE(report.share("ml-deep"), 0.27);
-  finish(*ml);
-  finish(*greedy);
+  stop(*ml);
+  stop(*greedy);
 }
 
 // A training loop whose few long matrix products hide among many short
@@ -166,8 +167,8 @@ TEST(Behaviour, RuntimeResizeWithEgpuctlTakesEffectWithinASecond) {
   EnforcedNode node("resize");
   const uint64_t a = node.create(1, 70);
   const uint64_t b = node.create(2, 30);
-  auto wa = node.start(1, workload("greedy", "a", 9));
-  auto wb = node.start(2, workload("greedy", "b", 9));
+  auto wa = node.start(1, workload("greedy", "a", 0));
+  auto wb = node.start(2, workload("greedy", "b", 0));
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"a", "b"}), 20s));
   std::this_thread::sleep_for(2500ms);
@@ -197,32 +198,32 @@ TEST(Behaviour, RuntimeResizeWithEgpuctlTakesEffectWithinASecond) {
   EXPECT_NEAR(before.share("a"), 0.70, 0.02);
   EXPECT_NEAR(after.share("a"), 0.30, 0.02);
   EXPECT_NEAR(after.share("b"), 0.70, 0.02);
-  // Nothing restarted: the same processes finish normally.
+  // Nothing restarted: the same processes run on.
   EXPECT_TRUE(wa->running());
   EXPECT_TRUE(wb->running());
-  finish(*wa);
-  finish(*wb);
+  stop(*wa);
+  stop(*wb);
 }
 
 TEST(Behaviour, CapAloneStaysAtItsShare) {
   EnforcedNode node("cap-alone");
   node.create(1, 30, "cap");
-  auto w = node.start(1, workload("greedy", "capped", 7));
+  auto w = node.start(1, workload("greedy", "capped", 0));
   auto report = measure_shares(node, {"capped"}, 1000ms, 5000ms);
   std::printf("%s", harness::format_report(report, {{"capped", 0.3}}).c_str());
   EXPECT_LE(report.share("capped"), 0.32);
   EXPECT_GE(report.share("capped"), 0.27);
-  finish(*w);
+  stop(*w);
 }
 
 TEST(Behaviour, BurstAloneUsesTheWholeGpu) {
   EnforcedNode node("burst-alone");
   node.create(1, 30, "burst");
-  auto w = node.start(1, workload("greedy", "burst", 7));
+  auto w = node.start(1, workload("greedy", "burst", 0));
   auto report = measure_shares(node, {"burst"}, 1000ms, 5000ms);
   std::printf("%s", harness::format_report(report).c_str());
   EXPECT_GE(report.share("burst"), 0.95);
-  finish(*w);
+  stop(*w);
 }
 
 }  // namespace

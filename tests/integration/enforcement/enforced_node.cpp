@@ -1,6 +1,7 @@
 #include "enforced_node.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <thread>
 
@@ -14,9 +15,9 @@ std::string memory_probe_path() {
 std::string shim_path() {
   return EGPU_SHIM_PATH;
 }
-harness::WorkloadOptions greedy(const std::string& label, double seconds) {
+harness::WorkloadOptions greedy(const std::string& label) {
   return harness::WorkloadOptions{
-      "greedy", {"--duration-s", std::to_string(seconds), "--iters-per-us", "1"}, label, {}};
+      "greedy", {"--duration-s", "0", "--iters-per-us", "1"}, label, {}};
 }
 std::string cancelled_launcher_path() {
   return EGPU_CANCELLED_LAUNCHER_PATH;
@@ -142,6 +143,11 @@ nlohmann::json finish(test_child::ChildProcess& child, std::chrono::seconds time
     ADD_FAILURE() << e.what();
     return {};
   }
+}
+
+nlohmann::json stop(test_child::ChildProcess& child, std::chrono::seconds timeout) {
+  child.kill(SIGTERM);
+  return finish(child, timeout);
 }
 
 }  // namespace egpu::integration

@@ -75,11 +75,17 @@ harness::ShareReport measure_shares(EnforcedNode& node, const std::vector<std::s
 // crashed, hung or printed none).
 nlohmann::json finish(test_child::ChildProcess& child,
                       std::chrono::seconds timeout = std::chrono::seconds(30));
+// Stops a workload that runs until stopped (SIGTERM: it ends cleanly and
+// prints its summary), then finish().
+nlohmann::json stop(test_child::ChildProcess& child,
+                    std::chrono::seconds timeout = std::chrono::seconds(30));
 
 std::string memory_probe_path();
 std::string shim_path();
-// The greedy workload (1 ms kernels, queued deep) labelled `label`.
-harness::WorkloadOptions greedy(const std::string& label, double seconds);
+// The greedy workload (1 ms kernels, queued deep) labelled `label`, until the
+// test stops it: a measurement never relies on a workload still running after
+// a guessed time.
+harness::WorkloadOptions greedy(const std::string& label);
 std::string cancelled_launcher_path();
 
 }  // namespace egpu::integration

@@ -25,11 +25,11 @@ TEST(Faults, KillingOneOfThreeJobsGivesItsShareToTheOthersAndFreesItsMemory) {
   const uint64_t victim = node.create(1, 40);
   node.create(2, 30);
   node.create(3, 30);
-  auto v = node.start(1, greedy("victim", 12));
+  auto v = node.start(1, greedy("victim"));
   auto holder =
       node.start_program(1, {memory_probe_path(), "fill", std::to_string(1ull << 30), "60000"});
-  auto a = node.start(2, greedy("a", 12));
-  auto b = node.start(3, greedy("b", 12));
+  auto a = node.start(2, greedy("a"));
+  auto b = node.start(3, greedy("b"));
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"victim", "a", "b"}), 20s));
   std::this_thread::sleep_for(2000ms);
@@ -54,16 +54,16 @@ TEST(Faults, KillingOneOfThreeJobsGivesItsShareToTheOthersAndFreesItsMemory) {
   auto gone = show(node, victim);
   EXPECT_EQ(gone.value("processes", -1), 0) << gone.dump();
   EXPECT_EQ(gone.value("memory_used_bytes", uint64_t{1}), 0u) << gone.dump();
-  finish(*a);
-  finish(*b);
+  stop(*a);
+  stop(*b);
 }
 
 TEST(Faults, AgentKilledUnderLoadNeitherCrashesNorHangsJobsAndResumes) {
   EnforcedNode node("agent-kill");
   const uint64_t a = node.create(1, 70);
   node.create(2, 30);
-  auto wa = node.start(1, greedy("a", 14));
-  auto wb = node.start(2, greedy("b", 14));
+  auto wa = node.start(1, greedy("a"));
+  auto wb = node.start(2, greedy("b"));
   auto holder =
       node.start_program(1, {memory_probe_path(), "fill", std::to_string(512ull << 20), "60000"});
   harness::ShareSampler sampler(node.source(), 50ms);
@@ -91,8 +91,8 @@ TEST(Faults, AgentKilledUnderLoadNeitherCrashesNorHangsJobsAndResumes) {
   auto after = show(node, a);
   EXPECT_EQ(after.value("memory_used_bytes", uint64_t{0}), mem_before) << after.dump();
   EXPECT_EQ(after.value("processes", 0), 2) << after.dump();
-  finish(*wa);
-  finish(*wb);
+  stop(*wa);
+  stop(*wb);
 }
 
 // A stopped agent (SIGSTOP: its socket accepts, it never answers) makes every
@@ -103,8 +103,8 @@ TEST(Faults, AgentStoppedUnderLoadCostsJobsLittleAndEnforcementResumes) {
   EnforcedNode node("agent-stop");
   node.create(1, 70);
   node.create(2, 30);
-  auto wa = node.start(1, greedy("a", 20));
-  auto wb = node.start(2, greedy("b", 20));
+  auto wa = node.start(1, greedy("a"));
+  auto wb = node.start(2, greedy("b"));
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"a", "b"}), 20s));
   std::this_thread::sleep_for(1000ms);
@@ -135,8 +135,8 @@ TEST(Faults, AgentStoppedUnderLoadCostsJobsLittleAndEnforcementResumes) {
   EXPECT_GE(used, 0.85);
   EXPECT_NEAR(resumed.share("a"), 0.70, 0.03);
   EXPECT_NEAR(resumed.share("b"), 0.30, 0.03);
-  finish(*wa);
-  finish(*wb);
+  stop(*wa);
+  stop(*wb);
 }
 
 // A thread the program cancels while the shim holds it in the in-flight

@@ -1,6 +1,4 @@
 #include "scenarios.h"
-
-#include <cstdio>
 #include <map>
 
 #include "enforced_node.h"
@@ -65,12 +63,6 @@ std::map<uint64_t, double> agent_device_seconds(EnforcedNode& node) {
   return out;
 }
 
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", seconds);
-  return text;
-}
-
 }  // namespace
 
 const std::vector<Scenario>& precision_scenarios() {
@@ -129,7 +121,7 @@ ScenarioRun run_scenario(const Scenario& scenario, const ScenarioTiming& timing)
   for (const ScenarioMember& m : scenario.members) {
     node.create(job, m.units);
     std::vector<std::string> args = m.args;
-    for (const std::string& a : {std::string("--duration-s"), seconds_text(timing.workload_s),
+    for (const std::string& a : {std::string("--duration-s"), std::string("0"),
                                  std::string("--iters-per-us"), std::string("1")}) {
       args.push_back(a);
     }
@@ -161,7 +153,7 @@ ScenarioRun run_scenario(const Scenario& scenario, const ScenarioTiming& timing)
   for (const ScenarioMember& m : scenario.members)
     run.targets[m.label] = m.units / 100.0;
   for (auto& p : procs)
-    run.summaries.push_back(finish(*p));
+    run.summaries.push_back(stop(*p));
   return run;
 }
 

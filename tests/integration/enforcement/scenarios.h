@@ -42,8 +42,8 @@ std::vector<Scenario> bench_scenarios();
 // The scenario called `name` among bench_scenarios(), or nullptr.
 const Scenario* find_scenario(std::string_view name);
 
+// The workloads run until the run stops them, after `measure`.
 struct ScenarioTiming {
-  double workload_s = 8;  // each workload's --duration-s
   std::chrono::milliseconds warmup{1500};
   std::chrono::milliseconds measure{5000};
 };
