@@ -30,6 +30,13 @@ inline void add_charge(const Attachment& a, const pacing::Charge& c) {
   }
 }
 
+// Shows the agent that the process launched (ProcSlot::launches: it only asks
+// whether the value moved, so no locked add on the fast path).
+inline void note_launch(const Attachment& a) {
+  a.me->launches.store(a.me->launches.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_relaxed);
+}
+
 // Publishes the process's queued device time (the agent drains it at a
 // handover and sizes its long-kernel rule on it).
 inline void publish_inflight(const Attachment& a, int64_t queued_ns) {

@@ -45,7 +45,7 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
     pacing::StreamPacer* paced = find_stream_pacer(*b, stream, zero_means);
     pacing::Charge charge;
     if (paced != nullptr) {
-      std::lock_guard lock(paced->mutex());
+      std::lock_guard lock(paced->lock());
       charge += paced->before_launch(now);
       launched = true;
       result = launch();
@@ -55,7 +55,7 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
       result = launch();
     }
     add_charge(*a, charge);
-    if (result == CUDA_SUCCESS) a->me->launches.fetch_add(1, std::memory_order_relaxed);
+    if (result == CUDA_SUCCESS) note_launch(*a);
     publish_inflight(*a, b->pacer().queued_ns());
     return result;
   } catch (...) {

@@ -49,7 +49,7 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
     pacing::Charge charge;
     if (scope.one_stream) {
       if (pacing::StreamPacer* p = find_stream_pacer(*b, scope.stream, scope.zero_means)) {
-        std::lock_guard lock(p->mutex());
+        std::lock_guard lock(p->lock());
         charge += p->close_tail(launch_clock_ns(), token);
       }
     } else {

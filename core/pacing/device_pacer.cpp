@@ -32,7 +32,7 @@ Charge DevicePacer::retire(uint64_t key) {
     shared_.several_streams.store(streams_.size() > 1, std::memory_order_relaxed);
     epoch_.fetch_add(1, std::memory_order_acq_rel);
   }
-  std::lock_guard stream_lock(gone->mutex());
+  std::lock_guard stream_lock(gone->lock());
   return gone->retire();
 }
 
@@ -45,7 +45,7 @@ void DevicePacer::abandon_all() {
     epoch_.fetch_add(1, std::memory_order_acq_rel);
   }
   for (auto& [key, s] : gone) {
-    std::lock_guard stream_lock(s->mutex());
+    std::lock_guard stream_lock(s->lock());
     s->abandon();
   }
   {
@@ -67,7 +67,7 @@ std::vector<std::shared_ptr<StreamPacer>> DevicePacer::snapshot() const {
 Charge DevicePacer::poll_all(int64_t now, uint64_t thread, bool close_tails) {
   Charge c;
   for (const auto& s : snapshot()) {
-    std::lock_guard stream_lock(s->mutex());
+    std::lock_guard stream_lock(s->lock());
     c += s->poll(now, thread, close_tails);
   }
   return c;
@@ -76,7 +76,7 @@ Charge DevicePacer::poll_all(int64_t now, uint64_t thread, bool close_tails) {
 Charge DevicePacer::close_tails(int64_t now, uint64_t thread) {
   Charge c;
   for (const auto& s : snapshot()) {
-    std::lock_guard stream_lock(s->mutex());
+    std::lock_guard stream_lock(s->lock());
     c += s->close_tail(now, thread);
   }
   return c;
@@ -84,7 +84,7 @@ Charge DevicePacer::close_tails(int64_t now, uint64_t thread) {
 
 void DevicePacer::destroy_events() {
   for (const auto& s : snapshot()) {
-    std::lock_guard stream_lock(s->mutex());
+    std::lock_guard stream_lock(s->lock());
     s->retire();
   }
   {

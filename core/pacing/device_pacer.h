@@ -1,7 +1,7 @@
 // DevicePacer: a process's pacing state on one GPU: its streams' marker chains,
 // the common timeline, and the sum of their queued device time that the
 // in-flight bound compares with the limit. Thread-safe: streams are found under
-// a map lock; each stream has its own lock (StreamPacer::mutex()).
+// a map lock; each stream has its own lock (StreamPacer::lock()).
 #pragma once
 
 #include <atomic>

@@ -20,6 +20,7 @@ StreamPacer::StreamPacer(PacerShared& shared, StreamHandle record_stream, uint64
   const int64_t limit = shared_.limit_ns.load(std::memory_order_relaxed);
   interval_ = marker_interval(estimate_, limit, shared_.params.max_marker_interval);
   bound_per_launch_ = bound_launch_ns(estimate_, limit);
+  publish_step_ = std::max<int64_t>(limit / 64, 1);
 }
 
 StreamPacer::~StreamPacer() {
@@ -229,7 +230,10 @@ int64_t StreamPacer::estimate_of(uint64_t launches) const {
 }
 
 void StreamPacer::publish() {
-  bound_per_launch_ = bound_launch_ns(estimate_, shared_.limit_ns.load(std::memory_order_relaxed));
+  const int64_t limit = shared_.limit_ns.load(std::memory_order_relaxed);
+  bound_per_launch_ = bound_launch_ns(estimate_, limit);
+  publish_step_ = std::max<int64_t>(limit / 64, 1);
+  unpublished_ = 0;
   add_published(static_cast<int64_t>(unfinished_) * bound_per_launch_ - published_queued_);
 }
 

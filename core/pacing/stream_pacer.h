@@ -8,7 +8,7 @@
 // or a pause in launching longer than its queued work) restarts its chain with
 // a marker recorded BEFORE the next launch, so idle time is never charged.
 //
-// Not thread-safe by itself: callers hold mutex() around every call (the shim
+// Not thread-safe by itself: callers hold lock() around every call (the shim
 // holds it across before_launch, the real launch and after_launch).
 #pragma once
 
@@ -24,6 +24,7 @@
 #include "core/pacing/event_backend.h"
 #include "core/pacing/launch_estimate.h"
 #include "core/pacing/pacing_params.h"
+#include "core/pacing/stream_lock.h"
 
 namespace egpu::pacing {
 
@@ -55,7 +56,7 @@ class StreamPacer {
   // Never calls the backend: events still held are leaked (see retire()).
   ~StreamPacer();
 
-  std::mutex& mutex() { return mu_; }
+  StreamLock& lock() { return lock_; }
 
   // Around one launch on the stream (`now`: any monotonic nanosecond clock,
   // the same for every call). The common case is inline and touches nothing
@@ -69,8 +70,12 @@ class StreamPacer {
     ++unfinished_;
     last_launch_ns_ = now;
     if (tail_ >= interval_) return after_launch_slow();
-    add_published(bound_per_launch_);
-    queued_at_last_launch_ = published_queued_;
+    // The process-wide sum moves in steps of publish_step_, not per launch:
+    // a locked add per launch was a fifth of the shim's cost, and the bound
+    // it feeds is a few ms.
+    unpublished_ += bound_per_launch_;
+    if (unpublished_ >= publish_step_) flush_unpublished();
+    queued_at_last_launch_ = published_queued_ + unpublished_;
     return {};
   }
   // Non-blocking progress: harvests completed markers and lets a long-idle
@@ -88,7 +93,7 @@ class StreamPacer {
   // The context is gone: forgets every event without calling the backend.
   void abandon();
 
-  int64_t queued_ns() const { return published_queued_; }
+  int64_t queued_ns() const { return published_queued_ + unpublished_; }
   uint32_t marker_interval_now() const { return interval_; }
   const LaunchEstimate& estimate() const { return estimate_; }
 
@@ -107,6 +112,10 @@ class StreamPacer {
     return now - last_launch_ns_ > queued_at_last_launch_ + shared_.params.idle_gap_ns;
   }
   Charge expire_tail();
+  void flush_unpublished() {
+    add_published(unpublished_);
+    unpublished_ = 0;
+  }
   void add_published(int64_t delta) {
     if (delta == 0) return;
     shared_.queued_ns.fetch_add(delta, std::memory_order_relaxed);
@@ -124,7 +133,7 @@ class StreamPacer {
   PacerShared& shared_;
   const StreamHandle stream_;
   const uint64_t owner_;
-  std::mutex mu_;
+  StreamLock lock_;
   std::optional<Marker> base_;  // newest completed marker: segments start here
   std::deque<Marker> pending_;  // recorded, not yet seen complete, oldest first
   uint32_t tail_ = 0;           // launches after the newest marker
@@ -135,6 +144,11 @@ class StreamPacer {
   int64_t queued_at_last_launch_ = 0;
   int64_t published_queued_ = 0;
   int64_t bound_per_launch_ = 0;  // bound_launch_ns() as of the last publish()
+  // Queued device time of launches since the last publish() not yet added to
+  // the process's sum: less than publish_step_ (a 64th of the in-flight
+  // limit), so the bound lags by at most that per stream.
+  int64_t unpublished_ = 0;
+  int64_t publish_step_ = 1;
   std::vector<EventHandle> free_events_;
 };
 

@@ -92,11 +92,15 @@ static_assert(sizeof(std::atomic<uint32_t>) == 4, "futex word must be 32 bits");
 
 // Per process, in the instance page.
 struct alignas(64) ProcSlot {
-  std::atomic<int32_t> pid;         // agent-written: attached process, 0 = free
-  std::atomic<uint32_t> busy;       // threads blocked at the gate, in the in-flight bound or a sync
-  std::atomic<uint64_t> launches;   // launches so far: activity the agent can see
-  std::atomic<uint64_t> device_ns;  // device time measured so far
-  std::atomic<uint64_t> mem_bytes;  // device memory accounted to this process
+  std::atomic<int32_t> pid;    // agent-written: attached process, 0 = free
+  std::atomic<uint32_t> busy;  // threads blocked at the gate, in the in-flight bound or a sync
+  // Moves at every launch: activity the agent can see (it asks only whether
+  // it moved). Not an exact count: the shim's threads step it with a plain
+  // load and store, no locked add on the launch path, so two may write the
+  // same value.
+  std::atomic<uint64_t> launches;
+  std::atomic<uint64_t> device_ns;     // device time measured so far
+  std::atomic<uint64_t> mem_bytes;     // device memory accounted to this process
   std::atomic<uint64_t> throttled_ns;  // time spent waiting at the gate
   std::atomic<uint64_t> inflight_ns;   // device time estimated queued now
   std::atomic<uint64_t> mem_denied;    // allocations refused for the quota

@@ -69,7 +69,7 @@ TEST(SeveralStreams, PerThreadStreamIsClosedOnlyByItsOwner) {
   ASSERT_GT(owned->marker_interval_now(), 1u);
   int64_t now = s.program.now();
   {
-    std::lock_guard lock(owned->mutex());
+    std::lock_guard lock(owned->lock());
     owned->before_launch(now);
     s.device.launch(31, 10 * kUs);
     owned->after_launch(now);
@@ -89,7 +89,7 @@ TEST(SeveralStreams, IdleForeignTailIsLetGoAtTheEstimate) {
   auto owned = s.pacer.stream(41, 41, kOwner);
   int64_t now = s.program.now();
   for (int i = 0; i < 3; ++i) {
-    std::lock_guard lock(owned->mutex());
+    std::lock_guard lock(owned->lock());
     owned->before_launch(now);
     s.device.launch(41, 100 * kUs);
     owned->after_launch(now);
@@ -116,7 +116,7 @@ TEST(SeveralStreams, ThreadsLaunchingAtOnceLeaveConsistentState) {
       const StreamHandle stream = 100 + t;
       for (int i = 0; i < 2000; ++i) {
         auto s = pacer.stream(stream, stream, 0);
-        std::lock_guard lock(s->mutex());
+        std::lock_guard lock(s->lock());
         s->before_launch(device.now());
         device.launch(stream, 1 * kUs);
         s->after_launch(device.now());

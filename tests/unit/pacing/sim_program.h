@@ -34,7 +34,7 @@ class SimProgram {
     auto s = pacer_.stream(stream, stream, 0);
     ASSERT_NE(s, nullptr);
     {
-      std::lock_guard lock(s->mutex());
+      std::lock_guard lock(s->lock());
       charged_ += s->before_launch(now_);
       device_.launch(stream, duration_ns);
       charged_ += s->after_launch(now_);
