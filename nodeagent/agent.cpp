@@ -282,19 +282,28 @@ void Agent::on_kick(evutil_socket_t, short, void* arg) {
   auto* k = static_cast<KickWatch*>(arg);
   GpuEvents& g = *k->gpu_events;
   Agent& self = *g.agent;
-  event_del(k->ev.get());  // until the GPU's next tick (see KickWatch)
-  k->paused = true;
+  const int64_t now = monotonic_ns();
+  if (now - k->last_kick_ns < kMinKickGapNs) {
+    event_del(k->ev.get());  // a flood: until the GPU's next tick (see KickWatch)
+    k->paused = true;
+  }
+  k->last_kick_ns = now;
   const auto drained = self.arbiters_[g.gpu]->drain_wake(k->instance_id);
   if (drained == WakeChannel::Drained::kClosed) {
     EGPU_LOG_WARN("instance %llu: its wake channel was shut down; no longer watched",
                   static_cast<unsigned long long>(k->instance_id));
     k->closed = true;
+    event_del(k->ev.get());
     return;
   }
-  if (drained == WakeChannel::Drained::kNothing) return;
+  if (drained == WakeChannel::Drained::kNothing) {
+    // Readable, yet nothing read (an error other than EAGAIN): not watched
+    // until the next tick, or the loop would spin on it.
+    if (!k->paused && event_del(k->ev.get()) == 0) k->paused = true;
+    return;
+  }
   // A kick asks for a decision now, but at most one per kMinKickGapNs per GPU:
   // kicks are how waiting is said quickly, not a way to buy the agent's time.
-  const int64_t now = monotonic_ns();
   if (now - g.last_kick_tick >= kMinKickGapNs) {
     g.last_kick_tick = now;
     self.tick(g.gpu);

@@ -334,6 +334,7 @@ std::optional<Decision> ArbiterPolicy::handover_drain(Nanos now, Nanos slice_unt
 
 Decision ArbiterPolicy::granted(Nanos now, const Grant& grant) {
   drain_until_ns_ = 0;
+  const bool same_holder = published_ == grant.holder;
   published_ = grant.holder;
   slice_end_ns_ = grant.until;
   Decision d;
@@ -352,8 +353,19 @@ Decision ArbiterPolicy::granted(Nanos now, const Grant& grant) {
   if (others_asking || (h != nullptr && h->asking)) {
     // A holder blocked at the bound or in a sync cannot be idle before its
     // queued work has run (and a sync that returns idle kicks the agent).
-    const Nanos look_in = h != nullptr && h->blocked ? std::max(settings_.poll_ns, h->inflight_ns)
-                                                     : settings_.poll_ns;
+    Nanos look_in = h != nullptr && h->blocked ? std::max(settings_.poll_ns, h->inflight_ns)
+                                               : settings_.poll_ns;
+    // A holder found active look after look is most likely busy to the end
+    // of its slice: the poll doubles (up to 4x) while it stays so. Looks are
+    // the agent's cost (a wake-up each); an idle holder is still found
+    // within four polls, or by the kick of a sync that returns idle, and
+    // a waiter's kick looks at once whatever the poll.
+    Member* hm = grant.holder ? &members_.at(*grant.holder) : nullptr;
+    if (hm != nullptr) {
+      const bool active = hm->last_activity == now;
+      hm->active_looks = same_holder && active ? std::min<uint32_t>(hm->active_looks + 1, 2) : 0;
+      look_in <<= hm->active_looks;
+    }
     next = std::min(next, now + look_in);
     // A holder with nobody blocked may be going idle: look again exactly when
     // its grace runs out, so the slice moves on without a poll's delay.

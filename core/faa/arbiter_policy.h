@@ -105,6 +105,9 @@ class ArbiterPolicy {
     Nanos inflight_ns = 0;
     Nanos reported_inflight_ns = 0;
     bool ran_this_grant = false;  // launched since it last became the holder
+    // Looks in a row that found it holding a contended slice and active: the
+    // poll for an idle holder backs off as they add up (see granted()).
+    uint32_t active_looks = 0;
     HeldTimeFloor floor;          // its reports cannot hold the slice for free
   };
 
