@@ -26,7 +26,7 @@ bool draining_own_tail(const shm::GpuPage& gpu, int64_t queued) {
 
 }  // namespace
 
-SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain) {
+SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain, bool kick) {
   const shm::GpuPage& gpu = *a.gpu;
   const int64_t start = monotonic_ns();
   a.me->busy.fetch_add(1, std::memory_order_acq_rel);
@@ -51,7 +51,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       // Not while this process's own tail is what the GPU drains for a
       // waiting successor: the agent already counts it as asking, and its
       // tail falling short kicks anyway (note_tail), one wake-up instead of two.
-      if (!draining_own_tail(gpu, queued)) kick_agent(a);
+      if (kick && !draining_own_tail(gpu, queued)) kick_agent(a);
       asked = true;
     }
     // Wake no later than the heartbeat could go stale.

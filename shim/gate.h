@@ -27,7 +27,11 @@ enum class SliceWait {
 // `drain` (optional) polls this process's queued work and returns what is
 // left: while some is, the wait wakes every kDrainPollNs to publish it, so
 // the agent can hand the slice over as soon as this tail is done.
-SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain = {});
+// `kick`: ask the agent to decide now (false for a process that held the
+// slice until the agent's last decision: that decision was about it, and its
+// blocked thread shows it asking at the next look).
+SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain = {},
+                         bool kick = true);
 inline constexpr int64_t kDrainPollNs = 100'000;
 
 // Sleeps up to `ns` (at most kMaxFutexWaitNs) on the grant word, waking early

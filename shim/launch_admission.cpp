@@ -133,6 +133,10 @@ void wait_inflight(GpuBinding& b, const Attachment& a) {
 
 Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
   const NoCancelScope no_cancel;  // it waits (see NoCancelScope)
+  // This call found the process holding the slice (it then waited at the
+  // in-flight bound): if the slice moved on meanwhile, the agent's decision
+  // was about it, and a kick would only cost the agent a wake-up.
+  bool held = false;
   for (;;) {
     const int64_t now = launch_clock_ns();
     b.set_next_check_ns(now + kCheckPeriodNs);
@@ -142,6 +146,7 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
       Attachment* fresh = s.reattach(b, a, now);
       if (fresh != a) {
         a = fresh;
+        held = false;  // a new agent knows nothing of it
         continue;
       }
       admit_without_agent(b, *a);
@@ -162,6 +167,7 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
     }
     if (a->gpu->holder.load(std::memory_order_acquire) == a->gpu_slot) {
       if (b.pacer().under_limit()) return a;
+      held = true;
       wait_inflight(b, *a);
       if (a->gpu->holder.load(std::memory_order_acquire) == a->gpu_slot) return a;
       continue;
@@ -176,7 +182,7 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
       last = queued;
       return queued;
     };
-    switch (wait_for_slice(*a, drain)) {
+    switch (wait_for_slice(*a, drain, /*kick=*/!held)) {
       case SliceWait::kGranted:
       case SliceWait::kEpochChanged:
       case SliceWait::kAgentDead:

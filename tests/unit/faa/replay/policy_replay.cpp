@@ -87,9 +87,10 @@ bool PolicyReplay::run_one(std::size_t i) {
       return true;
     case State::kBound:
       if (holder_ != id) {  // the slice moved on while it waited at the bound
+        // No kick: the agent just decided against it and sees it blocked at
+        // its next look (the shim's admit_launch, `held`).
         p.state = State::kGate;
         p.gate_since = now_;
-        gate_kick(p);
         return true;
       }
       if (!may_launch(i)) return false;
