@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace egpu::faa::sim {
 namespace {
@@ -47,6 +48,32 @@ void FaaSim::remove(std::size_t instance) {
 
 void FaaSim::resize(std::size_t instance, double target, Mode mode) {
   require(scheduler_.resize(instances_[instance].id, target, mode, now_));
+}
+
+void FaaSim::submit(std::size_t instance, Nanos work) {
+  Simulated& sim = instances_[instance];
+  if (sim.workload.endless || sim.workload.think >= 0 || work <= 0) {
+    throw std::invalid_argument("submit: an on_demand instance and positive work");
+  }
+  sim.pending += work;
+  sim.requests.push_back({now_, work});
+}
+
+std::vector<FaaSim::Completion> FaaSim::take_completions(std::size_t instance) {
+  return std::exchange(instances_[instance].completions, {});
+}
+
+void FaaSim::serve(Simulated& instance, Nanos use) {
+  while (use > 0 && !instance.requests.empty()) {
+    Simulated::Request& head = instance.requests.front();
+    const Nanos part = std::min(use, head.left);
+    head.left -= part;
+    use -= part;
+    if (head.left > 0) break;
+    const Nanos end = now_ + options_.tick;
+    instance.completions.push_back({end, end - head.arrival});
+    instance.requests.pop_front();
+  }
 }
 
 void FaaSim::run_until(Nanos end) {
@@ -157,6 +184,7 @@ void FaaSim::run_device() {
   Simulated& owner = instances_[kernel_owner_];
   owner.used_per_tick.back() += use;
   owner.uncharged += use;
+  serve(owner, use);
   kernel_left_ -= use;
   if (kernel_left_ == 0 && owner.workload.think >= 0) {
     owner.next_arrival = now_ + options_.tick + owner.workload.think;

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -37,6 +38,16 @@ class FaaSim {
   std::size_t add(double target, Mode mode, Workload workload);
   void remove(std::size_t instance);
   void resize(std::size_t instance, double target, Mode mode);
+
+  // A request of `work` device time arrives now at an on_demand instance; it
+  // is served first come, first served, in the instance's kernels.
+  void submit(std::size_t instance, Nanos work);
+  struct Completion {
+    Nanos at;       // the end of the tick in which its last work ran
+    Nanos latency;  // from its arrival
+  };
+  // Requests completed since the last call.
+  std::vector<Completion> take_completions(std::size_t instance);
 
   // Simulates up to (not including) `end`.
   void run_until(Nanos end);
@@ -72,7 +83,16 @@ class FaaSim {
     Nanos longest_wait = 0;
     std::vector<Nanos> used_per_tick;  // indexed by tick number
     std::vector<Nanos> grant_times;
+    struct Request {
+      Nanos arrival;
+      Nanos left;
+    };
+    std::deque<Request> requests;
+    std::vector<Completion> completions;
   };
+
+  // Device time `use` ran for `instance`'s requests in this tick.
+  void serve(Simulated& instance, Nanos use);
 
   void step();
   void arrivals();

@@ -17,6 +17,9 @@ struct Workload {
     return Workload{false, kernel, work, period, first};
   }
 
+  // Only what the test submits (FaaSim::submit), e.g. a server's requests.
+  static Workload on_demand(Nanos kernel) { return Workload{false, kernel, 0, 0, 0}; }
+
   // One `kernel` at a time, the next `think` after the previous one ended
   // (a simulation step followed by host work), the first at once.
   static Workload closed_loop(Nanos kernel, Nanos think) {

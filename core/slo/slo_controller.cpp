@@ -1,0 +1,233 @@
+#include "core/slo/slo_controller.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace egpu::slo {
+namespace {
+
+constexpr uint32_t kMaxUnits = 100;
+
+// The mean of the last `n` values (fewer if there are not as many).
+double mean_of_last(const std::deque<double>& values, std::size_t n) {
+  n = std::min(n, values.size());
+  if (n == 0) return 0.0;
+  return std::accumulate(values.end() - static_cast<std::ptrdiff_t>(n), values.end(), 0.0) /
+         static_cast<double>(n);
+}
+
+// The largest mean of `n` consecutive values.
+double peak_mean(const std::deque<double>& values, std::size_t n) {
+  n = std::max<std::size_t>(1, std::min(n, values.size()));
+  double best = 0.0;
+  for (std::size_t end = n; end <= values.size(); ++end) {
+    const auto first = values.begin() + static_cast<std::ptrdiff_t>(end - n);
+    best = std::max(best, std::accumulate(first, first + static_cast<std::ptrdiff_t>(n), 0.0) /
+                              static_cast<double>(n));
+  }
+  return best;
+}
+
+// The units the model predicts for `latency_ns` at this demand; nullopt if it
+// cannot say.
+std::optional<uint32_t> units_for(const LatencyModel& model, double demand, double latency_ns) {
+  if (!(demand > 0.0)) return std::nullopt;
+  const auto h = model.headroom_for(static_cast<int64_t>(latency_ns));
+  if (!h) return std::nullopt;
+  const double units = std::ceil(demand * *h * kMaxUnits - 1e-9);
+  return static_cast<uint32_t>(std::clamp(units, 1.0, static_cast<double>(kMaxUnits)));
+}
+
+}  // namespace
+
+uint32_t SloController::wanted(const SloInput& in, Tracked& t, SloState& s) {
+  const uint32_t borrowed = static_cast<uint32_t>(t.borrowed);
+  LatencyHistogram merged;
+  for (const LatencyHistogram& h : t.window)
+    merged.add(h);
+  const LatencyObjective& objective = *in.objective;
+  const double target = static_cast<double>(objective.target_ns);
+  const auto window = static_cast<std::size_t>(params_.window_periods);
+  s.demand = mean_of_last(t.used, window);
+  s.peak_demand = peak_mean(t.used, window);
+  s.window_samples = merged.samples();
+  s.recent_latency_ns = merged.quantile_ns(objective.quantile());
+  ++t.since_change;
+  if (merged.samples() == 0) {
+    // No requests: nothing to keep a latency for, and idle share goes to
+    // whoever asks anyway.
+    t.calm = 0;
+    return ++t.idle >= params_.idle_periods ? 0 : borrowed;
+  }
+  t.idle = 0;
+  if (merged.samples() < params_.min_samples) return borrowed;
+  ++t.windows_judged;
+  if (s.recent_latency_ns <= objective.target_ns) ++t.windows_met;
+
+  const uint32_t effective = in.units + borrowed;
+  const double share = effective / static_cast<double>(kMaxUnits);
+  const double q = static_cast<double>(s.recent_latency_ns);
+  const bool settled = t.since_change >= params_.settle_periods;
+  // Using all it is given in the last period: the work may be more than it
+  // gets, and the demand measured is then only a lower bound.
+  const bool saturated = !t.used.empty() && t.used.back() >= params_.saturated_at * share;
+  if (settled && s.demand > 0.0) t.model.observe(share / s.demand, s.recent_latency_ns);
+  // Sized for the busiest window of the recent past, not for this one: the
+  // tide comes back sooner than a share could follow it, and share the
+  // instance does not use still goes to its lenders (FAA is work-conserving).
+  const auto need = units_for(t.model, s.peak_demand, params_.aim * target);
+  // The fast tier: this period alone misses the objective while the instance
+  // uses all it has (a tide coming in, not a tail's noise), before the
+  // window shows it.
+  const LatencyHistogram& latest = t.window.back();
+  const bool missing_now = saturated && latest.samples() >= params_.min_fast_samples &&
+                           latest.quantile_ns(objective.quantile()) > objective.target_ns;
+  if ((q > params_.raise_at * target && settled) || missing_now) {
+    t.calm = 0;
+    uint32_t goal = saturated ? 0 : need.value_or(0);
+    if (goal <= effective) {
+      // The model cannot say (or its demand is a lower bound): grow in
+      // proportion to how far the latency is off, within [1.25x, 2x].
+      const double off = std::max(q, static_cast<double>(latest.quantile_ns(objective.quantile())));
+      const double factor = std::clamp(off / (params_.aim * target), 1.25, 2.0);
+      goal = std::max(static_cast<uint32_t>(std::ceil(effective * factor)),
+                      effective + params_.probe_min_units);
+    }
+    goal = std::min(goal, kMaxUnits);
+    return std::max(borrowed, goal > in.units ? goal - in.units : 0);
+  }
+  if (!settled) return borrowed;
+  if (q < params_.return_at * target) {
+    if (++t.calm < params_.calm_periods) return borrowed;
+    t.calm = 0;
+    if (!need) return borrowed / 2;  // the model cannot say: halve and look again
+    if (*need >= effective) return borrowed;
+    return std::min(borrowed, *need > in.units ? *need - in.units : 0);
+  }
+  t.calm = 0;
+  return borrowed;
+}
+
+const std::vector<SloState>& SloController::step(const std::vector<SloInput>& inputs,
+                                                 int64_t period_ns) {
+  // Forget instances that left.
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    const bool present = std::any_of(inputs.begin(), inputs.end(),
+                                     [&](const SloInput& in) { return in.id == it->first; });
+    it = present ? std::next(it) : tracked_.erase(it);
+  }
+  states_.assign(inputs.size(), SloState{});
+  uint32_t lendable = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const SloInput& in = inputs[i];
+    SloState& s = states_[i];
+    s.id = in.id;
+    s.role = in.role;
+    s.units = in.units;
+    s.objective = in.role == SloRole::kLatencyCritical ? in.objective : std::nullopt;
+    if (in.role == SloRole::kLend)
+      lendable += in.units > params_.lend_floor_units ? in.units - params_.lend_floor_units : 0;
+    Tracked& t = tracked_[in.id];
+    if (in.role != SloRole::kLatencyCritical || !in.objective) {
+      t = Tracked{};  // nothing to keep: it may become latency-critical later
+      continue;
+    }
+    if (t.objective != in.objective) {  // a new objective is judged afresh
+      t.window.clear();
+      t.calm = 0;
+      t.objective = in.objective;
+    }
+    // The first period after a change is the transition (a backlog
+    // draining): not judged.
+    if (t.since_change == 1) t.window.clear();
+    t.window.push_back(in.latencies);
+    // Device time comes from the instance's own page: a lie may say
+    // anything, but no more than the whole GPU.
+    const double used =
+        period_ns > 0 ? static_cast<double>(in.device_ns) / static_cast<double>(period_ns) : 0.0;
+    t.used.push_back(std::clamp(used, 0.0, 1.0));
+    while (t.window.size() > static_cast<std::size_t>(params_.window_periods))
+      t.window.pop_front();
+    while (t.used.size() >
+           static_cast<std::size_t>(std::max(params_.demand_periods, params_.window_periods)))
+      t.used.pop_front();
+  }
+
+  // What each latency-critical instance wants, then the lendable units shared
+  // out: the most urgent first (latency over target, then id).
+  struct Want {
+    std::size_t index;
+    uint32_t units;
+    double urgency;
+  };
+  std::vector<Want> wants;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].role != SloRole::kLatencyCritical || !inputs[i].objective) continue;
+    Tracked& t = tracked_[inputs[i].id];
+    const uint32_t units = wanted(inputs[i], t, states_[i]);
+    const double urgency = static_cast<double>(states_[i].recent_latency_ns) /
+                           static_cast<double>(inputs[i].objective->target_ns);
+    wants.push_back({i, units, urgency});
+  }
+  std::stable_sort(wants.begin(), wants.end(), [&](const Want& a, const Want& b) {
+    if (a.urgency != b.urgency) return a.urgency > b.urgency;
+    return inputs[a.index].id < inputs[b.index].id;
+  });
+  uint32_t left = lendable;
+  uint32_t lent = 0;
+  for (const Want& w : wants) {
+    const SloInput& in = inputs[w.index];
+    Tracked& t = tracked_[in.id];
+    const uint32_t room = kMaxUnits > in.units ? kMaxUnits - in.units : 0;
+    const uint32_t got = std::min({w.units, left, room});
+    left -= got;
+    lent += got;
+    if (static_cast<int32_t>(got) != t.borrowed) {
+      t.borrowed = static_cast<int32_t>(got);
+      t.since_change = 0;
+      t.calm = 0;
+      t.window.clear();
+    }
+    SloState& s = states_[w.index];
+    s.borrowed = t.borrowed;
+    s.effective_units = in.units + got;
+    s.windows_judged = t.windows_judged;
+    s.windows_met = t.windows_met;
+    s.model_points = t.model.points();
+  }
+
+  // The lenders give `lent` in proportion to what each can lend (largest
+  // remainder, then id, for the units left over).
+  std::vector<std::size_t> lenders;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    SloState& s = states_[i];
+    if (inputs[i].role == SloRole::kLatencyCritical && inputs[i].objective) continue;
+    s.effective_units = inputs[i].units;
+    if (inputs[i].role == SloRole::kLend) lenders.push_back(i);
+  }
+  if (lent == 0 || lendable == 0) return states_;
+  std::vector<std::pair<uint64_t, std::size_t>> remainders;  // (remainder x lendable, index)
+  uint32_t given = 0;
+  for (std::size_t i : lenders) {
+    const uint32_t can =
+        inputs[i].units > params_.lend_floor_units ? inputs[i].units - params_.lend_floor_units : 0;
+    const uint64_t exact = static_cast<uint64_t>(can) * lent;
+    const auto share = static_cast<uint32_t>(exact / lendable);
+    states_[i].borrowed = -static_cast<int32_t>(share);
+    given += share;
+    remainders.emplace_back(exact % lendable, i);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return inputs[a.second].id < inputs[b.second].id;
+  });
+  for (std::size_t k = 0; given < lent && k < remainders.size(); ++k, ++given)
+    --states_[remainders[k].second].borrowed;
+  for (std::size_t i : lenders)
+    states_[i].effective_units =
+        static_cast<uint32_t>(static_cast<int32_t>(inputs[i].units) + states_[i].borrowed);
+  return states_;
+}
+
+}  // namespace egpu::slo
