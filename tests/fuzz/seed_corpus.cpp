@@ -135,6 +135,12 @@ int main(int argc, char** argv) {
       "# egpu.conf\nSliceMs=10 WindowMs=500\nDefaultMode=burst\nFailMode=open\n"
       "MetricsAddress=127.0.0.1:9464\nGpuMemory=80G\nTopologyXml=\"/etc/egpu/topo.xml\"\n";
   write(conf + "/seed0", std::vector<uint8_t>(text.begin(), text.end()));
+  // Users' values the same target reads: objectives (--egpu-slo).
+  int n = 0;
+  for (const std::string objective : {"p99:40ms", "p99.9:1.5s", "off", "p50:2500us"}) {
+    write(conf + "/objective" + std::to_string(n++),
+          std::vector<uint8_t>(objective.begin(), objective.end()));
+  }
   write_instance_page_seeds(argv[4]);
   return 0;
 }
