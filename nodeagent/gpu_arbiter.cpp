@@ -49,8 +49,9 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
       const uint32_t mode = c.mode.load();
       if (!mode_from_value(mode)) {
         // Only an agent writes this page: a number no mode has is damage.
-        EGPU_LOG_WARN("GPU %u slot %u: mode %u is not burst or cap; instance %llu not recovered",
-                      gpu, s, mode, static_cast<unsigned long long>(c.instance_id.load()));
+        EGPU_LOG_WARN(
+            "GPU %u slot %u: mode %u is not burst, cap or lend; instance %llu not recovered", gpu,
+            s, mode, static_cast<unsigned long long>(c.instance_id.load()));
         page->slots[s].state.store(static_cast<uint32_t>(shm::SlotState::kFree));
         page->slots[s].instance_id.store(0);
         continue;

@@ -124,8 +124,9 @@ int option_mem(int, const char* optarg, int remote) {
 }
 
 struct spank_option kOptions[] = {
-    {const_cast<char*>("egpu-mode"), const_cast<char*>("burst|cap"),
-     const_cast<char*>("egpu: burst may use idle GPU time beyond the share; cap never exceeds it"),
+    {const_cast<char*>("egpu-mode"), const_cast<char*>("burst|cap|lend"),
+     const_cast<char*>("egpu: burst may use idle GPU time beyond the share; cap never exceeds it; "
+                       "lend is burst whose share a latency-critical step on the GPU may borrow"),
      1, 0, option_mode},
     {const_cast<char*>("egpu-mem"), const_cast<char*>("SIZE"),
      const_cast<char*>("egpu: GPU memory quota per GPU (at most the units' share), e.g. 16G"), 1, 0,

@@ -147,7 +147,16 @@ const std::vector<KeySpec>& key_specs() {
          return {};
        }},
       {"MinHoldUs", int_field(&EgpuConfig::min_hold_us, 0, 50000)},
-      {"DefaultMode", parsed_field(&EgpuConfig::default_mode, parse_mode)},
+      {"DefaultMode",
+       [](EgpuConfig& c, std::string_view v) -> Status {
+         auto m = parse_mode(v);
+         if (!m) return Error{m.error()};
+         // Lending gives away share Slurm granted: only its owner may choose it.
+         if (*m == Mode::kLend)
+           return Error{"lend is each step's own choice (--egpu-mode=lend), not a default"};
+         c.default_mode = *m;
+         return {};
+       }},
       {"FailMode", enum_field(&EgpuConfig::fail_mode,
                               {{"open", FailMode::kOpen}, {"closed", FailMode::kClosed}})},
       {"HeartbeatMs", int_field(&EgpuConfig::heartbeat_ms, 10, 10000)},

@@ -78,6 +78,7 @@ void SliceScheduler::set_patience(InstanceState& instance) const {
 }
 
 Status SliceScheduler::join(InstanceId id, double target, Mode mode, Nanos now) {
+  mode = time_slicing(mode);
   if (index_.contains(id)) {
     return Error{"cannot join " + describe(id) + ": it is already on this GPU"};
   }
@@ -124,6 +125,7 @@ Status SliceScheduler::leave(InstanceId id, Nanos now) {
 }
 
 Status SliceScheduler::resize(InstanceId id, double target, Mode mode, Nanos now) {
+  mode = time_slicing(mode);
   const Result<std::size_t> found = find(id, "resize");
   if (!found.ok()) return Error{found.error()};
   InstanceState& instance = instances_[found.value()];

@@ -40,7 +40,8 @@ Status check_mode(uint32_t mode, bool allow_unchanged) {
   if (mode_from_value(mode).has_value()) return {};
   if (allow_unchanged && mode == kModeUnchanged) return {};
   return Error{"mode " + num(mode) + " is not burst (" + num(mode_value(Mode::kBurst)) +
-               ") or cap (" + num(mode_value(Mode::kCap)) + ")"};
+               "), cap (" + num(mode_value(Mode::kCap)) + ") or lend (" +
+               num(mode_value(Mode::kLend)) + ")"};
 }
 
 Status validate(const AttachRequest& r) {

@@ -21,7 +21,17 @@ namespace egpu {
 enum class Mode : uint32_t {
   kBurst = 0,  // work-conserving: may use capacity nobody else asks for
   kCap = 1,    // never above its target share
+  // Burst, and while a latency-critical neighbour on the GPU is at risk of
+  // missing its objective, part of its share may be borrowed and is given
+  // back when it is not (core/slo). Only its owner can choose it.
+  kLend = 2,
 };
+
+// How FAA slices time for the mode: lending changes the share, not how it
+// is used, so a lend instance is sliced as burst.
+constexpr Mode time_slicing(Mode mode) {
+  return mode == Mode::kCap ? Mode::kCap : Mode::kBurst;
+}
 
 // The number on the wire and in the GPU page.
 constexpr uint32_t mode_value(Mode mode) {
@@ -36,25 +46,35 @@ constexpr std::optional<Mode> mode_from_value(uint32_t value) {
       return Mode::kBurst;
     case mode_value(Mode::kCap):
       return Mode::kCap;
+    case mode_value(Mode::kLend):
+      return Mode::kLend;
   }
   return std::nullopt;
 }
 
-// "burst" or "cap"; a C string, for log lines as much as for JSON.
+// "burst", "cap" or "lend"; a C string, for log lines as much as for JSON.
 constexpr const char* to_string(Mode mode) {
-  return mode == Mode::kCap ? "cap" : "burst";
+  switch (mode) {
+    case Mode::kCap:
+      return "cap";
+    case Mode::kLend:
+      return "lend";
+    case Mode::kBurst:
+      break;
+  }
+  return "burst";
 }
 
-// "burst" or "cap" in any case, as users write it in egpu.conf and options.
+// "burst", "cap" or "lend" in any case, as users write it in options.
 // The error says what is accepted; callers prefix what they were reading.
 inline Result<Mode> parse_mode(std::string_view text) {
   std::string lower(text);
   for (char& c : lower)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (Mode mode : {Mode::kBurst, Mode::kCap}) {
+  for (Mode mode : {Mode::kBurst, Mode::kCap, Mode::kLend}) {
     if (lower == to_string(mode)) return mode;
   }
-  return Error{"must be burst or cap, got '" + std::string(text) + "'"};
+  return Error{"must be burst, cap or lend, got '" + std::string(text) + "'"};
 }
 
 }  // namespace egpu

@@ -18,7 +18,7 @@ void usage(FILE* out) {
                "  resize INSTANCE=UNITS[:MODE]... change shares (e.g. 12=30 5.0=70 5.1=burst);\n"
                "                                  shrinks are applied before grows\n"
                "  create --job J --step S --gpu G --units U [--job-units N] [--uid U] [--gid G]\n"
-               "         [--mode burst|cap] [--mem SIZE] [--umbrella]      (root)\n"
+               "         [--mode burst|cap|lend] [--mem SIZE] [--umbrella]      (root)\n"
                "  remove --job J [--step S]                                (root)\n"
                "  topo [--xml FILE] [--gres-conf] [--whole-sockets]\n"
                "INSTANCE is an instance id, or JOB.STEP or JOB.STEP@GPU (STEP: a number,\n"

@@ -287,8 +287,8 @@ TEST_F(AgentControl, RestartReadsModesFromThePageAndRefusesUnknownOnes) {
   auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
   ASSERT_EQ(j["gpus"][0]["instances"].size(), 1u) << j.dump();
   EXPECT_EQ(j["gpus"][0]["instances"][0]["mode"], "cap");
-  EXPECT_NE(agent.log().find("mode 7 is not burst or cap; instance " + std::to_string(damaged) +
-                             " not recovered"),
+  EXPECT_NE(agent.log().find("mode 7 is not burst, cap or lend; instance " +
+                             std::to_string(damaged) + " not recovered"),
             std::string::npos)
       << agent.log();
 }

@@ -20,7 +20,7 @@ refused() { # MESSAGE_PATTERN SBATCH_ARGS...
 refused "0 egpu units is invalid" --gres=egpu:0
 ok "egpu:0 refused"
 [[ -f $state/plugins/spank_egpu.so ]] || skip "spank_egpu.so not built: --egpu-* options do not exist"
-refused "egpu-mode must be burst or cap, got 'fast'" --gres=egpu:10 --egpu-mode=fast
+refused "egpu-mode must be burst, cap or lend, got 'fast'" --gres=egpu:10 --egpu-mode=fast
 refused "egpu-mem=1PB is more than a GPU of this cluster has" --gres=egpu:10 --egpu-mem=1PB
 refused "egpu-mem=lots: size 'lots' does not start with a number" --gres=egpu:10 --egpu-mem=lots
 ok "--egpu-mode=fast, --egpu-mem=1PB and --egpu-mem=lots refused"

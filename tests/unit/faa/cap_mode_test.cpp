@@ -28,6 +28,19 @@ TEST(CapMode, AloneUsesItsTargetNotMore) {
   EXPECT_NEAR(sim.share(capped, kSecond, kRun), 0.30, 0.001);
 }
 
+// Lending changes an instance's share (core/slo), not how its time is sliced:
+// alone, a lend instance takes the whole GPU as a burst one does.
+TEST(CapMode, ALendInstanceIsSlicedAsBurst) {
+  sim::FaaSim sim(sim::SimOptions{});
+  const std::size_t lend = sim.add(0.30, Mode::kLend, sim::Workload::greedy(kSimKernel));
+  sim.run_until(kRun);
+  EXPECT_GT(sim.share(lend, 0, kRun), 0.99);
+  EXPECT_EQ(sim.scheduler().stats(sim.id(lend), kRun)->mode, Mode::kBurst);
+  sim.resize(lend, 0.30, Mode::kCap);
+  sim.run_until(2 * kRun);
+  EXPECT_NEAR(sim.share(lend, kRun + kSecond, 2 * kRun), 0.30, 0.01);
+}
+
 TEST(CapMode, BesideBurstInstancesNeverAboveTargetPlusOneSlicePerWindow) {
   sim::FaaSim sim(sim::SimOptions{});
   const std::size_t capped = sim.add(0.30, Mode::kCap, sim::Workload::greedy(kSimKernel));

@@ -71,7 +71,7 @@ TEST(StepPlan, UserOptionsAreValidatedWithClearErrors) {
   EXPECT_EQ(*parse_mode_option("cap"), Mode::kCap);
   auto fast = parse_mode_option("fast");
   ASSERT_FALSE(fast.ok());
-  EXPECT_EQ(fast.error(), "--egpu-mode must be burst or cap, got 'fast'");
+  EXPECT_EQ(fast.error(), "--egpu-mode must be burst, cap or lend, got 'fast'");
   EXPECT_EQ(*parse_mem_option("16G", 80 * kGiB), 16 * kGiB);
   auto huge = parse_mem_option("1PB", 80 * kGiB);
   ASSERT_FALSE(huge.ok());

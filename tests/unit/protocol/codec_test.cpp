@@ -120,8 +120,8 @@ TEST(Codec, ValidatesFields) {
   c.job_units = 10;
   expect_bad(c, "job units 10");
   c = valid_create();
-  c.mode = 2;
-  expect_bad(c, "mode 2");
+  c.mode = 3;
+  expect_bad(c, "mode 3 is not burst (0), cap (1) or lend (2)");
   c = valid_create();
   c.flags = 8;
   expect_bad(c, "create flags");
