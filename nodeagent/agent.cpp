@@ -65,6 +65,7 @@ Agent::~Agent() {
   reaper_.reset();
   gpu_events_.clear();
   heartbeat_.reset();
+  latency_timer_.reset();
   signals_.clear();
   arbiters_.clear();
 }
@@ -139,6 +140,9 @@ Status Agent::init() {
     if (!m) return Error{m.error()};
     metrics_ = std::move(*m);
   }
+  latency_timer_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_latency_timer, this));
+  if (!latency_timer_) return Error{"cannot add the latency control to the event loop"};
+  schedule_latency_control();  // objectives recovered from the pages
   heartbeat_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_heartbeat, this));
   timeval hb{config_.heartbeat_ms / 1000, (config_.heartbeat_ms % 1000) * 1000};
   if (!heartbeat_ || event_add(heartbeat_.get(), &hb) != 0)
@@ -213,7 +217,7 @@ int Agent::run() {
 }
 
 std::map<uint64_t, std::pair<double, Mode>> Agent::targets(uint32_t gpu) const {
-  return registry_->faa_targets(gpu);
+  return registry_->faa_targets(gpu, latency_.loans(gpu));
 }
 
 Status Agent::retarget(uint32_t gpu) {
@@ -312,6 +316,45 @@ void Agent::on_kick(evutil_socket_t, short, void* arg) {
   const int64_t at = g.last_kick_tick + kMinKickGapNs;
   // `scheduled` is the pending tick, or one that already fired (<= now).
   if (g.scheduled <= now || g.scheduled > at) self.schedule_tick(g.gpu, at, /*slack=*/false);
+}
+
+void Agent::schedule_latency_control() {
+  if (latency_timer_on_ || !latency_timer_) return;
+  bool wanted = false;
+  for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
+    wanted = wanted || latency_.wanted(gpu, *registry_);
+  if (!wanted) return;
+  timeval period{0, static_cast<suseconds_t>(LatencyControl::kPeriodNs / 1000)};
+  if (event_add(latency_timer_.get(), &period) != 0) {
+    EGPU_LOG_WARN("cannot start the latency control's timer; objectives are not acted on");
+    return;
+  }
+  latency_timer_on_ = true;
+  latency_last_ns_ = monotonic_ns();
+}
+
+void Agent::on_latency_timer(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<Agent*>(arg);
+  const int64_t now = monotonic_ns();
+  // The period as it was: a late timer must not make a period's device
+  // time look like more than the GPU had.
+  const int64_t period = std::max<int64_t>(now - self->latency_last_ns_, 1'000'000);
+  self->latency_last_ns_ = now;
+  bool wanted = false;
+  for (uint32_t gpu = 0; gpu < self->arbiters_.size(); ++gpu) {
+    if (!self->latency_.wanted(gpu, *self->registry_)) continue;
+    wanted = true;
+    if (!self->latency_.step(gpu, *self->registry_, *self->arbiters_[gpu], period)) continue;
+    if (Status s = self->retarget(gpu); !s) {
+      EGPU_LOG_WARN("GPU %u: cannot apply the latency control's shares: %s", gpu,
+                    s.error().c_str());
+    }
+    self->tick(gpu);
+  }
+  if (!wanted) {
+    event_del(self->latency_timer_.get());
+    self->latency_timer_on_ = false;
+  }
 }
 
 void Agent::on_heartbeat(evutil_socket_t, short, void* arg) {

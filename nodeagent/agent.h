@@ -19,6 +19,7 @@
 #include "nodeagent/control_server.h"
 #include "nodeagent/event_handle.h"
 #include "nodeagent/gpu_arbiter.h"
+#include "nodeagent/latency_control.h"
 #include "nodeagent/process_tracker.h"
 #include "nodeagent/step_reaper.h"
 
@@ -41,6 +42,7 @@ class Agent {
   uint64_t epoch() const { return epoch_; }
   int64_t started_ns() const { return started_ns_; }
   const ControlServer* control() const { return control_.get(); }
+  const LatencyControl& latency() const { return latency_; }
 
  private:
   explicit Agent(const config::EgpuConfig& config);
@@ -57,6 +59,8 @@ class Agent {
                                       uint32_t id);
   std::vector<Outgoing> handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
                                       uint32_t id);
+  std::vector<Outgoing> handle_objective(const PeerCred& peer, const protocol::ObjectiveRequest& r,
+                                         uint32_t id);
   std::vector<Outgoing> handle_status(const PeerCred& peer, uint32_t id);
   std::vector<Outgoing> handle_show(const PeerCred& peer, const protocol::ShowRequest& r,
                                     uint32_t id);
@@ -88,6 +92,11 @@ class Agent {
   // What removing instances takes besides the registry.
   void drop(const std::vector<model::Instance>& removed);
 
+  // Starts the latency control's periodic timer if a GPU needs it and it is
+  // not running; the timer stops itself when none does (no wake-ups without
+  // objectives).
+  void schedule_latency_control();
+  static void on_latency_timer(evutil_socket_t, short, void* arg);
   static void on_tick_timer(evutil_socket_t, short, void* arg);
   static void on_kick(evutil_socket_t, short, void* arg);
   static void on_heartbeat(evutil_socket_t, short, void* arg);
@@ -126,6 +135,10 @@ class Agent {
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   EventHandle heartbeat_;
+  LatencyControl latency_;
+  EventHandle latency_timer_;
+  bool latency_timer_on_ = false;
+  int64_t latency_last_ns_ = 0;
   std::vector<EventHandle> signals_;
 };
 

@@ -64,6 +64,9 @@ std::vector<Outgoing> Agent::handle(const PeerCred& peer, std::span<const uint8_
         if constexpr (std::is_same_v<T, protocol::ResizeRequest>) return handle_resize(peer, r, id);
         if constexpr (std::is_same_v<T, protocol::StatusRequest>) return handle_status(peer, id);
         if constexpr (std::is_same_v<T, protocol::ShowRequest>) return handle_show(peer, r, id);
+        if constexpr (std::is_same_v<T, protocol::ObjectiveRequest>) {
+          return handle_objective(peer, r, id);
+        }
       },
       decoded->request);
 }
@@ -226,6 +229,26 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
   tick(updated.gpu);
   EGPU_LOG_INFO("resized instance %llu to %u units, %s (by uid %u)",
                 static_cast<unsigned long long>(updated.id), updated.units, to_string(updated.mode),
+                peer.uid);
+  Reply ok;
+  ok.instance_id = updated.id;
+  ok.text = instance_json(*this, updated.id, peer.uid);
+  return {reply(ok, id)};
+}
+
+std::vector<Outgoing> Agent::handle_objective(const PeerCred& peer,
+                                              const protocol::ObjectiveRequest& r, uint32_t id) {
+  std::optional<slo::LatencyObjective> objective;
+  if (r.percentile_milli != 0) objective = slo::LatencyObjective{r.percentile_milli, r.target_ns};
+  model::Instance updated;
+  auto o = registry_->set_objective(peer.uid, r.instance_id, objective, &updated);
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  // Kept in the GPU page; the latency control's next period (at most
+  // LatencyControl::kPeriodNs away) starts borrowing, or gives back.
+  arbiters_[updated.gpu]->update_control(updated);
+  schedule_latency_control();
+  EGPU_LOG_INFO("instance %llu: latency objective %s (by uid %u)",
+                static_cast<unsigned long long>(updated.id), slo::to_string(objective).c_str(),
                 peer.uid);
   Reply ok;
   ok.instance_id = updated.id;

@@ -14,6 +14,24 @@
 #include "core/util/log.h"
 
 namespace egpu::agent {
+namespace {
+
+// The objective a slot kept over a restart. Only agents write this page, so
+// anything out of range is damage: the instance goes on without it.
+std::optional<slo::LatencyObjective> read_objective(const shm::SlotControl& c, uint32_t gpu,
+                                                    uint32_t slot) {
+  const uint32_t percentile = c.slo_percentile_milli.load();
+  const int64_t target = c.slo_target_ns.load();
+  if (percentile == 0 && target == 0) return std::nullopt;
+  if (percentile >= 100'000 || target < slo::kMinTargetNs || target > slo::kMaxTargetNs) {
+    EGPU_LOG_WARN("GPU %u slot %u: latency objective p%u/1000 %lld ns is out of range; dropped",
+                  gpu, slot, percentile, static_cast<long long>(target));
+    return std::nullopt;
+  }
+  return slo::LatencyObjective{percentile, target};
+}
+
+}  // namespace
 
 std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) {
   return runtime_dir + "/gpu" + std::to_string(gpu);
@@ -71,6 +89,7 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
       inst.umbrella = (c.flags.load() & protocol::kCreateUmbrella) != 0;
       inst.mem_quota_explicit = (c.flags.load() & shm::kSlotQuotaExplicit) != 0;
       inst.creator = {c.creator_pid.load(), c.creator_start.load()};
+      inst.objective = read_objective(c, gpu, s);
       if (recovered != nullptr) recovered->push_back(inst);
     }
   } else {
@@ -125,6 +144,9 @@ void GpuArbiter::write_control(const model::Instance& inst) {
                 std::memory_order_relaxed);
   c.creator_pid.store(inst.creator.pid, std::memory_order_relaxed);
   c.creator_start.store(inst.creator.start, std::memory_order_relaxed);
+  c.slo_percentile_milli.store(inst.objective ? inst.objective->percentile_milli : 0,
+                               std::memory_order_relaxed);
+  c.slo_target_ns.store(inst.objective ? inst.objective->target_ns : 0, std::memory_order_relaxed);
   c.instance_id.store(inst.id, std::memory_order_release);
   c.state.store(static_cast<uint32_t>(shm::SlotState::kActive), std::memory_order_release);
 }
@@ -317,6 +339,11 @@ void GpuArbiter::shutdown() {
   page()->grant_seq.fetch_add(1, std::memory_order_release);
   for (auto& [slot, m] : members_)
     shm::wake_granted(&m.runtime.page()->grant_word);
+}
+
+const InstanceRuntime* GpuArbiter::runtime(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  return it == slot_of_.end() ? nullptr : &members_.at(it->second).runtime;
 }
 
 std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) const {

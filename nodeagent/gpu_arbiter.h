@@ -95,6 +95,8 @@ class GpuArbiter {
   std::optional<uint64_t> holder() const;
   faa::GpuStats gpu_stats(int64_t now) const { return policy_.scheduler().gpu_stats(now); }
   std::optional<InstanceView> view(uint64_t instance_id, int64_t now) const;
+  // The instance's page as the agent reads it; nullptr if not here.
+  const InstanceRuntime* runtime(uint64_t instance_id) const;
 
  private:
   struct Member {

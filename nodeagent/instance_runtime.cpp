@@ -195,4 +195,11 @@ uint32_t InstanceRuntime::processes() const {
   return n;
 }
 
+slo::LatencyHistogram::Counts InstanceRuntime::latency_counts() const {
+  slo::LatencyHistogram::Counts counts{};
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    counts[i] = page()->latency_counts[i].load(std::memory_order_relaxed);
+  return counts;
+}
+
 }  // namespace egpu::agent

@@ -54,6 +54,8 @@ class InstanceRuntime {
   uint64_t memory_used() const;
   uint64_t throttled_ns() const;
   uint64_t device_ns_total() const { return device_ns_total_; }
+  // The latency counts its processes wrote (cumulative; see InstancePage).
+  slo::LatencyHistogram::Counts latency_counts() const;
   uint64_t mem_denied() const;
   uint32_t processes() const;
 

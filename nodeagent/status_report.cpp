@@ -32,7 +32,27 @@ std::string hostname() {
   return buf;
 }
 
-json instance_object(const model::Instance& inst, const GpuArbiter& arb, int64_t now) {
+// The latency control's view of an instance with an objective or lending.
+void add_latency(json& j, const model::Instance& inst, const slo::SloState* state) {
+  j["objective"] = inst.objective ? json(slo::to_string(inst.objective)) : json(nullptr);
+  if (state == nullptr) return;
+  j["borrowed_units"] = state->borrowed;  // lent when negative
+  j["effective_units"] = state->effective_units;
+  if (!state->objective) return;
+  j["latency_ms"] = state->recent_latency_ns > 0
+                        ? json(static_cast<double>(state->recent_latency_ns) / 1e6)
+                        : json(nullptr);
+  j["slo_windows_judged"] = state->windows_judged;
+  j["slo_windows_met"] = state->windows_met;
+  j["slo_attainment"] = state->windows_judged > 0 ? json(static_cast<double>(state->windows_met) /
+                                                         static_cast<double>(state->windows_judged))
+                                                  : json(nullptr);
+  j["latency_model_points"] = state->model_points;
+  j["demand_pct"] = state->demand * 100.0;
+}
+
+json instance_object(const model::Instance& inst, const GpuArbiter& arb,
+                     const LatencyControl& latency, int64_t now) {
   json j;
   j["id"] = inst.id;
   j["job"] = inst.job_id;
@@ -63,6 +83,7 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb, int64_t
     // Non-zero: its shims reported less device time than it held the GPU for.
     j["unreported_charged_s"] = static_cast<double>(v->floor_charged_ns) / 1e9;
   }
+  add_latency(j, inst, latency.state(inst.id));
   return j;
 }
 
@@ -97,7 +118,7 @@ std::string status_json(const Agent& agent, uid_t caller) {
     uint32_t other_units = 0;
     for (const model::Instance* inst : agent.registry().on_gpu(arb->gpu())) {
       if (agent.registry().may_see_details(caller, *inst)) {
-        list.push_back(instance_object(*inst, *arb, now));
+        list.push_back(instance_object(*inst, *arb, agent.latency(), now));
       } else {
         ++other_count;
         other_units += inst->umbrella ? 0 : inst->units;
@@ -115,10 +136,47 @@ std::string instance_json(const Agent& agent, uint64_t instance_id, uid_t caller
   const model::Instance* inst = agent.registry().find(instance_id);
   if (inst == nullptr || !agent.registry().may_see_details(caller, *inst)) return "";
   for (const auto& arb : agent.arbiters()) {
-    if (arb->gpu() == inst->gpu) return instance_object(*inst, *arb, monotonic_ns()).dump();
+    if (arb->gpu() == inst->gpu) {
+      return instance_object(*inst, *arb, agent.latency(), monotonic_ns()).dump();
+    }
   }
   return "";
 }
+
+namespace {
+
+// Instances the latency control looks after: latency-critical and lending.
+void latency_metrics(const Agent& agent, std::ostringstream& out) {
+  struct Series {
+    const char* name;
+    const char* help;
+  };
+  static constexpr Series kSeries[] = {
+      {"egpu_instance_latency_p99_seconds",
+       "The objective's percentile of the instance's latency over its recent window."},
+      {"egpu_instance_slo_attainment_ratio", "Share of judged windows that met the objective."},
+      {"egpu_instance_borrowed_share",
+       "Share of the GPU borrowed for a latency objective (negative: lent)."},
+  };
+  for (size_t s = 0; s < std::size(kSeries); ++s) {
+    out << "# HELP " << kSeries[s].name << " " << kSeries[s].help << "\n# TYPE " << kSeries[s].name
+        << " gauge\n";
+    for (const model::Instance* inst : agent.registry().all()) {
+      const slo::SloState* st = agent.latency().state(inst->id);
+      if (st == nullptr || (s != 2 && !st->objective)) continue;
+      if (s == 1 && st->windows_judged == 0) continue;
+      out << kSeries[s].name << "{gpu=\"" << inst->gpu << "\",job=\"" << inst->job_id
+          << "\",step=\"" << step_label(inst->step_id) << "\",instance=\"" << inst->id << "\"} ";
+      if (s == 0) out << static_cast<double>(st->recent_latency_ns) / 1e9;
+      if (s == 1)
+        out << static_cast<double>(st->windows_met) / static_cast<double>(st->windows_judged);
+      if (s == 2) out << st->borrowed / 100.0;
+      out << "\n";
+    }
+  }
+}
+
+}  // namespace
 
 std::string metrics_text(const Agent& agent) {
   const int64_t now = monotonic_ns();
@@ -190,6 +248,7 @@ std::string metrics_text(const Agent& agent) {
       }
     }
   }
+  latency_metrics(agent, out);
   if (const auto* c = agent.control()) {
     out << "# HELP egpu_control_requests_total Control socket requests served.\n"
            "# TYPE egpu_control_requests_total counter\negpu_control_requests_total "

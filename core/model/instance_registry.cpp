@@ -111,14 +111,17 @@ double InstanceRegistry::effective_share(const Instance& instance) const {
   return instance.job_units > steps ? (instance.job_units - steps) / 100.0 : 0.0;
 }
 
-std::map<uint64_t, std::pair<double, Mode>> InstanceRegistry::faa_targets(uint32_t gpu) const {
+std::map<uint64_t, std::pair<double, Mode>> InstanceRegistry::faa_targets(
+    uint32_t gpu, const std::map<uint64_t, int32_t>& loans) const {
   // FAA needs a positive target: an umbrella whose steps hold the whole job
   // allocation keeps this sliver (it may still burst into idle capacity).
   constexpr double kMinShare = 0.001;
   std::map<uint64_t, std::pair<double, Mode>> out;
   double sum = 0;
   for (const Instance* inst : on_gpu(gpu)) {
-    const double share = std::max(kMinShare, effective_share(*inst));
+    const auto loan = loans.find(inst->id);
+    const double moved = loan == loans.end() ? 0.0 : loan->second / 100.0;
+    const double share = std::max(kMinShare, effective_share(*inst) + moved);
     out[inst->id] = {share, inst->mode};
     sum += share;
   }
@@ -265,6 +268,34 @@ Outcome InstanceRegistry::remove(uid_t caller, uint64_t job_id, uint32_t step_id
   return Outcome::Ok();
 }
 
+Outcome InstanceRegistry::set_objective(uid_t caller, uint64_t id,
+                                        std::optional<slo::LatencyObjective> objective,
+                                        Instance* updated) {
+  auto it = instances_.find(id);
+  if (it == instances_.end())
+    return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
+  Instance& inst = it->second;
+  const std::string name = "instance " + std::to_string(id) + " (step " +
+                           step_name(inst.job_id, inst.step_id) + " on GPU " +
+                           std::to_string(inst.gpu) + ")";
+  if (caller != 0 && caller != inst.uid)
+    return fail(ReplyStatus::kDenied, name + " belongs to another user");
+  if (objective && inst.mode == Mode::kCap) {
+    return fail(
+        ReplyStatus::kBadRequest,
+        name +
+            " is in cap mode, which never goes above its share: a latency objective needs burst");
+  }
+  if (objective && inst.mode == Mode::kLend) {
+    return fail(
+        ReplyStatus::kBadRequest,
+        name + " lends its share (lend mode): it cannot borrow for a latency objective as well");
+  }
+  inst.objective = objective;
+  if (updated != nullptr) *updated = inst;
+  return Outcome::Ok();
+}
+
 Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
                                  std::optional<Mode> mode, Instance* updated,
                                  uint64_t umbrella_mem_used) {
@@ -277,6 +308,12 @@ Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
                            std::to_string(inst.gpu) + ")";
   if (caller != 0 && caller != inst.uid) {
     return fail(ReplyStatus::kDenied, name + " belongs to another user");
+  }
+  if (mode && *mode != Mode::kBurst && inst.objective) {
+    return fail(ReplyStatus::kBadRequest,
+                name + " has a latency objective (" + slo::to_string(inst.objective) +
+                    "), which only burst mode can keep: clear it first (egpuctl slo " +
+                    std::to_string(id) + " off)");
   }
   if (units != 0 && units != inst.units) {
     const uint32_t alloc = job_allocation(inst.job_id, inst.gpu);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/protocol/messages.h"
+#include "core/slo/latency_objective.h"
 #include "core/util/mode.h"
 #include "core/util/result.h"
 
@@ -52,6 +53,9 @@ struct Instance {
   bool mem_quota_explicit = false;  // set by --egpu-mem; else it follows the units
   bool umbrella = false;
   Creator creator;
+  // Latency-critical (core/slo): it may borrow share from lend instances on
+  // its GPU while this objective is at risk. Only in burst mode.
+  std::optional<slo::LatencyObjective> objective;
 };
 
 // memory_limit() of an instance that is accounted but never refused (the
@@ -106,6 +110,12 @@ class InstanceRegistry {
   Outcome resize(uid_t caller, uint64_t id, uint32_t units, std::optional<Mode> mode,
                  Instance* updated, uint64_t umbrella_mem_used = 0);
 
+  // Sets or clears (nullopt) a latency objective; owner or root. Refused
+  // for cap (it never goes above its share) and lend (it gives share; it
+  // cannot borrow as well) instances.
+  Outcome set_objective(uid_t caller, uint64_t id, std::optional<slo::LatencyObjective> objective,
+                        Instance* updated);
+
   Outcome authorize_attach(uid_t caller, uint64_t job_id, uint32_t step_id, uint32_t gpu,
                            const Instance** found) const;
   bool may_see_details(uid_t caller, const Instance& instance) const;
@@ -119,8 +129,11 @@ class InstanceRegistry {
   double effective_share(const Instance& instance) const;
   // The FAA target and mode of every instance on a GPU: effective shares,
   // each at least a sliver FAA can work with, scaled to sum to at most 1.
-  // The one place share arithmetic happens; the arbiter applies it.
-  std::map<uint64_t, std::pair<double, Mode>> faa_targets(uint32_t gpu) const;
+  // `loans`: units the latency controller moved (+ borrowed, - lent, by
+  // instance id; they add up to 0). The one place share arithmetic happens;
+  // the arbiter applies it.
+  std::map<uint64_t, std::pair<double, Mode>> faa_targets(
+      uint32_t gpu, const std::map<uint64_t, int32_t>& loans = {}) const;
   // The bytes the shims enforce for an instance (kNoMemoryLimit: none): its
   // own quota, and for an umbrella what its job's steps leave of it.
   uint64_t memory_limit(const Instance& instance) const;

@@ -5,6 +5,8 @@
 #include <string>
 #include <type_traits>
 
+#include "core/slo/latency_objective.h"
+
 namespace egpu::protocol {
 namespace {
 
@@ -30,6 +32,7 @@ constexpr MessageType type_of() {
   if constexpr (std::is_same_v<Payload, ResizeRequest>) return MessageType::kResize;
   if constexpr (std::is_same_v<Payload, StatusRequest>) return MessageType::kStatus;
   if constexpr (std::is_same_v<Payload, ShowRequest>) return MessageType::kShow;
+  if constexpr (std::is_same_v<Payload, ObjectiveRequest>) return MessageType::kObjective;
 }
 
 std::string num(uint64_t v) {
@@ -94,6 +97,20 @@ Status validate(const ShowRequest& r) {
   return {};
 }
 
+Status validate(const ObjectiveRequest& r) {
+  if (r.instance_id == 0) return Error{"instance id 0"};
+  if (r.reserved != 0) return Error{"reserved field is not 0"};
+  if (r.percentile_milli == 0 && r.target_ns == 0) return {};  // off
+  if (r.percentile_milli == 0 || r.percentile_milli >= 100'000) {
+    return Error{"percentile " + num(r.percentile_milli) +
+                 " not in (0, 100000) thousandths of a percent"};
+  }
+  if (r.target_ns < slo::kMinTargetNs || r.target_ns > slo::kMaxTargetNs) {
+    return Error{"latency target " + std::to_string(r.target_ns) + " ns not in [1 ms, 600 s]"};
+  }
+  return {};
+}
+
 template <typename Payload>
 Result<DecodedRequest> decode_payload(std::span<const uint8_t> bytes, const Header& h) {
   const size_t want = sizeof(Header) + sizeof(Payload);
@@ -144,6 +161,8 @@ const char* to_string(MessageType type) {
       return "status";
     case MessageType::kShow:
       return "show";
+    case MessageType::kObjective:
+      return "objective";
     case MessageType::kReply:
       return "reply";
   }
@@ -209,6 +228,8 @@ Result<DecodedRequest> decode_request(std::span<const uint8_t> bytes) {
       return decode_payload<StatusRequest>(bytes, *h);
     case MessageType::kShow:
       return decode_payload<ShowRequest>(bytes, *h);
+    case MessageType::kObjective:
+      return decode_payload<ObjectiveRequest>(bytes, *h);
     case MessageType::kReply:
       break;
   }

@@ -22,12 +22,13 @@ inline constexpr uint32_t kMaxGpus = 64;
 inline constexpr uint32_t kUnitsPerGpu = 100;
 
 enum class MessageType : uint16_t {
-  kAttach = 1,  // shim: attach this process to its instance
-  kCreate = 2,  // root (SPANK): create an instance for a step on a GPU
-  kRemove = 3,  // root (SPANK): remove a step's instances
-  kResize = 4,  // owner or root: change an instance's units and/or mode
-  kStatus = 5,  // anyone: JSON of the GPUs and the instances the caller may see
-  kShow = 6,    // owner or root: JSON of one instance in detail
+  kAttach = 1,     // shim: attach this process to its instance
+  kCreate = 2,     // root (SPANK): create an instance for a step on a GPU
+  kRemove = 3,     // root (SPANK): remove a step's instances
+  kResize = 4,     // owner or root: change an instance's units and/or mode
+  kStatus = 5,     // anyone: JSON of the GPUs and the instances the caller may see
+  kShow = 6,       // owner or root: JSON of one instance in detail
+  kObjective = 7,  // owner or root: set or clear an instance's latency objective
   kReply = 100,
 };
 
@@ -103,8 +104,18 @@ struct ShowRequest {
 };
 static_assert(sizeof(ShowRequest) == 8);
 
+// A latency objective (core/slo/latency_objective.h): the instance becomes
+// latency-critical; percentile_milli 0 (and target_ns 0) clears it.
+struct ObjectiveRequest {
+  uint64_t instance_id;
+  uint32_t percentile_milli;  // p99 = 99000; in (0, 100000), or 0 = off
+  uint32_t reserved;          // 0
+  int64_t target_ns;          // in [1 ms, 600 s], or 0 = off
+};
+static_assert(sizeof(ObjectiveRequest) == 24);
+
 using Request = std::variant<AttachRequest, CreateRequest, RemoveRequest, ResizeRequest,
-                             StatusRequest, ShowRequest>;
+                             StatusRequest, ShowRequest, ObjectiveRequest>;
 
 // Reply: a status code, a message or JSON text, and for an attach the instance
 // coordinates (the page and event file descriptors travel as SCM_RIGHTS).

@@ -15,12 +15,15 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/slo/latency_histogram.h"
+
 namespace egpu::shm {
 
 inline constexpr uint32_t kGpuPageMagic = 0x47504745;       // "EGPG"
 inline constexpr uint32_t kInstancePageMagic = 0x49504745;  // "EGPI"
-// 2: InstancePage::grant_word; 3: SlotControl::mem_limit (128 bytes)
-inline constexpr uint32_t kLayoutVersion = 3;
+// 2: InstancePage::grant_word; 3: SlotControl::mem_limit (128 bytes);
+// 4: SlotControl's latency objective, InstancePage's latency counts
+inline constexpr uint32_t kLayoutVersion = 4;
 inline constexpr uint32_t kMaxSlotsPerGpu = 256;
 inline constexpr uint32_t kMaxProcsPerInstance = 64;
 inline constexpr uint32_t kNoHolder = 0xffffffff;
@@ -55,6 +58,10 @@ struct alignas(64) SlotControl {
   // job quota). Reservations add, then read this: the agent lowers it, then
   // reads the use, so one of the two always sees the other.
   alignas(64) std::atomic<uint64_t> mem_limit;
+  // The instance's latency objective (core/slo/latency_objective.h), kept
+  // here so it outlives an agent restart; 0 and 0: none.
+  std::atomic<uint32_t> slo_percentile_milli;
+  std::atomic<int64_t> slo_target_ns;
 };
 static_assert(sizeof(SlotControl) == 128);
 
@@ -124,6 +131,16 @@ struct InstancePage {
   // killed while holding it does not block the others).
   alignas(64) pthread_mutex_t alloc_lock;
   alignas(64) ProcSlot procs[kMaxProcsPerInstance];
+
+  // Latency samples of the instance's work, written by its processes: each
+  // adds 1 to the bucket (core/slo/latency_histogram.h) of a burst of GPU
+  // work it saw end (first launch after idle to the synchronise that found
+  // it done), or of a request its program reported (egpu_report_latency;
+  // a process that reports stops adding bursts). Cumulative: the agent reads
+  // differences, and treats a count that went down as reset.
+  alignas(64) std::atomic<uint64_t> latency_counts[slo::kLatencyBuckets];
+  std::atomic<uint64_t> burst_ns;       // the bursts' spans, summed
+  std::atomic<uint64_t> burst_gate_ns;  // ...of which waiting at the gate
 };
 
 }  // namespace egpu::shm

@@ -41,6 +41,23 @@ void print_instance(const json& i) {
               pct(i, "target_pct").c_str(), pct(i, "achieved_pct").c_str(), mem.c_str(),
               ms(i, "throttled_ms").c_str(), ms(i, "longest_wait_ms").c_str(),
               i.value("processes", 0u));
+  // The latency control's part: an objective, or share lent or borrowed.
+  const bool objective = i.contains("objective") && !i["objective"].is_null();
+  const int borrowed = i.value("borrowed_units", 0);
+  if (!objective && borrowed == 0) return;
+  std::printf("         ");
+  if (objective) {
+    const bool judged = i.contains("slo_attainment") && !i["slo_attainment"].is_null();
+    char met[16] = "-";
+    if (judged) std::snprintf(met, sizeof met, "%.1f%%", i["slo_attainment"].get<double>() * 100.0);
+    const bool measured = i.contains("latency_ms") && !i["latency_ms"].is_null();
+    std::printf(" objective %s  latency %s  met in %s of windows",
+                i["objective"].get<std::string>().c_str(),
+                measured ? ms(i, "latency_ms").c_str() : "-", met);
+  }
+  if (borrowed > 0) std::printf("  borrowed %d units", borrowed);
+  if (borrowed < 0) std::printf("  lent %d units", -borrowed);
+  std::printf("\n");
 }
 
 }  // namespace

@@ -10,20 +10,23 @@
 namespace {
 
 void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: egpuctl [--socket PATH] [--json] COMMAND [ARGS]\n"
-               "commands:\n"
-               "  status                          GPUs and your instances (root: all)\n"
-               "  show INSTANCE                   one instance in detail\n"
-               "  resize INSTANCE=UNITS[:MODE]... change shares (e.g. 12=30 5.0=70 5.1=burst);\n"
-               "                                  shrinks are applied before grows\n"
-               "  create --job J --step S --gpu G --units U [--job-units N] [--uid U] [--gid G]\n"
-               "         [--mode burst|cap|lend] [--mem SIZE] [--umbrella]      (root)\n"
-               "  remove --job J [--step S]                                (root)\n"
-               "  topo [--xml FILE] [--gres-conf] [--whole-sockets]\n"
-               "INSTANCE is an instance id, or JOB.STEP or JOB.STEP@GPU (STEP: a number,\n"
-               "batch or interactive).\n"
-               "The socket is $EGPU_SOCKET, else /run/egpu/agent.sock.\n");
+  std::fprintf(
+      out,
+      "usage: egpuctl [--socket PATH] [--json] COMMAND [ARGS]\n"
+      "commands:\n"
+      "  status                          GPUs and your instances (root: all)\n"
+      "  show INSTANCE                   one instance in detail\n"
+      "  resize INSTANCE=UNITS[:MODE]... change shares (e.g. 12=30 5.0=70 5.1=burst);\n"
+      "                                  shrinks are applied before grows\n"
+      "  slo INSTANCE p99:40ms|off       a latency objective: the instance borrows share\n"
+      "                                  from lend instances on its GPU while it is at risk\n"
+      "  create --job J --step S --gpu G --units U [--job-units N] [--uid U] [--gid G]\n"
+      "         [--mode burst|cap|lend] [--mem SIZE] [--umbrella]      (root)\n"
+      "  remove --job J [--step S]                                (root)\n"
+      "  topo [--xml FILE] [--gres-conf] [--whole-sockets]\n"
+      "INSTANCE is an instance id, or JOB.STEP or JOB.STEP@GPU (STEP: a number,\n"
+      "batch or interactive).\n"
+      "The socket is $EGPU_SOCKET, else /run/egpu/agent.sock.\n");
 }
 
 }  // namespace
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
   if (cmd == "create") return egpu::ctl::cmd_create(g, args);
   if (cmd == "remove") return egpu::ctl::cmd_remove(g, args);
   if (cmd == "resize") return egpu::ctl::cmd_resize(g, args);
+  if (cmd == "slo") return egpu::ctl::cmd_slo(g, args);
   if (cmd == "topo") return egpu::ctl::cmd_topo(g, args);
   if (cmd == "help") {
     usage(stdout);

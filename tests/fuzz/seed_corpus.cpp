@@ -119,9 +119,13 @@ int main(int argc, char** argv) {
   c.units = 30;
   c.job_units = 60;
   c.flags = kCreateUmbrella;
-  std::vector<Request> requests = {
-      AttachRequest{5, 0, 1},  Request{c},          RemoveRequest{5, kAllSteps, 0},
-      ResizeRequest{3, 40, 1}, StatusRequest{0, 0}, ShowRequest{3}};
+  std::vector<Request> requests = {AttachRequest{5, 0, 1},
+                                   Request{c},
+                                   RemoveRequest{5, kAllSteps, 0},
+                                   ResizeRequest{3, 40, 1},
+                                   StatusRequest{0, 0},
+                                   ShowRequest{3},
+                                   ObjectiveRequest{3, 99'000, 0, 40'000'000}};
   for (size_t i = 0; i < requests.size(); ++i) {
     write(req + "/seed" + std::to_string(i),
           encode_request(requests[i], static_cast<uint32_t>(i + 1)));

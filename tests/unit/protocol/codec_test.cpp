@@ -30,7 +30,9 @@ TEST(Codec, RoundTripsEveryRequestType) {
                                    RemoveRequest{7, kAllSteps, 0},
                                    ResizeRequest{99, 70, kModeUnchanged},
                                    StatusRequest{0, 0},
-                                   ShowRequest{5}};
+                                   ShowRequest{5},
+                                   ObjectiveRequest{5, 99'000, 0, 40'000'000},
+                                   ObjectiveRequest{5, 0, 0, 0}};
   uint32_t id = 1;
   for (const auto& req : requests) {
     auto bytes = encode_request(req, id);
@@ -139,6 +141,13 @@ TEST(Codec, ValidatesFields) {
   expect_bad(RemoveRequest{1, 0, 3}, "reserved");
   expect_bad(AttachRequest{1, 0, 99}, "gpu index 99");
   expect_bad(ShowRequest{0}, "instance id 0");
+  expect_bad(ObjectiveRequest{0, 99'000, 0, 40'000'000}, "instance id 0");
+  expect_bad(ObjectiveRequest{1, 100'000, 0, 40'000'000}, "percentile 100000 not in (0, 100000)");
+  expect_bad(ObjectiveRequest{1, 0, 0, 40'000'000}, "percentile 0 not in");
+  expect_bad(ObjectiveRequest{1, 99'000, 0, 0}, "latency target 0 ns not in [1 ms, 600 s]");
+  expect_bad(ObjectiveRequest{1, 99'000, 0, -5}, "latency target -5 ns");
+  expect_bad(ObjectiveRequest{1, 99'000, 0, 601'000'000'000}, "latency target 601000000000 ns");
+  expect_bad(ObjectiveRequest{1, 99'000, 7, 40'000'000}, "reserved");
 }
 
 TEST(Codec, ReplyRoundTripAndIdCheck) {

@@ -1,0 +1,49 @@
+// LatencyControl: the agent's side of latency objectives. Every period it
+// reads, for each GPU with a latency-critical instance, what each instance
+// did (its latency counts and device time, from its page), runs the GPU's
+// SloController (core/slo) and keeps the loans it decided; the agent applies
+// them to FAA through InstanceRegistry::faa_targets. Thin: the policy is in
+// core, this is the scan.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "core/model/instance_registry.h"
+#include "core/slo/slo_controller.h"
+#include "nodeagent/gpu_arbiter.h"
+
+namespace egpu::agent {
+
+class LatencyControl {
+ public:
+  static constexpr int64_t kPeriodNs = 100'000'000;  // SloParams count periods of this
+
+  // Whether a GPU needs control: an instance on it has an objective, or a
+  // loan is still out.
+  bool wanted(uint32_t gpu, const model::InstanceRegistry& registry) const;
+  // One period of `period_ns` for a GPU; true when its loans changed.
+  bool step(uint32_t gpu, const model::InstanceRegistry& registry, const GpuArbiter& arbiter,
+            int64_t period_ns);
+  // Units moved on a GPU: + borrowed, - lent, by instance id.
+  const std::map<uint64_t, int32_t>& loans(uint32_t gpu) const;
+  // The controller's last view of an instance (status, metrics); nullptr if
+  // it has none.
+  const slo::SloState* state(uint64_t instance_id) const;
+
+ private:
+  struct Seen {
+    slo::LatencyHistogram::Counts counts{};
+    uint64_t device_ns = 0;
+  };
+  struct PerGpu {
+    slo::SloController controller;
+    std::map<uint64_t, Seen> seen;  // by instance id
+    std::map<uint64_t, int32_t> loans;
+  };
+
+  std::map<uint32_t, PerGpu> gpus_;
+  std::map<uint64_t, slo::SloState> states_;  // by instance id
+};
+
+}  // namespace egpu::agent

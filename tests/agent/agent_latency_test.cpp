@@ -1,0 +1,148 @@
+// Latency objectives through the agent's control socket: who may set them,
+// which modes may have them, that they outlive a restart, and that an
+// instance at risk borrows from its lend neighbour (never from a guaranteed
+// one) through the agent's own latency control, fed by latency counts
+// written into the instance page as a shim does.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/shm/pages.h"
+#include "core/slo/latency_histogram.h"
+#include "nodeagent/instance_runtime.h"
+#include "tests/agent/agent_fixture.h"
+
+namespace egpu::test {
+namespace {
+
+using nlohmann::json;
+using protocol::ObjectiveRequest;
+using protocol::ReplyStatus;
+constexpr uid_t kAlice = 4242;
+constexpr uid_t kBob = 4343;
+const ObjectiveRequest kP99At40(uint64_t id) {
+  return {id, 99'000, 0, 40'000'000};
+}
+
+class AgentLatency : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(agent.start()) << agent.log(); }
+  void TearDown() override {
+    if (HasFailure()) std::fprintf(stderr, "agent log:\n%s\n", agent.log().c_str());
+  }
+  uint64_t create(uint64_t job, uint32_t units, uid_t uid, Mode mode) {
+    protocol::CreateRequest r = create_request(job, units, uid);
+    r.mode = mode_value(mode);
+    auto reply = agent.call(r);
+    EXPECT_TRUE(reply.ok());
+    EXPECT_EQ(reply->status, ReplyStatus::kOk) << reply->text;
+    return reply->instance_id;
+  }
+  json show(uint64_t id) {
+    auto r = agent.call(protocol::ShowRequest{id});
+    EXPECT_EQ(r->status, ReplyStatus::kOk) << r->text;
+    return json::parse(r->text);
+  }
+  AgentProcess agent;
+};
+
+TEST_F(AgentLatency, OwnerOrRootSetsAnObjectiveOnBurstOnlyAndItOutlivesARestart) {
+  const uint64_t serve = create(1, 30, kAlice, Mode::kBurst);
+  const uint64_t capped = create(2, 30, kAlice, Mode::kCap);
+  const uint64_t lender = create(3, 30, kAlice, Mode::kLend);
+  const std::string sock = agent.socket();
+  EXPECT_EQ(run_as(kBob,
+                   [&] {
+                     auto c = protocol::ControlClient::connect(sock);
+                     return c && c->call(kP99At40(serve))->status == ReplyStatus::kDenied ? 0 : 1;
+                   }),
+            0);
+  EXPECT_EQ(run_as(kAlice,
+                   [&] {
+                     auto c = protocol::ControlClient::connect(sock);
+                     return c && c->call(kP99At40(serve))->status == ReplyStatus::kOk ? 0 : 1;
+                   }),
+            0);
+  EXPECT_EQ(show(serve)["objective"], "p99:40ms");
+  auto r = agent.call(kP99At40(capped));
+  EXPECT_EQ(r->status, ReplyStatus::kBadRequest);
+  EXPECT_NE(r->text.find("cap mode, which never goes above its share"), std::string::npos)
+      << r->text;
+  r = agent.call(kP99At40(lender));
+  EXPECT_EQ(r->status, ReplyStatus::kBadRequest);
+  EXPECT_NE(r->text.find("cannot borrow for a latency objective as well"), std::string::npos)
+      << r->text;
+  // An instance with an objective keeps burst mode until it is cleared.
+  r = agent.call(protocol::ResizeRequest{serve, 0, mode_value(Mode::kCap)});
+  EXPECT_EQ(r->status, ReplyStatus::kBadRequest);
+  EXPECT_NE(r->text.find("clear it first (egpuctl slo " + std::to_string(serve) + " off)"),
+            std::string::npos)
+      << r->text;
+  EXPECT_EQ(agent.call(ObjectiveRequest{404, 99'000, 0, 40'000'000})->status,
+            ReplyStatus::kNotFound);
+
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_EQ(show(serve)["objective"], "p99:40ms");
+  ASSERT_EQ(agent.call(ObjectiveRequest{serve, 0, 0, 0})->status, ReplyStatus::kOk);
+  EXPECT_TRUE(show(serve)["objective"].is_null());
+  EXPECT_EQ(agent.call(protocol::ResizeRequest{serve, 0, mode_value(Mode::kCap)})->status,
+            ReplyStatus::kOk);
+}
+
+// Writes `count` latencies of `ns` into the instance's page, as its shims do.
+void report(const std::string& runtime_dir, uint64_t id, int64_t ns, uint64_t count) {
+  const std::string path = agent::InstanceRuntime::page_path(runtime_dir, id);
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path;
+  void* p = mmap(nullptr, sizeof(shm::InstancePage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(p, MAP_FAILED);
+  static_cast<shm::InstancePage*>(p)->latency_counts[slo::latency_bucket(ns)].fetch_add(count);
+  munmap(p, sizeof(shm::InstancePage));
+}
+
+TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBackWhenCleared) {
+  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
+  const uint64_t lender = create(2, 50, kBob, Mode::kLend);
+  const uint64_t guaranteed = create(3, 30, kBob, Mode::kBurst);
+  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+  // Every 50 ms, 50 requests of 100 ms: far past the objective. The agent
+  // borrows within a few periods; the bound is only how long to keep trying.
+  json s;
+  for (int i = 0; i < 200; ++i) {
+    report(agent.dir() + "/run", serve, 100'000'000, 50);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = show(serve);
+    if (s.value("borrowed_units", 0) > 0) break;
+  }
+  ASSERT_GT(s.value("borrowed_units", 0), 0) << s.dump();
+  EXPECT_GT(s["latency_ms"].get<double>(), 40.0);
+  const int borrowed = s["borrowed_units"];
+  const json l = show(lender);
+  EXPECT_EQ(l["borrowed_units"], -borrowed);
+  EXPECT_NEAR(l["target_pct"].get<double>(), 50.0 - borrowed, 1e-6);
+  EXPECT_NEAR(s["target_pct"].get<double>(), 20.0 + borrowed, 1e-6);
+  EXPECT_NEAR(show(guaranteed)["target_pct"].get<double>(), 30.0, 1e-6);
+  // The status the owner sees, and the metrics.
+  auto st = json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  EXPECT_EQ(st["gpus"][0]["allocated_units"], 100);
+
+  ASSERT_EQ(agent.call(ObjectiveRequest{serve, 0, 0, 0})->status, ReplyStatus::kOk);
+  json back;
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    back = show(lender);
+    if (back.value("target_pct", 0.0) == 50.0) break;
+  }
+  EXPECT_NEAR(back["target_pct"].get<double>(), 50.0, 1e-6) << back.dump();
+  EXPECT_NEAR(show(serve)["target_pct"].get<double>(), 20.0, 1e-6);
+}
+
+}  // namespace
+}  // namespace egpu::test
