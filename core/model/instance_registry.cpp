@@ -268,18 +268,27 @@ Outcome InstanceRegistry::remove(uid_t caller, uint64_t job_id, uint32_t step_id
   return Outcome::Ok();
 }
 
-Outcome InstanceRegistry::set_objective(uid_t caller, uint64_t id,
-                                        std::optional<slo::LatencyObjective> objective,
-                                        Instance* updated) {
+Outcome InstanceRegistry::changeable(uid_t caller, uint64_t id, Instance** found,
+                                     std::string* name) {
   auto it = instances_.find(id);
   if (it == instances_.end())
     return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
   Instance& inst = it->second;
-  const std::string name = "instance " + std::to_string(id) + " (step " +
-                           step_name(inst.job_id, inst.step_id) + " on GPU " +
-                           std::to_string(inst.gpu) + ")";
+  *name = "instance " + std::to_string(id) + " (step " + step_name(inst.job_id, inst.step_id) +
+          " on GPU " + std::to_string(inst.gpu) + ")";
   if (caller != 0 && caller != inst.uid)
-    return fail(ReplyStatus::kDenied, name + " belongs to another user");
+    return fail(ReplyStatus::kDenied, *name + " belongs to another user");
+  *found = &inst;
+  return Outcome::Ok();
+}
+
+Outcome InstanceRegistry::set_objective(uid_t caller, uint64_t id,
+                                        std::optional<slo::LatencyObjective> objective,
+                                        Instance* updated) {
+  std::string name;
+  Instance* found = nullptr;
+  if (Outcome o = changeable(caller, id, &found, &name); !o.ok()) return o;
+  Instance& inst = *found;
   if (objective && inst.mode == Mode::kCap) {
     return fail(
         ReplyStatus::kBadRequest,
@@ -299,16 +308,10 @@ Outcome InstanceRegistry::set_objective(uid_t caller, uint64_t id,
 Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
                                  std::optional<Mode> mode, Instance* updated,
                                  uint64_t umbrella_mem_used) {
-  auto it = instances_.find(id);
-  if (it == instances_.end())
-    return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
-  Instance& inst = it->second;
-  const std::string name = "instance " + std::to_string(id) + " (step " +
-                           step_name(inst.job_id, inst.step_id) + " on GPU " +
-                           std::to_string(inst.gpu) + ")";
-  if (caller != 0 && caller != inst.uid) {
-    return fail(ReplyStatus::kDenied, name + " belongs to another user");
-  }
+  std::string name;
+  Instance* found = nullptr;
+  if (Outcome o = changeable(caller, id, &found, &name); !o.ok()) return o;
+  Instance& inst = *found;
   if (mode && *mode != Mode::kBurst && inst.objective) {
     return fail(ReplyStatus::kBadRequest,
                 name + " has a latency objective (" + slo::to_string(inst.objective) +

@@ -148,6 +148,9 @@ class InstanceRegistry {
   uint32_t allocated_units(uint32_t gpu) const;
 
  private:
+  // The instance `caller` (its owner or root) may change, and its name for
+  // messages; kNotFound or kDenied otherwise.
+  Outcome changeable(uid_t caller, uint64_t id, Instance** found, std::string* name);
   uint32_t job_steps_units(uint64_t job_id, uint32_t gpu, uint64_t except_id) const;
   uint32_t job_allocation(uint64_t job_id, uint32_t gpu) const;
   bool has_umbrella(uint64_t job_id, uint32_t gpu) const;
