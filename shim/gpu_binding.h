@@ -11,6 +11,7 @@
 #include "core/pacing/device_pacer.h"
 #include "core/pacing/local_duty_cycle.h"
 #include "shim/attachment.h"
+#include "shim/burst_latency.h"
 #include "shim/log.h"
 
 namespace egpu::shim {
@@ -57,6 +58,8 @@ class GpuBinding {
   std::mutex& duty_mutex() { return duty_mu_; }
   pacing::LocalDutyCycle& duty() { return duty_; }  // under duty_mutex()
 
+  BurstLatency& burst() { return burst_; }
+
   OnceFlag said_attach_failure;
   OnceFlag said_agent_gone;
 
@@ -71,6 +74,7 @@ class GpuBinding {
   std::mutex attach_mu_;
   std::mutex duty_mu_;
   pacing::LocalDutyCycle duty_;
+  BurstLatency burst_;
 };
 
 }  // namespace egpu::shim

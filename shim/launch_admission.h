@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/pacing/charge.h"
+#include "core/shm/latency_counts.h"
 #include "shim/attachment.h"
 #include "shim/gate.h"
 #include "shim/gpu_binding.h"
@@ -35,6 +36,16 @@ inline void add_charge(const Attachment& a, const pacing::Charge& c) {
 inline void note_launch(const Attachment& a) {
   a.me->launches.store(a.me->launches.load(std::memory_order_relaxed) + 1,
                        std::memory_order_relaxed);
+}
+
+// The process went idle at `now`: the burst of work that ends here is a
+// latency sample, unless the program reports its own.
+inline void count_burst(BurstLatency& burst, const Attachment& a, int64_t now,
+                        bool program_reports) {
+  const auto ended = burst.ended(now, a.me->throttled_ns.load(std::memory_order_relaxed));
+  if (!ended || program_reports) return;
+  shm::add_latency_sample(*a.instance, ended->span_ns);
+  shm::add_burst(*a.instance, ended->span_ns, ended->gate_ns);
 }
 
 // Publishes the process's queued device time (the agent drains it at a

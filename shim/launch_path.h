@@ -55,7 +55,10 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
       result = launch();
     }
     add_charge(*a, charge);
-    if (result == CUDA_SUCCESS) note_launch(*a);
+    if (result == CUDA_SUCCESS) {
+      note_launch(*a);
+      b->burst().launched(now, [a] { return a->me->throttled_ns.load(std::memory_order_relaxed); });
+    }
     publish_inflight(*a, b->pacer().queued_ns());
     return result;
   } catch (...) {

@@ -42,6 +42,21 @@ class ProcessState {
     return binding(contexts_.current_ordinal());
   }
 
+  // Where a latency the program reports goes: the calling thread's device
+  // if attached, else the first attached one (a server may report from a
+  // thread that never made a context current); null if none is attached.
+  GpuBinding* reporting_binding() {
+    if (GpuBinding* b = current_binding(); b != nullptr && b->attachment() != nullptr) return b;
+    for (const auto& b : bindings_) {
+      if (b->attachment() != nullptr) return b.get();
+    }
+    return nullptr;
+  }
+  // The program reports its own latencies (egpu_report_latency): bursts
+  // (BurstLatency) are no longer counted, or each request would count twice.
+  bool reports_latency() const { return reports_latency_.load(std::memory_order_relaxed); }
+  void set_reports_latency() { reports_latency_.store(true, std::memory_order_relaxed); }
+
   AllocationTable& allocations() { return allocations_; }
   VmmMappings& vmm() { return vmm_; }
   ContextDevices& contexts() { return contexts_; }
@@ -72,6 +87,7 @@ class ProcessState {
   VmmMappings vmm_;
   ContextDevices contexts_;
   std::atomic<bool> attached_all_{false};
+  std::atomic<bool> reports_latency_{false};
 };
 
 namespace detail {

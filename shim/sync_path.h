@@ -67,7 +67,10 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
     // slice over; after a sync it is (mostly) gone.
     const int64_t queued = b->pacer().queued_ns();
     publish_inflight(*a, queued);
-    if (queued <= 0) note_idle(*a);
+    if (queued <= 0) {
+      note_idle(*a);
+      count_burst(b->burst(), *a, launch_clock_ns(), s->reports_latency());
+    }
     counted = false;
     a->me->busy.fetch_sub(1, std::memory_order_acq_rel);
     return result;

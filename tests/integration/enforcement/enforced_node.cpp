@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/env/egpu_env_names.h"
+#include "core/util/mode.h"
 
 namespace egpu::integration {
 
@@ -49,7 +50,10 @@ uint64_t EnforcedNode::create(uint64_t job, uint32_t units, const std::string& m
   r.units = units;
   r.job_units = units;
   r.mem_quota = mem_quota;
-  r.mode = mode == "cap" ? 1 : 0;
+  const Result<Mode> parsed = parse_mode(mode);
+  EXPECT_TRUE(parsed.ok()) << parsed.error();
+  if (!parsed.ok()) return 0;
+  r.mode = mode_value(*parsed);
   auto reply = agent_->call(r);
   EXPECT_TRUE(reply.ok()) << (reply.ok() ? "" : reply.error());
   if (!reply.ok()) return 0;

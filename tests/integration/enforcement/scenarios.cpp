@@ -1,4 +1,5 @@
 #include "scenarios.h"
+
 #include <map>
 
 #include "enforced_node.h"

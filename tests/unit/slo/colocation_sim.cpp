@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <map>
 #include <random>
-#include <sstream>
 
 #include "sim/faa_sim.h"
 
@@ -20,39 +17,6 @@ Nanos exact_quantile(std::vector<Nanos>& latencies, double q) {
 }
 
 }  // namespace
-
-Result<std::vector<double>> load_levels(const std::string& csv_path, int smooth_minutes) {
-  std::ifstream in(csv_path);
-  if (!in) return Error{"cannot read " + csv_path};
-  std::string line;
-  std::getline(in, line);  // header
-  std::map<long, double> per_minute;
-  double first = -1;
-  for (int row = 2; std::getline(in, line); ++row) {
-    std::istringstream fields(line);
-    double t = 0, qps = 0;
-    char comma = 0;
-    if (!(fields >> t >> comma >> qps) || comma != ',') {
-      return Error{csv_path + ":" + std::to_string(row) + ": not 'timestamp,value'"};
-    }
-    if (first < 0) first = t;
-    per_minute[std::lround((t - first) / 60.0)] += qps;
-  }
-  if (per_minute.empty()) return Error{csv_path + ": no rows"};
-  const long minutes = per_minute.rbegin()->first + 1;
-  std::vector<double> levels(static_cast<std::size_t>(minutes), 0.0);
-  const long half = smooth_minutes / 2;
-  for (long m = 0; m < minutes; ++m) {
-    for (long k = std::max(0L, m - half); k <= std::min(minutes - 1, m + half); ++k) {
-      if (auto it = per_minute.find(k); it != per_minute.end())
-        levels[static_cast<std::size_t>(m)] += it->second;
-    }
-  }
-  const double peak = *std::max_element(levels.begin(), levels.end());
-  for (double& level : levels)
-    level /= peak;
-  return levels;
-}
 
 ColocationResult run_colocation(const std::vector<double>& levels, const ColocationOptions& o) {
   faa::sim::SimOptions sim_options;

@@ -20,11 +20,6 @@ namespace egpu::slo::sim {
 
 using faa::Nanos;
 
-// The trace as a load level per trace minute in [0, 1]: the container's
-// requests per minute (0 for a minute without a row), summed over a centred
-// window of `smooth_minutes`, over the largest such sum.
-Result<std::vector<double>> load_levels(const std::string& csv_path, int smooth_minutes = 5);
-
 enum class Control {
   kController,  // inference latency-critical, training lends: the SloController moves share
   kNone,        // the same units, nobody moves them

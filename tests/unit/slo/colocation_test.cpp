@@ -9,16 +9,13 @@
 #include <cstdio>
 
 #include "colocation_sim.h"
+#include "rate_trace.h"
 
 namespace egpu::slo::sim {
 namespace {
 
 const std::vector<double>& trace() {
-  static const std::vector<double> levels = [] {
-    auto loaded = load_levels(EGPU_GENTD26_TRACE);
-    if (!loaded.ok()) ADD_FAILURE() << loaded.error();
-    return loaded.ok() ? *loaded : std::vector<double>{};
-  }();
+  static const std::vector<double> levels = test::load_rate_levels(EGPU_GENTD26_TRACE);
   return levels;
 }
 
