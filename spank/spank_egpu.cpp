@@ -62,6 +62,7 @@ struct PluginState {
   std::string config_path = EGPU_CONF_DEFAULT_PATH;
   std::optional<egpu::Mode> mode;
   std::optional<uint64_t> mem_bytes;
+  std::optional<egpu::slo::LatencyObjective> objective;
   bool created = false;
   uint64_t job_id = 0;
   uint32_t step_id = 0;
@@ -123,6 +124,17 @@ int option_mem(int, const char* optarg, int remote) {
   }
 }
 
+int option_slo(int, const char* optarg, int remote) {
+  try {
+    auto o = egpu::model::parse_slo_option(optarg != nullptr ? optarg : "");
+    if (!o) return option_error(remote, o.error());
+    state().objective = *o;
+    return 0;
+  } catch (...) {
+    return option_error(remote, "internal error while reading --egpu-slo");
+  }
+}
+
 struct spank_option kOptions[] = {
     {const_cast<char*>("egpu-mode"), const_cast<char*>("burst|cap|lend"),
      const_cast<char*>("egpu: burst may use idle GPU time beyond the share; cap never exceeds it; "
@@ -131,6 +143,10 @@ struct spank_option kOptions[] = {
     {const_cast<char*>("egpu-mem"), const_cast<char*>("SIZE"),
      const_cast<char*>("egpu: GPU memory quota per GPU (at most the units' share), e.g. 16G"), 1, 0,
      option_mem},
+    {const_cast<char*>("egpu-slo"), const_cast<char*>("pP:T|off"),
+     const_cast<char*>("egpu: a latency objective, e.g. p99:40ms: the step borrows share from "
+                       "lend steps on its GPUs while it is at risk of missing it"),
+     1, 0, option_slo},
     SPANK_OPTIONS_TABLE_END};
 
 void load_config(int ac, char** av) {
@@ -180,8 +196,8 @@ int create_instances(spank_t sp) {
   if (!s.task_error.empty()) return 0;  // an option was refused already
   const egpu::model::StepEnv env{getenv_of(sp, EGPU_ENV_GPU_INDICES), getenv_of(sp, EGPU_ENV_UNITS),
                                  getenv_of(sp, EGPU_ENV_MEM_QUOTA)};
-  auto plan = egpu::model::plan_step_instances(env, {job, step, uid, gid}, {s.mode, s.mem_bytes},
-                                               s.config.default_mode);
+  auto plan = egpu::model::plan_step_instances(
+      env, {job, step, uid, gid}, {s.mode, s.mem_bytes, s.objective}, s.config.default_mode);
   if (!plan) {
     step_error(plan.error());
     return 0;
@@ -213,6 +229,15 @@ int create_instances(spank_t sp) {
       return 0;  // slurm_spank_exit removes what was created
     }
     s.created = true;
+    if (s.objective && r->status == egpu::protocol::ReplyStatus::kOk) {
+      auto o = client->call(egpu::protocol::ObjectiveRequest{
+          r->instance_id, s.objective->percentile_milli, 0, s.objective->target_ns});
+      if (!o || o->status != egpu::protocol::ReplyStatus::kOk) {
+        step_error("the node agent refused the step's latency objective on GPU " +
+                   std::to_string(req.gpu_index) + ": " + (o ? o->text : o.error()));
+        return 0;
+      }
+    }
   }
   // The tasks attach to these instances through the preloaded shim.
   std::string preload = s.config.shim_library;
@@ -254,7 +279,18 @@ EGPU_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
 
 EGPU_EXPORT int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   try {
-    if (spank_context() != S_CTX_REMOTE) return 0;
+    if (spank_context() != S_CTX_REMOTE) {
+      // srun, sbatch, salloc: options that cannot go together are refused
+      // before anything is submitted.
+      const PluginState& s = state();
+      if (egpu::Status ok = egpu::model::check_step_options({s.mode, s.mem_bytes, s.objective},
+                                                            s.config.default_mode);
+          !ok) {
+        slurm_error("egpu: %s", ok.error().c_str());
+        return -1;
+      }
+      return 0;
+    }
     return create_instances(sp);
   } catch (...) {
     slurm_error("egpu: internal error while registering the step");

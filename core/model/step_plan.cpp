@@ -51,12 +51,35 @@ Result<uint64_t> parse_mem_option(const std::string& text, uint64_t max_bytes) {
   return *b;
 }
 
+Result<std::optional<slo::LatencyObjective>> parse_slo_option(const std::string& text) {
+  auto o = slo::parse_objective(text);
+  if (!o) return Error{"--egpu-slo=" + text + ": " + o.error()};
+  return *o;
+}
+
+Status check_step_options(const StepOptions& options, Mode default_mode) {
+  if (!options.objective) return {};
+  const Mode mode = options.mode.value_or(default_mode);
+  if (mode == Mode::kCap) {
+    return Error{std::string("--egpu-slo needs burst mode: cap never goes above its share") +
+                 (options.mode ? " (drop --egpu-mode=cap)"
+                               : " (the site's default is cap: add --egpu-mode=burst)")};
+  }
+  if (mode == Mode::kLend) {
+    return Error{
+        "--egpu-slo and --egpu-mode=lend do not go together: a lend step gives share, an "
+        "objective borrows it"};
+  }
+  return {};
+}
+
 Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& env,
                                                                  const StepIdentity& id,
                                                                  const StepOptions& options,
                                                                  Mode default_mode) {
   std::vector<protocol::CreateRequest> out;
   if (env.units.empty() && env.gpu_indices.empty()) return out;  // no egpu in this step
+  if (Status ok = check_step_options(options, default_mode); !ok) return Error{ok.error()};
   auto gpus = parse_list(EGPU_ENV_GPU_INDICES, env.gpu_indices, protocol::kMaxGpus - 1);
   if (!gpus) return Error{gpus.error()};
   auto units = parse_list(EGPU_ENV_UNITS, env.units, protocol::kUnitsPerGpu);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/protocol/messages.h"
+#include "core/slo/latency_objective.h"
 #include "core/util/mode.h"
 #include "core/util/result.h"
 
@@ -31,15 +32,21 @@ struct StepIdentity {
 };
 
 struct StepOptions {
-  std::optional<Mode> mode;           // --egpu-mode
-  std::optional<uint64_t> mem_bytes;  // --egpu-mem, per GPU
+  std::optional<Mode> mode;                        // --egpu-mode
+  std::optional<uint64_t> mem_bytes;               // --egpu-mem, per GPU
+  std::optional<slo::LatencyObjective> objective;  // --egpu-slo (nullopt: none, or off)
 };
+
+// The options together, with the site's DefaultMode: an objective needs
+// burst (cap never goes above its share; lend gives share away).
+Status check_step_options(const StepOptions& options, Mode default_mode);
 
 // Whether a step id is the job's umbrella (batch or interactive step).
 bool is_umbrella_step(uint32_t step_id);
 
 // The create requests for the step; an empty list when the step has no egpu
 // allocation (no EGPU_UNITS). Errors name the variable or option at fault.
+// An objective is set on each created instance afterwards (ObjectiveRequest).
 Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& env,
                                                                  const StepIdentity& id,
                                                                  const StepOptions& options,
@@ -49,5 +56,7 @@ Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& 
 // is the largest GPU memory on the node, to refuse impossible sizes early.
 Result<Mode> parse_mode_option(const std::string& text);
 Result<uint64_t> parse_mem_option(const std::string& text, uint64_t max_bytes);
+// --egpu-slo: "p99:40ms" or "off" (nullopt).
+Result<std::optional<slo::LatencyObjective>> parse_slo_option(const std::string& text);
 
 }  // namespace egpu::model

@@ -24,6 +24,11 @@ refused "egpu-mode must be burst, cap or lend, got 'fast'" --gres=egpu:10 --egpu
 refused "egpu-mem=1PB is more than a GPU of this cluster has" --gres=egpu:10 --egpu-mem=1PB
 refused "egpu-mem=lots: size 'lots' does not start with a number" --gres=egpu:10 --egpu-mem=lots
 ok "--egpu-mode=fast, --egpu-mem=1PB and --egpu-mem=lots refused"
+refused "egpu-slo=p101:5ms: the percentile 'p101' is out of range" --gres=egpu:10 --egpu-slo=p101:5ms
+refused "egpu-slo=p99:0ms: the latency target '0ms' is below 1ms" --gres=egpu:10 --egpu-slo=p99:0ms
+refused "egpu-slo needs burst mode: cap never goes above its share" --gres=egpu:10 --egpu-slo=p99:40ms --egpu-mode=cap
+refused "egpu-slo and --egpu-mode=lend do not go together" --gres=egpu:10 --egpu-slo=p99:40ms --egpu-mode=lend
+ok "--egpu-slo=p101:5ms, p99:0ms, and an objective with cap or lend refused"
 
 # Wrong only for the step's share (checked on the node): the job fails with
 # the message in its output; it is not requeued and the node is not drained

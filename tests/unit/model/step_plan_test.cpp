@@ -82,5 +82,39 @@ TEST(StepPlan, UserOptionsAreValidatedWithClearErrors) {
   EXPECT_FALSE(parse_mem_option("lots", 0).ok());
 }
 
+TEST(StepPlan, AnObjectiveNeedsBurstAndIsRefusedWithTheReasonOtherwise) {
+  const auto objective = parse_slo_option("p99:40ms");
+  ASSERT_TRUE(objective.ok()) << objective.error();
+  ASSERT_TRUE(objective->has_value());
+  EXPECT_FALSE(parse_slo_option("off")->has_value());
+  auto bad = parse_slo_option("p101:5ms");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(),
+            "--egpu-slo=p101:5ms: the percentile 'p101' is out of range: it must be above p0 and "
+            "below p100");
+  EXPECT_NE(parse_slo_option("p99:0ms").error().find(
+                "--egpu-slo=p99:0ms: the latency target '0ms' is below 1ms"),
+            std::string::npos);
+
+  StepOptions with{std::nullopt, std::nullopt, *objective};
+  EXPECT_TRUE(check_step_options(with, Mode::kBurst).ok());
+  auto site_cap = check_step_options(with, Mode::kCap);
+  ASSERT_FALSE(site_cap.ok());
+  EXPECT_NE(site_cap.error().find("add --egpu-mode=burst"), std::string::npos) << site_cap.error();
+  with.mode = Mode::kCap;
+  EXPECT_NE(
+      check_step_options(with, Mode::kBurst).error().find("--egpu-slo needs burst mode: cap never"),
+      std::string::npos);
+  with.mode = Mode::kLend;
+  EXPECT_NE(check_step_options(with, Mode::kBurst).error().find("do not go together"),
+            std::string::npos);
+  // The plan refuses the same, naming it.
+  auto plan = plan_step_instances({"0", "30", ""}, kStep, with, Mode::kBurst);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.error().find("--egpu-mode=lend"), std::string::npos);
+  with.mode = Mode::kBurst;
+  EXPECT_TRUE(plan_step_instances({"0", "30", ""}, kStep, with, Mode::kCap).ok());
+}
+
 }  // namespace
 }  // namespace egpu::model
