@@ -3,12 +3,16 @@
 // instance at risk borrows from its lend neighbour (never from a guaranteed
 // one) through the agent's own latency control, fed by latency counts
 // written into the instance page as a shim does.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -142,6 +146,62 @@ TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBack
   }
   EXPECT_NEAR(back["target_pct"].get<double>(), 50.0, 1e-6) << back.dump();
   EXPECT_NEAR(show(serve)["target_pct"].get<double>(), 20.0, 1e-6);
+}
+
+std::string fetch_metrics(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string body;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+    if (write(fd, req, sizeof req - 1) == static_cast<ssize_t>(sizeof req - 1)) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+        body.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return body;
+}
+
+TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
+  AgentProcess agent("MetricsAddress=127.0.0.1:19467\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  protocol::CreateRequest serve = create_request(1, 20, kAlice);
+  protocol::CreateRequest lend = create_request(2, 80, kBob);
+  lend.mode = mode_value(Mode::kLend);
+  const uint64_t s = agent.call(serve)->instance_id;
+  const uint64_t l = agent.call(lend)->instance_id;
+  ASSERT_EQ(agent.call(kP99At40(s))->status, ReplyStatus::kOk);
+  std::string body;
+  for (int i = 0; i < 200; ++i) {
+    report(agent.dir() + "/run", s, 100'000'000, 50);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    body = fetch_metrics(19467);
+    if (body.find("egpu_instance_borrowed_share{gpu=\"0\",job=\"1\",step=\"0\",instance=\"" +
+                  std::to_string(s) + "\"} 0.") != std::string::npos) {
+      break;
+    }
+  }
+  const std::string labels =
+      "{gpu=\"0\",job=\"1\",step=\"0\",instance=\"" + std::to_string(s) + "\"} ";
+  // 100 ms requests: the bucket holding them is read as its upper edge.
+  const std::size_t p99 = body.find("egpu_instance_latency_p99_seconds" + labels);
+  ASSERT_NE(p99, std::string::npos) << body;
+  EXPECT_NEAR(std::stod(body.substr(p99 + std::strlen("egpu_instance_latency_p99_seconds") +
+                                    labels.size())),
+              0.1, 0.013);
+  EXPECT_NE(body.find("egpu_instance_slo_attainment_ratio" + labels + "0\n"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("egpu_instance_borrowed_share" + labels + "0."), std::string::npos) << body;
+  EXPECT_NE(body.find("egpu_instance_borrowed_share{gpu=\"0\",job=\"2\",step=\"0\",instance=\"" +
+                      std::to_string(l) + "\"} -0."),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("# TYPE egpu_instance_slo_attainment_ratio gauge"), std::string::npos);
 }
 
 }  // namespace
