@@ -48,6 +48,15 @@ grep -q "objective p99:20ms" <<<"$status" || fail "egpuctl status does not show 
 grep -q "lent" <<<"$status" || fail "egpuctl status does not show the loan"
 ok "the inference step borrowed $borrowed units from the training step ($lent), shown by egpuctl status"
 
+# The objective held from then on: windows judged in the next 5 s that met it.
+read -r judged0 met0 <<<"$(show "$serve_id" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["slo_windows_judged"], j["slo_windows_met"])')"
+sleep 5
+read -r judged1 met1 <<<"$(show "$serve_id" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["slo_windows_judged"], j["slo_windows_met"])')"
+held=$(awk -v j=$((judged1 - judged0)) -v m=$((met1 - met0)) 'BEGIN { printf "%.3f", (j > 0 ? m / j : 0) }')
+say "after the loan: $((met1 - met0)) of $((judged1 - judged0)) windows met p99:20ms ($held)"
+awk -v h="$held" 'BEGIN { exit !(h >= 0.9) }' || fail "the objective held in only $held of the windows after the loan"
+ok "the objective held in $held of the windows after the loan"
+
 sl egpuctl slo "$serve_id" off >/dev/null
 for _ in $(seq 300); do
   [[ $(show "$train_id" | field borrowed_units) == 0 ]] && break
