@@ -342,7 +342,10 @@ void Agent::on_latency_timer(evutil_socket_t, short, void* arg) {
   self->latency_last_ns_ = now;
   bool wanted = false;
   for (uint32_t gpu = 0; gpu < self->arbiters_.size(); ++gpu) {
-    if (!self->latency_.wanted(gpu, *self->registry_)) continue;
+    if (!self->latency_.wanted(gpu, *self->registry_)) {
+      self->latency_.forget(gpu);
+      continue;
+    }
     wanted = true;
     if (!self->latency_.step(gpu, *self->registry_, *self->arbiters_[gpu], period)) continue;
     if (Status s = self->retarget(gpu); !s) {

@@ -23,7 +23,8 @@ std::optional<slo::LatencyObjective> read_objective(const shm::SlotControl& c, u
   const uint32_t percentile = c.slo_percentile_milli.load();
   const int64_t target = c.slo_target_ns.load();
   if (percentile == 0 && target == 0) return std::nullopt;
-  if (percentile >= 100'000 || target < slo::kMinTargetNs || target > slo::kMaxTargetNs) {
+  if (percentile == 0 || percentile >= 100'000 || target < slo::kMinTargetNs ||
+      target > slo::kMaxTargetNs) {
     EGPU_LOG_WARN("GPU %u slot %u: latency objective p%u/1000 %lld ns is out of range; dropped",
                   gpu, slot, percentile, static_cast<long long>(target));
     return std::nullopt;

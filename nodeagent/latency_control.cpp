@@ -66,6 +66,14 @@ const std::map<uint64_t, int32_t>& LatencyControl::loans(uint32_t gpu) const {
   return it == gpus_.end() ? kNoLoans : it->second.loans;
 }
 
+void LatencyControl::forget(uint32_t gpu) {
+  auto it = gpus_.find(gpu);
+  if (it == gpus_.end()) return;
+  for (const auto& [id, seen] : it->second.seen)
+    states_.erase(id);
+  gpus_.erase(it);
+}
+
 const slo::SloState* LatencyControl::state(uint64_t instance_id) const {
   auto it = states_.find(instance_id);
   return it == states_.end() ? nullptr : &it->second;

@@ -25,6 +25,10 @@ class LatencyControl {
   // One period of `period_ns` for a GPU; true when its loans changed.
   bool step(uint32_t gpu, const model::InstanceRegistry& registry, const GpuArbiter& arbiter,
             int64_t period_ns);
+  // The GPU needs no control now: everything about it is forgotten, so the
+  // first period after a gap starts from fresh readings (an old baseline
+  // would pass hours of device time and stale samples off as one period).
+  void forget(uint32_t gpu);
   // Units moved on a GPU: + borrowed, - lent, by instance id.
   const std::map<uint64_t, int32_t>& loans(uint32_t gpu) const;
   // The controller's last view of an instance (status, metrics); nullptr if

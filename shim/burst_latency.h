@@ -23,13 +23,16 @@ class BurstLatency {
     int64_t gate_ns;
   };
 
-  // A launch at `now` (launch clock); `throttled_ns`: the process's time at
-  // the gate so far, read only when a burst opens.
-  template <typename ThrottledNs>
-  void launched(int64_t now, ThrottledNs&& throttled_ns) {
-    if (start_ns_.load(std::memory_order_relaxed) != 0) return;
-    throttled_at_start_.store(throttled_ns(), std::memory_order_relaxed);
-    start_ns_.store(now, std::memory_order_relaxed);
+  // Whether a launch now opens a burst (then the caller reads the process's
+  // gate time before the launch is admitted, and passes it to launched()).
+  bool opening() const { return start_ns_.load(std::memory_order_relaxed) == 0; }
+  // A launch that arrived at `now` (launch clock) went out; `throttled_before`:
+  // the process's time at the gate before it was admitted. Of threads racing
+  // to open a burst one wins, with its own start and gate time.
+  void launched(int64_t now, uint64_t throttled_before) {
+    int64_t none = 0;
+    if (!start_ns_.compare_exchange_strong(none, now, std::memory_order_relaxed)) return;
+    throttled_at_start_.store(throttled_before, std::memory_order_relaxed);
   }
 
   // A synchronising call at `now` found nothing queued: the open burst, if
@@ -45,6 +48,18 @@ class BurstLatency {
  private:
   std::atomic<int64_t> start_ns_{0};  // 0: no burst open
   std::atomic<uint64_t> throttled_at_start_{0};
+};
+
+// Where the program reports its own latencies (egpu_report_latency) its
+// bursts no longer count, or each request would count twice. Per GPU: a
+// process reports to one of its GPUs, and the others keep their bursts.
+class LatencyReports {
+ public:
+  bool from_program() const { return set_.load(std::memory_order_relaxed); }
+  void note_program_reports() { set_.store(true, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> set_{false};
 };
 
 }  // namespace egpu::shim

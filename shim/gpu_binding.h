@@ -59,6 +59,7 @@ class GpuBinding {
   pacing::LocalDutyCycle& duty() { return duty_; }  // under duty_mutex()
 
   BurstLatency& burst() { return burst_; }
+  LatencyReports& reports() { return reports_; }
 
   OnceFlag said_attach_failure;
   OnceFlag said_agent_gone;
@@ -75,6 +76,7 @@ class GpuBinding {
   std::mutex duty_mu_;
   pacing::LocalDutyCycle duty_;
   BurstLatency burst_;
+  LatencyReports reports_;
 };
 
 }  // namespace egpu::shim

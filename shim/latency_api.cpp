@@ -27,11 +27,11 @@ __attribute__((visibility("default"))) int egpu_report_latency(int64_t nanosecon
     if (nanoseconds < 0) return EGPU_LATENCY_INVALID;
     egpu::shim::ProcessState* s = egpu::shim::process_state();
     if (s == nullptr || !s->usable()) return EGPU_LATENCY_NOT_ATTACHED;
-    s->set_reports_latency();
     egpu::shim::GpuBinding* b = s->reporting_binding();
     const egpu::shim::Attachment* a = b != nullptr ? b->attachment() : nullptr;
     if (a == nullptr) return EGPU_LATENCY_NOT_ATTACHED;
     egpu::shm::add_latency_sample(*a->instance, nanoseconds);
+    b->reports().note_program_reports();
     return EGPU_LATENCY_OK;
   } catch (...) {
     return EGPU_LATENCY_NOT_ATTACHED;

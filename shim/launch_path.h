@@ -35,6 +35,10 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
       launched = true;
       return result = launch();
     }
+    // A launch that opens a burst of work: its wait at the gate is part of it.
+    const bool opening = b->burst().opening();
+    const uint64_t throttled_before =
+        opening ? a->me->throttled_ns.load(std::memory_order_relaxed) : 0;
     // An orphan (its slot given to another instance) is caught by the
     // periodic check, within kCheckPeriodNs: not a load on every launch.
     if (a->gpu->holder.load(std::memory_order_acquire) != a->gpu_slot ||
@@ -57,7 +61,7 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
     add_charge(*a, charge);
     if (result == CUDA_SUCCESS) {
       note_launch(*a);
-      b->burst().launched(now, [a] { return a->me->throttled_ns.load(std::memory_order_relaxed); });
+      if (opening) b->burst().launched(now, throttled_before);
     }
     publish_inflight(*a, b->pacer().queued_ns());
     return result;

@@ -52,10 +52,6 @@ class ProcessState {
     }
     return nullptr;
   }
-  // The program reports its own latencies (egpu_report_latency): bursts
-  // (BurstLatency) are no longer counted, or each request would count twice.
-  bool reports_latency() const { return reports_latency_.load(std::memory_order_relaxed); }
-  void set_reports_latency() { reports_latency_.store(true, std::memory_order_relaxed); }
 
   AllocationTable& allocations() { return allocations_; }
   VmmMappings& vmm() { return vmm_; }
@@ -87,7 +83,6 @@ class ProcessState {
   VmmMappings vmm_;
   ContextDevices contexts_;
   std::atomic<bool> attached_all_{false};
-  std::atomic<bool> reports_latency_{false};
 };
 
 namespace detail {

@@ -69,7 +69,7 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
     publish_inflight(*a, queued);
     if (queued <= 0) {
       note_idle(*a);
-      count_burst(b->burst(), *a, launch_clock_ns(), s->reports_latency());
+      count_burst(b->burst(), *a, launch_clock_ns(), b->reports().from_program());
     }
     counted = false;
     a->me->busy.fetch_sub(1, std::memory_order_acq_rel);

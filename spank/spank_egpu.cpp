@@ -229,6 +229,13 @@ int create_instances(spank_t sp) {
       return 0;  // slurm_spank_exit removes what was created
     }
     s.created = true;
+    if (s.objective && r->status == egpu::protocol::ReplyStatus::kExists) {
+      // Created before (by whom, the agent does not say): it keeps what it has.
+      s.task_warning = "the step's instance on GPU " + std::to_string(req.gpu_index) +
+                       " existed already; its latency objective was left as it was (egpuctl slo "
+                       "sets it)";
+      slurm_error("egpu: %s", s.task_warning.c_str());
+    }
     if (s.objective && r->status == egpu::protocol::ReplyStatus::kOk) {
       auto o = client->call(egpu::protocol::ObjectiveRequest{
           r->instance_id, s.objective->percentile_milli, 0, s.objective->target_ns});

@@ -116,12 +116,34 @@ std::map<uint64_t, std::pair<double, Mode>> InstanceRegistry::faa_targets(
   // FAA needs a positive target: an umbrella whose steps hold the whole job
   // allocation keeps this sliver (it may still burst into idle capacity).
   constexpr double kMinShare = 0.001;
+  // What a lender keeps of its share (SloParams::lend_floor_units).
+  constexpr double kLendFloor = 0.01;
+  // Loans are the latency control's decision of its last period; instances
+  // changed since (removed, resized, no longer lending or latency-critical)
+  // must not carry them: only a lend instance gives, within its share above
+  // the floor, only a latency-critical one takes, and no more moves than
+  // both sides still account for.
+  const std::vector<const Instance*> here = on_gpu(gpu);
+  std::map<uint64_t, double> offered, wanted;  // by instance id, shares
+  double given = 0, asked = 0;
+  for (const Instance* inst : here) {
+    const auto loan = loans.find(inst->id);
+    if (loan == loans.end()) continue;
+    if (loan->second < 0 && inst->mode == Mode::kLend) {
+      const double room = std::max(0.0, effective_share(*inst) - kLendFloor);
+      given += offered[inst->id] = std::min(-loan->second / 100.0, room);
+    } else if (loan->second > 0 && inst->objective && inst->mode == Mode::kBurst) {
+      asked += wanted[inst->id] = loan->second / 100.0;
+    }
+  }
+  const double moving = std::min(given, asked);
   std::map<uint64_t, std::pair<double, Mode>> out;
   double sum = 0;
-  for (const Instance* inst : on_gpu(gpu)) {
-    const auto loan = loans.find(inst->id);
-    const double moved = loan == loans.end() ? 0.0 : loan->second / 100.0;
-    const double share = std::max(kMinShare, effective_share(*inst) + moved);
+  for (const Instance* inst : here) {
+    double share = effective_share(*inst);
+    if (auto o = offered.find(inst->id); o != offered.end()) share -= o->second * moving / given;
+    if (auto w = wanted.find(inst->id); w != wanted.end()) share += w->second * moving / asked;
+    share = std::max(kMinShare, share);
     out[inst->id] = {share, inst->mode};
     sum += share;
   }

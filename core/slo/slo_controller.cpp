@@ -8,6 +8,7 @@ namespace egpu::slo {
 namespace {
 
 constexpr uint32_t kMaxUnits = 100;
+constexpr int kCountCap = 1 << 30;  // period counters stop here
 
 // The mean of the last `n` values (fewer if there are not as many).
 double mean_of_last(const std::deque<double>& values, std::size_t n) {
@@ -53,12 +54,14 @@ uint32_t SloController::wanted(const SloInput& in, Tracked& t, SloState& s) {
   s.peak_demand = peak_mean(t.used, window);
   s.window_samples = merged.samples();
   s.recent_latency_ns = merged.quantile_ns(objective.quantile());
-  ++t.since_change;
+  // Saturating: an objective may stay set for years.
+  t.since_change = std::min(t.since_change + 1, kCountCap);
   if (merged.samples() == 0) {
     // No requests: nothing to keep a latency for, and idle share goes to
     // whoever asks anyway.
     t.calm = 0;
-    return ++t.idle >= params_.idle_periods ? 0 : borrowed;
+    t.idle = std::min(t.idle + 1, kCountCap);
+    return t.idle >= params_.idle_periods ? 0 : borrowed;
   }
   t.idle = 0;
   if (merged.samples() < params_.min_samples) return borrowed;
@@ -99,7 +102,8 @@ uint32_t SloController::wanted(const SloInput& in, Tracked& t, SloState& s) {
   }
   if (!settled) return borrowed;
   if (q < params_.return_at * target) {
-    if (++t.calm < params_.calm_periods) return borrowed;
+    t.calm = std::min(t.calm + 1, kCountCap);
+    if (t.calm < params_.calm_periods) return borrowed;
     t.calm = 0;
     if (!need) return borrowed / 2;  // the model cannot say: halve and look again
     if (*need >= effective) return borrowed;

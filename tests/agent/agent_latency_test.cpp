@@ -148,6 +148,26 @@ TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBack
   EXPECT_NEAR(show(serve)["target_pct"].get<double>(), 20.0, 1e-6);
 }
 
+// Samples written while no objective was set are history, not a period's
+// latency: an objective set again later judges only what comes after it.
+TEST_F(AgentLatency, AnObjectiveSetAgainIgnoresWhatCameBeforeIt) {
+  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
+  const uint64_t lender = create(2, 80, kBob, Mode::kLend);
+  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+  for (int i = 0; i < 100 && !show(serve).contains("borrowed_units"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(show(serve).contains("borrowed_units")) << "the latency control never looked";
+  ASSERT_EQ(agent.call(ObjectiveRequest{serve, 0, 0, 0})->status, ReplyStatus::kOk);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its loop stops
+  report(agent.dir() + "/run", serve, 100'000'000, 1000);       // far past 40 ms, but old
+  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+  for (int i = 0; i < 10; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_EQ(show(serve).value("borrowed_units", 0), 0) << show(serve).dump();
+  }
+  EXPECT_NEAR(show(lender)["target_pct"].get<double>(), 80.0, 1e-6);
+}
+
 std::string fetch_metrics(uint16_t port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};

