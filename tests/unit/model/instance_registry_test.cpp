@@ -93,9 +93,10 @@ TEST_F(Registry, FaaTargetsApplyLoansOnlyWhereTheyStillHold) {
   EXPECT_NEAR(t.at(critical->id).first, 0.20, 1e-12);
   EXPECT_NEAR(t.at(lender->id).first, 0.30, 1e-12);
   // The lender's borrower left: what it lent comes back at once.
+  const uint64_t gone = critical->id;  // `critical` points into the registry: gone with it
   std::vector<Instance> removed;
   ASSERT_TRUE(reg.remove(kRoot, 2, 0, &removed).ok());
-  t = reg.faa_targets(0, {{lender->id, -25}, {critical->id, 25}});
+  t = reg.faa_targets(0, {{lender->id, -25}, {gone, 25}});
   EXPECT_NEAR(t.at(lender->id).first, 0.30, 1e-12);
   double sum = 0;
   for (const auto& [id, tm] : t)
