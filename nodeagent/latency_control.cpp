@@ -9,7 +9,7 @@ namespace {
 const std::map<uint64_t, int32_t> kNoLoans;
 
 slo::SloRole role_of(const model::Instance& inst) {
-  if (inst.objective && inst.mode == Mode::kBurst) return slo::SloRole::kLatencyCritical;
+  if (inst.latency_critical()) return slo::SloRole::kLatencyCritical;
   return inst.mode == Mode::kLend ? slo::SloRole::kLend : slo::SloRole::kGuaranteed;
 }
 

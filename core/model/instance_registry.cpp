@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/slo/slo_controller.h"
+
 namespace egpu::model {
 namespace {
 
@@ -116,8 +118,8 @@ std::map<uint64_t, std::pair<double, Mode>> InstanceRegistry::faa_targets(
   // FAA needs a positive target: an umbrella whose steps hold the whole job
   // allocation keeps this sliver (it may still burst into idle capacity).
   constexpr double kMinShare = 0.001;
-  // What a lender keeps of its share (SloParams::lend_floor_units).
-  constexpr double kLendFloor = 0.01;
+  // What a lender keeps of its share: the controller's floor.
+  const double lend_floor = slo::SloParams{}.lend_floor_units / 100.0;
   // Loans are the latency control's decision of its last period; instances
   // changed since (removed, resized, no longer lending or latency-critical)
   // must not carry them: only a lend instance gives, within its share above
@@ -130,9 +132,9 @@ std::map<uint64_t, std::pair<double, Mode>> InstanceRegistry::faa_targets(
     const auto loan = loans.find(inst->id);
     if (loan == loans.end()) continue;
     if (loan->second < 0 && inst->mode == Mode::kLend) {
-      const double room = std::max(0.0, effective_share(*inst) - kLendFloor);
+      const double room = std::max(0.0, effective_share(*inst) - lend_floor);
       given += offered[inst->id] = std::min(-loan->second / 100.0, room);
-    } else if (loan->second > 0 && inst->objective && inst->mode == Mode::kBurst) {
+    } else if (loan->second > 0 && inst->latency_critical()) {
       asked += wanted[inst->id] = loan->second / 100.0;
     }
   }

@@ -56,6 +56,9 @@ struct Instance {
   // Latency-critical (core/slo): it may borrow share from lend instances on
   // its GPU while this objective is at risk. Only in burst mode.
   std::optional<slo::LatencyObjective> objective;
+
+  // The one rule for who borrows: an objective, kept only in burst mode.
+  bool latency_critical() const { return objective && mode == Mode::kBurst; }
 };
 
 // memory_limit() of an instance that is accounted but never refused (the
