@@ -10,6 +10,7 @@
 #include <new>
 
 #include "core/shm/grant_futex.h"
+#include "core/shm/proc_slot_io.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
 
@@ -253,10 +254,7 @@ void GpuArbiter::reclaim(uint64_t instance_id, uint32_t proc_slot, pid_t pid) {
 pid_t GpuArbiter::process_in_slot(uint64_t instance_id, uint32_t proc_slot) const {
   auto it = slot_of_.find(instance_id);
   if (it == slot_of_.end() || proc_slot >= shm::kMaxProcsPerInstance) return 0;
-  return members_.at(it->second)
-      .runtime.page()
-      ->procs[proc_slot]
-      .pid.load(std::memory_order_acquire);
+  return shm::read_proc_slot(members_.at(it->second).runtime.page()->procs[proc_slot]).pid;
 }
 
 int GpuArbiter::instance_page_fd(uint64_t instance_id) const {

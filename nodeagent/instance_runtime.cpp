@@ -7,6 +7,8 @@
 #include <new>
 
 #include "core/quota/memory_quota.h"
+#include "core/shm/latency_counts.h"
+#include "core/shm/proc_slot_io.h"
 #include "core/util/log.h"
 
 namespace egpu::agent {
@@ -67,10 +69,11 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   rt.guard_ = std::move(*guard);
   // Start from what the shims already reported: nothing is charged twice.
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
-    rt.seen_device_ns_[i] = page->procs[i].device_ns.load(std::memory_order_acquire);
-    rt.seen_launches_[i] = page->procs[i].launches.load(std::memory_order_acquire);
+    const shm::ProcReading r = shm::read_proc_slot(page->procs[i]);
+    rt.seen_device_ns_[i] = r.device_ns;
+    rt.seen_launches_[i] = r.launches;
     // After a restart the recovery checks each of these and reclaims the dead.
-    if (page->procs[i].pid.load(std::memory_order_acquire) != 0) rt.attached_.set(i);
+    if (r.pid != 0) rt.attached_.set(i);
   }
   return rt;
 }
@@ -97,22 +100,13 @@ int InstanceRuntime::attach(pid_t pid) {
   repair_if_broken();
   auto* p = page();
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
-    if (p->procs[i].pid.load(std::memory_order_acquire) == pid) return static_cast<int>(i);
+    if (shm::read_proc_slot(p->procs[i]).pid == pid) return static_cast<int>(i);
   }
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
-    auto& slot = p->procs[i];
-    if (slot.pid.load(std::memory_order_acquire) != 0) continue;
-    slot.busy.store(0, std::memory_order_relaxed);
-    slot.launches.store(0, std::memory_order_relaxed);
-    slot.device_ns.store(0, std::memory_order_relaxed);
-    slot.mem_bytes.store(0, std::memory_order_relaxed);
-    slot.throttled_ns.store(0, std::memory_order_relaxed);
-    slot.inflight_ns.store(0, std::memory_order_relaxed);
-    slot.mem_denied.store(0, std::memory_order_relaxed);
-    slot.idle_since_ns.store(0, std::memory_order_relaxed);
+    if (p->procs[i].pid.load(std::memory_order_acquire) != 0) continue;
     seen_device_ns_[i] = 0;
     seen_launches_[i] = 0;
-    slot.pid.store(pid, std::memory_order_release);
+    shm::claim_proc_slot(p->procs[i], pid);
     attached_.set(i);
     return static_cast<int>(i);
   }
@@ -122,15 +116,14 @@ int InstanceRuntime::attach(pid_t pid) {
 void InstanceRuntime::reclaim(uint32_t slot, pid_t pid) {
   if (slot >= shm::kMaxProcsPerInstance) return;
   auto& s = page()->procs[slot];
-  if (s.pid.load(std::memory_order_acquire) != pid) return;
-  const uint64_t dev = s.device_ns.load(std::memory_order_acquire);
+  const shm::ProcReading r = shm::read_proc_slot(s);
+  if (r.pid != pid) return;
+  const uint64_t dev = r.device_ns;
   pending_device_ns_ = std::min<int64_t>(pending_device_ns_ + progress(dev, seen_device_ns_[slot]),
                                          static_cast<int64_t>(kMaxReportNs));
   seen_device_ns_[slot] = dev;
-  // One store removes its memory from the instance's total (MemoryQuota sums
-  // attached processes only); the driver freed that memory with the process.
-  s.pid.store(0, std::memory_order_release);
-  s.busy.store(0, std::memory_order_relaxed);
+  // The driver freed its memory with the process.
+  shm::release_proc_slot(s);
   attached_.reset(slot);
 }
 
@@ -144,25 +137,19 @@ InstanceActivity InstanceRuntime::scan() {
   // writes, and a tick looks at every instance on the GPU.
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     if (!attached_.test(i)) continue;
-    auto& s = p->procs[i];
-    if (s.pid.load(std::memory_order_acquire) == 0) continue;
+    const shm::ProcReading s = shm::read_proc_slot(p->procs[i]);
+    if (s.pid == 0) continue;
     ++a.processes;
-    const uint64_t dev = s.device_ns.load(std::memory_order_acquire);
-    // The page is writable by the job: take only forward progress, bounded
-    // (64 processes x an hour cannot overflow the sum).
-    a.device_ns += progress(dev, seen_device_ns_[i]);
-    seen_device_ns_[i] = dev;
-    const uint64_t launches = s.launches.load(std::memory_order_acquire);
-    if (launches != seen_launches_[i]) a.launched = true;
-    seen_launches_[i] = launches;
-    const uint32_t busy = std::min<uint32_t>(s.busy.load(std::memory_order_acquire), 1024);
-    a.busy += busy;
-    // Bounded: the value comes from a page the job can write.
-    const auto inflight = static_cast<int64_t>(
-        std::min<uint64_t>(s.inflight_ns.load(std::memory_order_relaxed), 1'000'000'000));
-    a.inflight_ns += inflight;
-    if (busy > 0) a.reported_inflight_ns += inflight;
-    a.idle_since_ns = std::max(a.idle_since_ns, s.idle_since_ns.load(std::memory_order_relaxed));
+    // Device time is cumulative: take only forward progress, bounded (64
+    // processes x an hour cannot overflow the sum).
+    a.device_ns += progress(s.device_ns, seen_device_ns_[i]);
+    seen_device_ns_[i] = s.device_ns;
+    if (s.launches != seen_launches_[i]) a.launched = true;
+    seen_launches_[i] = s.launches;
+    a.busy += s.busy;
+    a.inflight_ns += s.inflight_ns;
+    if (s.busy > 0) a.reported_inflight_ns += s.inflight_ns;
+    a.idle_since_ns = std::max(a.idle_since_ns, s.idle_since_ns);
   }
   // Saturates: a counter (metrics, status) never goes backwards.
   device_ns_total_ += std::min(static_cast<uint64_t>(a.device_ns), UINT64_MAX - device_ns_total_);
@@ -176,14 +163,14 @@ uint64_t InstanceRuntime::memory_used() const {
 uint64_t InstanceRuntime::throttled_ns() const {
   uint64_t total = 0;
   for (const auto& s : page()->procs)
-    total += s.throttled_ns.load(std::memory_order_relaxed);
+    total += shm::read_proc_slot(s).throttled_ns;
   return total;
 }
 
 uint64_t InstanceRuntime::mem_denied() const {
   uint64_t total = 0;
   for (const auto& s : page()->procs)
-    total += s.mem_denied.load(std::memory_order_relaxed);
+    total += shm::read_proc_slot(s).mem_denied;
   return total;
 }
 
@@ -191,15 +178,12 @@ uint32_t InstanceRuntime::processes() const {
   // The slots the agent handed out, not whatever the job wrote into its page.
   uint32_t n = 0;
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i)
-    n += attached_.test(i) && page()->procs[i].pid.load(std::memory_order_relaxed) != 0 ? 1 : 0;
+    n += attached_.test(i) && shm::read_proc_slot(page()->procs[i]).pid != 0 ? 1 : 0;
   return n;
 }
 
 slo::LatencyHistogram::Counts InstanceRuntime::latency_counts() const {
-  slo::LatencyHistogram::Counts counts{};
-  for (std::size_t i = 0; i < counts.size(); ++i)
-    counts[i] = page()->latency_counts[i].load(std::memory_order_relaxed);
-  return counts;
+  return shm::read_latency_counts(*page());
 }
 
 }  // namespace egpu::agent

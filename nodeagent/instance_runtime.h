@@ -13,6 +13,7 @@
 
 #include "core/faa/arbiter_policy.h"
 #include "core/model/instance_registry.h"
+#include "core/shm/latency_counts.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
 #include "core/util/result.h"
@@ -56,10 +57,8 @@ class InstanceRuntime {
   uint64_t device_ns_total() const { return device_ns_total_; }
   // The latency counts its processes wrote (cumulative; see InstancePage).
   slo::LatencyHistogram::Counts latency_counts() const;
-  // The bursts its shims measured, summed, and the part spent at the gate
-  // (ns; as its processes wrote them).
-  uint64_t burst_ns() const { return page()->burst_ns.load(std::memory_order_relaxed); }
-  uint64_t burst_gate_ns() const { return page()->burst_gate_ns.load(std::memory_order_relaxed); }
+  // The bursts its shims measured, summed, and the part spent at the gate.
+  shm::BurstTotals bursts() const { return shm::read_burst_totals(*page()); }
   uint64_t mem_denied() const;
   uint32_t processes() const;
 

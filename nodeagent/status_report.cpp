@@ -83,11 +83,12 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb,
     // Non-zero: its shims reported less device time than it held the GPU for.
     j["unreported_charged_s"] = static_cast<double>(v->floor_charged_ns) / 1e9;
   }
-  if (const InstanceRuntime* rt = arb.runtime(inst.id); rt != nullptr && rt->burst_ns() > 0) {
+  const InstanceRuntime* rt = arb.runtime(inst.id);
+  if (const shm::BurstTotals b = rt ? rt->bursts() : shm::BurstTotals{}; b.span_ns > 0) {
     // What its bursts of work took, and how much of that was waiting for
     // the slice (the shim's latency signal; written by the job's processes).
-    j["burst_s"] = static_cast<double>(rt->burst_ns()) / 1e9;
-    j["burst_gate_s"] = static_cast<double>(rt->burst_gate_ns()) / 1e9;
+    j["burst_s"] = static_cast<double>(b.span_ns) / 1e9;
+    j["burst_gate_s"] = static_cast<double>(b.gate_ns) / 1e9;
   }
   add_latency(j, inst, latency.state(inst.id));
   return j;

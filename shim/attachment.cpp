@@ -54,7 +54,7 @@ Result<std::unique_ptr<Attachment>> make_attachment(protocol::AttachReply reply,
   auto a = std::make_unique<Attachment>();
   a->gpu = gpu;
   a->instance = inst;
-  a->me = &inst->procs[r.proc_slot];
+  a->me = shm::ProcSlotWriter(&inst->procs[r.proc_slot]);
   a->gpu_slot = r.gpu_slot;
   a->proc_slot = r.proc_slot;
   a->instance_id = r.instance_id;

@@ -11,6 +11,7 @@
 #include "core/protocol/attach_exchange.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
+#include "core/shm/proc_slot_io.h"
 #include "core/util/fail_mode.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
@@ -23,7 +24,7 @@ struct Attachment {
   UniqueFd wake;
   const shm::GpuPage* gpu = nullptr;
   shm::InstancePage* instance = nullptr;
-  shm::ProcSlot* me = nullptr;
+  shm::ProcSlotWriter me;  // this process's slot in `instance`
   uint32_t gpu_slot = 0;
   uint32_t proc_slot = 0;
   uint64_t instance_id = 0;

@@ -29,7 +29,7 @@ bool draining_own_tail(const shm::GpuPage& gpu, int64_t queued) {
 SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain, bool kick) {
   const shm::GpuPage& gpu = *a.gpu;
   const int64_t start = monotonic_ns();
-  a.me->busy.fetch_add(1, std::memory_order_acq_rel);
+  a.me.begin_wait();
   bool asked = false;
   SliceWait outcome = SliceWait::kGranted;
   for (;;) {
@@ -64,14 +64,13 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
     if (queued > 0) wait = std::min(wait, kDrainPollNs);
     shm::sleep_until_granted(&a.instance->grant_word, seq, wait);
   }
-  a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
-  a.me->throttled_ns.fetch_add(static_cast<uint64_t>(monotonic_ns() - start),
-                               std::memory_order_relaxed);
+  a.me.end_wait();
+  a.me.add_throttled(monotonic_ns() - start);
   return outcome;
 }
 
 void note_idle(const Attachment& a) {
-  a.me->idle_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  a.me.mark_idle(monotonic_ns());
   // Someone waits, and this holder went idle or the tail the GPU drains
   // (no holder) is gone: the agent hands over now instead of at a poll.
   const uint32_t holder = a.gpu->holder.load(std::memory_order_relaxed);

@@ -27,13 +27,7 @@ void sleep_ns(int64_t ns) {
 // The device time this instance's processes measured (the closed-mode duty
 // cycle's input).
 uint64_t instance_device_ns(const Attachment& a) {
-  uint64_t total = 0;
-  for (const shm::ProcSlot& p : a.instance->procs) {
-    if (p.pid.load(std::memory_order_relaxed) != 0) {
-      total += p.device_ns.load(std::memory_order_relaxed);
-    }
-  }
-  return total;
+  return shm::attached_device_ns(*a.instance);
 }
 
 void sync_limit(GpuBinding& b, const Attachment& a) {
@@ -83,7 +77,7 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
     }
     if (wait <= 0) break;
     if (!waited) {
-      a.me->busy.fetch_add(1, std::memory_order_acq_rel);
+      a.me.begin_wait();
       waited = true;
     }
     // Poll the markers meanwhile so the device time the bucket reads advances.
@@ -91,9 +85,8 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
     sleep_on_grant(a, std::min<int64_t>(wait, kMaxFutexWaitNs));
   }
   if (waited) {
-    a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
-    a.me->throttled_ns.fetch_add(static_cast<uint64_t>(monotonic_ns() - start),
-                                 std::memory_order_relaxed);
+    a.me.end_wait();
+    a.me.add_throttled(monotonic_ns() - start);
   }
 }
 
@@ -105,7 +98,7 @@ void wait_inflight(GpuBinding& b, const Attachment& a) {
   const NoCancelScope no_cancel;
   const uint64_t token = thread_token();
   const int64_t start = launch_clock_ns();
-  a.me->busy.fetch_add(1, std::memory_order_acq_rel);
+  a.me.begin_wait();
   int64_t last_progress = start;
   int64_t lowest = pacer.queued_ns();
   for (;;) {
@@ -125,9 +118,8 @@ void wait_inflight(GpuBinding& b, const Attachment& a) {
     }
     sleep_ns(kInflightPollNs);
   }
-  a.me->busy.fetch_sub(1, std::memory_order_acq_rel);
-  a.me->throttled_ns.fetch_add(static_cast<uint64_t>(launch_clock_ns() - start),
-                               std::memory_order_relaxed);
+  a.me.end_wait();
+  a.me.add_throttled(launch_clock_ns() - start);
   publish_inflight(a, pacer.queued_ns());
 }
 

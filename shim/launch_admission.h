@@ -26,23 +26,20 @@ void wait_inflight(GpuBinding& b, const Attachment& a);
 
 // Adds measured or estimated device time to the process's slot.
 inline void add_charge(const Attachment& a, const pacing::Charge& c) {
-  if (c.total() > 0) {
-    a.me->device_ns.fetch_add(static_cast<uint64_t>(c.total()), std::memory_order_relaxed);
-  }
+  a.me.add_device_ns(c.total());
 }
 
 // Shows the agent that the process launched (ProcSlot::launches: it only asks
 // whether the value moved, so no locked add on the fast path).
 inline void note_launch(const Attachment& a) {
-  a.me->launches.store(a.me->launches.load(std::memory_order_relaxed) + 1,
-                       std::memory_order_relaxed);
+  a.me.note_launch();
 }
 
 // The process went idle at `now`: the burst of work that ends here is a
 // latency sample, unless the program reports its own.
 inline void count_burst(BurstLatency& burst, const Attachment& a, int64_t now,
                         bool program_reports) {
-  const auto ended = burst.ended(now, a.me->throttled_ns.load(std::memory_order_relaxed));
+  const auto ended = burst.ended(now, a.me.throttled_ns());
   if (!ended || program_reports) return;
   shm::add_latency_sample(*a.instance, ended->span_ns);
   shm::add_burst(*a.instance, ended->span_ns, ended->gate_ns);
@@ -51,8 +48,7 @@ inline void count_burst(BurstLatency& burst, const Attachment& a, int64_t now,
 // Publishes the process's queued device time (the agent drains it at a
 // handover and sizes its long-kernel rule on it).
 inline void publish_inflight(const Attachment& a, int64_t queued_ns) {
-  a.me->inflight_ns.store(queued_ns > 0 ? static_cast<uint64_t>(queued_ns) : 0,
-                          std::memory_order_relaxed);
+  a.me.set_inflight(queued_ns);
 }
 
 }  // namespace egpu::shim

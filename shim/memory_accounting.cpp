@@ -25,7 +25,7 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
       r->attachment = a;
       return Admission::kGranted;
     case quota::Reservation::kOverQuota:
-      a->me->mem_denied.fetch_add(1, std::memory_order_relaxed);
+      a->me.count_mem_denied();
       log_line(
           "GPU %u: allocation of %llu bytes refused: instance %llu holds %llu of its "
           "%llu-byte memory quota",
@@ -42,7 +42,7 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
       "GPU %u: the instance's allocation lock is unavailable; allocations are "
       "accounted without the quota check",
       b.physical_index());
-  a->me->mem_bytes.fetch_add(bytes, std::memory_order_acq_rel);
+  quota::add_unchecked(a->instance, a->proc_slot, bytes);
   r->attachment = a;
   return Admission::kGranted;
 }
@@ -53,7 +53,7 @@ bool resize_reservation(Reservation* r, uint64_t bytes) {
     const uint64_t more = bytes - r->bytes;
     if (quota::reserve(a->instance, a->proc_slot, more, limit_of(*a)) !=
         quota::Reservation::kGranted) {
-      a->me->mem_denied.fetch_add(1, std::memory_order_relaxed);
+      a->me.count_mem_denied();
       return false;
     }
   } else if (a != nullptr && bytes < r->bytes) {

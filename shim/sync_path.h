@@ -43,7 +43,7 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
       called = true;
       return result = sync();
     }
-    a->me->busy.fetch_add(1, std::memory_order_acq_rel);
+    a->me.begin_wait();
     counted = true;
     const uint64_t token = thread_token();
     pacing::Charge charge;
@@ -72,11 +72,11 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
       count_burst(b->burst(), *a, launch_clock_ns(), b->reports().from_program());
     }
     counted = false;
-    a->me->busy.fetch_sub(1, std::memory_order_acq_rel);
+    a->me.end_wait();
     return result;
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error in a synchronising call: passing it through");
-    if (counted) a->me->busy.fetch_sub(1, std::memory_order_acq_rel);
+    if (counted) a->me.end_wait();
     return called ? result : sync();
   }
 }

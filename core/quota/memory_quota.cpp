@@ -72,6 +72,16 @@ Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes,
   return result;
 }
 
+void set_held(shm::InstancePage* page, uint32_t proc, uint64_t bytes) {
+  if (proc >= shm::kMaxProcsPerInstance) return;
+  page->procs[proc].mem_bytes.store(bytes, std::memory_order_release);
+}
+
+void add_unchecked(shm::InstancePage* page, uint32_t proc, uint64_t bytes) {
+  if (proc >= shm::kMaxProcsPerInstance) return;
+  page->procs[proc].mem_bytes.fetch_add(bytes, std::memory_order_acq_rel);
+}
+
 void release(shm::InstancePage* page, uint32_t proc, uint64_t bytes) {
   if (proc >= shm::kMaxProcsPerInstance) return;
   auto& held = page->procs[proc].mem_bytes;

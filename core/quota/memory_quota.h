@@ -33,6 +33,14 @@ Reservation reserve(shm::InstancePage* page, uint32_t proc, uint64_t bytes,
 // Returns `bytes` previously reserved by slot `proc` (saturating at zero).
 void release(shm::InstancePage* page, uint32_t proc, uint64_t bytes);
 
+// Sets what slot `proc` holds, outside any reservation: a process that
+// (re)attaches states what it has live on the GPU.
+void set_held(shm::InstancePage* page, uint32_t proc, uint64_t bytes);
+
+// Adds to slot `proc` without the check: only when the lock is unavailable
+// (a stopped process holds it), where accounting beats blocking.
+void add_unchecked(shm::InstancePage* page, uint32_t proc, uint64_t bytes);
+
 // Bytes held by the instance's attached processes.
 uint64_t used(const shm::InstancePage* page);
 

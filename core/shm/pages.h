@@ -8,6 +8,9 @@
 //   by that instance's processes: their activity, device time, memory. The agent
 //   reads it, and writes only a process slot's pid (attach, reclaim).
 // Fields are fixed-size atomics: no pointers, and readers validate what they read.
+// The instance page is written and read only through core/shm/proc_slot_io.h,
+// core/shm/latency_counts.h and core/quota/memory_quota.h; each field below
+// says its writer, its unit and the bound the agent reads it with.
 #pragma once
 
 #include <pthread.h>
@@ -33,6 +36,15 @@ inline constexpr uint32_t kSlotQuotaExplicit = 1u << 16;
 // SlotControl.mem_limit when the agent knows no memory size for the GPU:
 // allocations are accounted, never refused.
 inline constexpr uint64_t kNoMemLimit = UINT64_MAX;
+
+// Bounds the agent applies to what it reads from an instance page (the
+// job's to write): proc_slot_io.h and latency_counts.h read through them.
+inline constexpr uint32_t kMaxBusyThreads = 1024;  // threads of one process waiting
+// Queued device time: the in-flight limit the agent publishes is far below.
+inline constexpr uint64_t kMaxInflightNs = 1'000'000'000;
+// Cumulative times and counts: 2^56 ns is over two years, so 256 of them
+// summed cannot wrap.
+inline constexpr uint64_t kMaxCumulative = uint64_t{1} << 56;
 
 enum class SlotState : uint32_t { kFree = 0, kActive = 1 };
 
@@ -97,22 +109,30 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(sizeof(std::atomic<uint32_t>) == 4, "futex word must be 32 bits");
 
-// Per process, in the instance page.
+// Per process, in the instance page. Written by that process's shim
+// (ProcSlotWriter) except `pid`; read by the agent through read_proc_slot,
+// with the bound after each field.
 struct alignas(64) ProcSlot {
-  std::atomic<int32_t> pid;    // agent-written: attached process, 0 = free
-  std::atomic<uint32_t> busy;  // threads blocked at the gate, in the in-flight bound or a sync
+  std::atomic<int32_t> pid;    // agent-written: attached process, 0 = free (< 0 reads 0)
+  std::atomic<uint32_t> busy;  // threads blocked at the gate, in the in-flight bound or a
+                               // sync (<= kMaxBusyThreads)
   // Moves at every launch: activity the agent can see (it asks only whether
   // it moved). Not an exact count: the shim's threads step it with a plain
   // load and store, no locked add on the launch path, so two may write the
   // same value.
   std::atomic<uint64_t> launches;
-  std::atomic<uint64_t> device_ns;     // device time measured so far
-  std::atomic<uint64_t> mem_bytes;     // device memory accounted to this process
-  std::atomic<uint64_t> throttled_ns;  // time spent waiting at the gate
-  std::atomic<uint64_t> inflight_ns;   // device time estimated queued now
-  std::atomic<uint64_t> mem_denied;    // allocations refused for the quota
+  // Device time measured so far (ns, cumulative; the agent takes forward
+  // progress only, at most an hour per look).
+  std::atomic<uint64_t> device_ns;
+  // Device memory accounted to this process (bytes; core/quota/memory_quota,
+  // whose sum saturates).
+  std::atomic<uint64_t> mem_bytes;
+  std::atomic<uint64_t> throttled_ns;  // ns waiting at the gate (<= kMaxCumulative)
+  std::atomic<uint64_t> inflight_ns;   // device time estimated queued now (<= kMaxInflightNs)
+  std::atomic<uint64_t> mem_denied;    // allocations refused for the quota (<= kMaxCumulative)
   // CLOCK_MONOTONIC when a synchronising call returned with nothing left
-  // queued: the agent lets a holder go that many ns + its grace later.
+  // queued: the agent lets a holder go that many ns + its grace later
+  // (< 0 reads 0; a time after the agent's now is ignored).
   std::atomic<int64_t> idle_since_ns;
 };
 static_assert(sizeof(ProcSlot) == 64);
@@ -137,7 +157,8 @@ struct InstancePage {
   // work it saw end (first launch after idle to the synchronise that found
   // it done), or of a request its program reported (egpu_report_latency;
   // a process that reports stops adding bursts). Cumulative: the agent reads
-  // differences, and treats a count that went down as reset.
+  // differences, and treats a count that went down as reset (each count
+  // <= kMaxCumulative; burst_gate_ns <= burst_ns).
   alignas(64) std::atomic<uint64_t> latency_counts[slo::kLatencyBuckets];
   std::atomic<uint64_t> burst_ns;       // the bursts' spans, summed
   std::atomic<uint64_t> burst_gate_ns;  // ...of which waiting at the gate

@@ -41,7 +41,7 @@ struct Pages {
     gpu->holder.store(shm::kNoHolder);
     a.gpu = gpu.get();
     a.instance = instance.get();
-    a.me = &instance->procs[0];
+    a.me = shm::ProcSlotWriter(&instance->procs[0]);
     a.gpu_slot = kSlot;
     a.epoch = 7;
     int ends[2];
@@ -75,7 +75,7 @@ TEST(Gate, HolderPassesAtOnceWithoutAsking) {
   p.gpu->holder.store(kSlot);
   EXPECT_EQ(wait_for_slice(p.a), SliceWait::kGranted);
   EXPECT_EQ(p.asked(), 0u);
-  EXPECT_EQ(p.a.me->busy.load(), 0u);
+  EXPECT_EQ(p.instance->procs[0].busy.load(), 0u);
 }
 
 TEST(Gate, WaitsForTheGrantAsksOnceAndCountsTheWait) {
@@ -83,7 +83,7 @@ TEST(Gate, WaitsForTheGrantAsksOnceAndCountsTheWait) {
   uint32_t busy_seen = 0;
   std::thread agent([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    busy_seen = p.a.me->busy.load();
+    busy_seen = p.instance->procs[0].busy.load();
     p.gpu->heartbeat_ns.store(monotonic_ns());
     p.grant(kSlot);
   });
@@ -92,10 +92,10 @@ TEST(Gate, WaitsForTheGrantAsksOnceAndCountsTheWait) {
   const int64_t waited = monotonic_ns() - start;
   agent.join();
   EXPECT_EQ(busy_seen, 1u);
-  EXPECT_EQ(p.a.me->busy.load(), 0u);
+  EXPECT_EQ(p.instance->procs[0].busy.load(), 0u);
   EXPECT_EQ(p.asked(), 1u);
   EXPECT_GE(waited, 25 * kMs);
-  EXPECT_GE(static_cast<int64_t>(p.a.me->throttled_ns.load()), 25 * kMs);
+  EXPECT_GE(static_cast<int64_t>(p.instance->procs[0].throttled_ns.load()), 25 * kMs);
 }
 
 TEST(Gate, AGrantToAnotherSlotKeepsWaiting) {
@@ -169,7 +169,7 @@ TEST(Gate, IdleAfterASyncKicksOnlyWhereItHelpsAWaiter) {
   p.gpu->holder.store(kSlot + 1);
   note_idle(p.a);  // another instance holds it: nothing to say
   EXPECT_EQ(p.asked(), 0u);
-  EXPECT_GT(p.a.me->idle_since_ns.load(), 0);
+  EXPECT_GT(p.instance->procs[0].idle_since_ns.load(), 0);
 }
 
 // Any job on the node can map the GPU page read-only and FUTEX_WAKE on it.
@@ -211,7 +211,7 @@ TEST(Gate, StaleHeartbeatEndsTheWaitWithinTheTimeout) {
   const int64_t waited = monotonic_ns() - start;
   EXPECT_GE(waited, 150 * kMs);
   EXPECT_LT(waited, 400 * kMs);
-  EXPECT_EQ(p.a.me->busy.load(), 0u);
+  EXPECT_EQ(p.instance->procs[0].busy.load(), 0u);
 }
 
 TEST(Gate, AlreadyDeadAgentIsSeenAtOnce) {
