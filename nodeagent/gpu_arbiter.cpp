@@ -9,32 +9,14 @@
 #include <cstring>
 #include <new>
 
+#include "core/shm/gpu_page_io.h"
 #include "core/shm/grant_futex.h"
 #include "core/shm/proc_slot_io.h"
+#include "core/shm/slot_control_io.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
 
 namespace egpu::agent {
-namespace {
-
-// The objective a slot kept over a restart. Only agents write this page, so
-// anything out of range is damage: the instance goes on without it.
-std::optional<slo::LatencyObjective> read_objective(const shm::SlotControl& c, uint32_t gpu,
-                                                    uint32_t slot) {
-  const uint32_t percentile = c.slo_percentile_milli.load();
-  const int64_t target = c.slo_target_ns.load();
-  if (percentile == 0 && target == 0) return std::nullopt;
-  if (percentile == 0 || percentile >= 100'000 || target < slo::kMinTargetNs ||
-      target > slo::kMaxTargetNs) {
-    EGPU_LOG_WARN("GPU %u slot %u: latency objective p%u/1000 %lld ns is out of range; dropped",
-                  gpu, slot, percentile, static_cast<long long>(target));
-    return std::nullopt;
-  }
-  return slo::LatencyObjective{percentile, target};
-}
-
-}  // namespace
-
 std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) {
   return runtime_dir + "/gpu" + std::to_string(gpu);
 }
@@ -64,35 +46,15 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   if (reuse) {
     // Keep the file (shims map it) and the holder until the first decision.
     for (uint32_t s = 0; s < settings.max_slots; ++s) {
-      const auto& c = page->slots[s];
-      if (c.state.load() != static_cast<uint32_t>(shm::SlotState::kActive)) continue;
-      const uint32_t mode = c.mode.load();
-      if (!mode_from_value(mode)) {
-        // Only an agent writes this page: a number no mode has is damage.
-        EGPU_LOG_WARN(
-            "GPU %u slot %u: mode %u is not burst, cap or lend; instance %llu not recovered", gpu,
-            s, mode, static_cast<unsigned long long>(c.instance_id.load()));
-        page->slots[s].state.store(static_cast<uint32_t>(shm::SlotState::kFree));
-        page->slots[s].instance_id.store(0);
+      auto slot = shm::read_slot_control(page->slots[s], gpu, s);
+      if (!slot) {
+        EGPU_LOG_WARN("%s", slot.error().c_str());
+        shm::free_slot_control(page->slots[s]);
         continue;
       }
-      model::Instance inst;
-      inst.id = c.instance_id.load();
-      inst.job_id = c.job_id.load();
-      inst.step_id = c.step_id.load();
-      inst.gpu = gpu;
-      inst.slot = s;
-      inst.uid = c.uid.load();
-      inst.gid = c.gid.load();
-      inst.units = c.units.load();
-      inst.job_units = c.job_units.load();
-      inst.mode = *mode_from_value(mode);
-      inst.mem_quota = c.mem_quota.load();
-      inst.umbrella = (c.flags.load() & protocol::kCreateUmbrella) != 0;
-      inst.mem_quota_explicit = (c.flags.load() & shm::kSlotQuotaExplicit) != 0;
-      inst.creator = {c.creator_pid.load(), c.creator_start.load()};
-      inst.objective = read_objective(c, gpu, s);
-      if (recovered != nullptr) recovered->push_back(inst);
+      if (!*slot) continue;
+      if (!(*slot)->warning.empty()) EGPU_LOG_WARN("%s", (*slot)->warning.c_str());
+      if (recovered != nullptr) recovered->push_back((*slot)->instance);
     }
   } else {
     new (page) shm::GpuPage();
@@ -125,32 +87,13 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
 
 void GpuArbiter::publish_bound() {
   const int64_t bound = policy_.inflight_bound();
-  if (page()->inflight_limit_ns.load(std::memory_order_relaxed) == bound) return;
-  EGPU_LOG_DEBUG("GPU %u: in-flight bound %.1f ms", gpu_, bound / 1e6);
-  // Shims read it on their next slow-path launch (at least every 10 ms).
-  page()->inflight_limit_ns.store(bound, std::memory_order_relaxed);
+  if (writer().set_inflight_bound(bound)) {
+    EGPU_LOG_DEBUG("GPU %u: in-flight bound %.1f ms", gpu_, bound / 1e6);
+  }
 }
 
 void GpuArbiter::write_control(const model::Instance& inst) {
-  auto& c = page()->slots[inst.slot];
-  c.mem_quota.store(inst.mem_quota, std::memory_order_relaxed);
-  c.job_id.store(inst.job_id, std::memory_order_relaxed);
-  c.step_id.store(inst.step_id, std::memory_order_relaxed);
-  c.units.store(inst.units, std::memory_order_relaxed);
-  c.job_units.store(inst.job_units, std::memory_order_relaxed);
-  c.mode.store(mode_value(inst.mode), std::memory_order_relaxed);
-  c.uid.store(inst.uid, std::memory_order_relaxed);
-  c.gid.store(inst.gid, std::memory_order_relaxed);
-  c.flags.store((inst.umbrella ? protocol::kCreateUmbrella : 0) |
-                    (inst.mem_quota_explicit ? shm::kSlotQuotaExplicit : 0),
-                std::memory_order_relaxed);
-  c.creator_pid.store(inst.creator.pid, std::memory_order_relaxed);
-  c.creator_start.store(inst.creator.start, std::memory_order_relaxed);
-  c.slo_percentile_milli.store(inst.objective ? inst.objective->percentile_milli : 0,
-                               std::memory_order_relaxed);
-  c.slo_target_ns.store(inst.objective ? inst.objective->target_ns : 0, std::memory_order_relaxed);
-  c.instance_id.store(inst.id, std::memory_order_release);
-  c.state.store(static_cast<uint32_t>(shm::SlotState::kActive), std::memory_order_release);
+  shm::write_slot_control(page()->slots[inst.slot], inst);
 }
 
 Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t mem_limit,
@@ -168,7 +111,7 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
     ::unlink(runtime->path().c_str());
     return Error{s.error()};
   }
-  if (!reopen) page()->slots[instance.slot].mem_limit.store(mem_limit, std::memory_order_seq_cst);
+  if (!reopen) shm::set_mem_limit(page()->slots[instance.slot], mem_limit);
   write_control(instance);
   const uint32_t processes = runtime->processes();
   members_.emplace(instance.slot, Member{instance, std::move(*runtime), std::move(*wake)});
@@ -185,9 +128,7 @@ void GpuArbiter::remove(uint64_t instance_id) {
   if (it == slot_of_.end()) return;
   const uint32_t slot = it->second;
   policy_.leave(slot, monotonic_ns());
-  auto& c = page()->slots[slot];
-  c.state.store(static_cast<uint32_t>(shm::SlotState::kFree), std::memory_order_release);
-  c.instance_id.store(0, std::memory_order_release);
+  shm::free_slot_control(page()->slots[slot]);
   if (published_ == slot) publish(std::nullopt, 0);
   auto m = members_.find(slot);
   if (m != members_.end()) {
@@ -210,8 +151,7 @@ void GpuArbiter::update_control(const model::Instance& instance) {
 void GpuArbiter::publish_memory_limit(uint64_t instance_id, uint64_t limit) {
   auto it = slot_of_.find(instance_id);
   if (it == slot_of_.end()) return;
-  // seq_cst: ordered before the use read that follows (core/quota).
-  page()->slots[it->second].mem_limit.store(limit, std::memory_order_seq_cst);
+  shm::set_mem_limit(page()->slots[it->second], limit);
 }
 
 uint64_t GpuArbiter::memory_used(uint64_t instance_id) const {
@@ -287,13 +227,12 @@ std::optional<uint64_t> GpuArbiter::holder() const {
 
 void GpuArbiter::publish(std::optional<faa::InstanceId> holder, int64_t until) {
   const uint32_t slot = holder ? *holder : shm::kNoHolder;
-  page()->slice_end_ns.store(until, std::memory_order_relaxed);
-  if (slot == published_ && page()->holder.load(std::memory_order_relaxed) == slot) return;
+  writer().set_slice_end(until);
+  if (slot == published_ && writer().holder() == slot) return;
   EGPU_LOG_DEBUG("GPU %u: holder %d -> %d until %+.2f ms", gpu_, static_cast<int>(published_),
                  static_cast<int>(slot), until > 0 ? (until - monotonic_ns()) / 1e6 : 0.0);
   published_ = slot;
-  page()->holder.store(slot, std::memory_order_release);
-  page()->grant_seq.fetch_add(1, std::memory_order_release);
+  writer().grant(slot);
   // Only the new holder's waiters need to run (see core/shm/grant_futex.h).
   if (auto m = members_.find(slot); m != members_.end()) {
     shm::wake_granted(&m->second.runtime.page()->grant_word);
@@ -311,31 +250,26 @@ int64_t GpuArbiter::tick(int64_t now) {
     return d.next_tick_ns;
   }
   publish(d.holder, d.slice_end_ns);
-  if (page()->waiters.load(std::memory_order_relaxed) != d.waiters) {
-    page()->waiters.store(d.waiters, std::memory_order_relaxed);
-  }
+  writer().set_waiters(d.waiters);
   return d.next_tick_ns;
 }
 
 void GpuArbiter::publish_draining() {
   // Nobody may launch while the old holder's tail drains; the slot stays
   // published_ so the drain can be recognised at the next tick.
-  if (page()->holder.load(std::memory_order_relaxed) == shm::kNoHolder) return;
+  if (writer().holder() == shm::kNoHolder) return;
   EGPU_LOG_DEBUG("GPU %u: holder %d draining", gpu_, static_cast<int>(published_));
-  page()->holder.store(shm::kNoHolder, std::memory_order_release);
   // No wake: waiters wait to be granted, and nobody is granted yet.
-  page()->grant_seq.fetch_add(1, std::memory_order_release);
+  writer().grant(shm::kNoHolder);
 }
 
 void GpuArbiter::heartbeat(int64_t now) {
-  page()->heartbeat_ns.store(now, std::memory_order_release);
+  writer().beat(now);
 }
 
 void GpuArbiter::shutdown() {
-  // A stopped agent must not leave the gate shut: a zero heartbeat is stale at
-  // once, so shims apply their fail mode without waiting for the timeout.
-  page()->heartbeat_ns.store(0, std::memory_order_release);
-  page()->grant_seq.fetch_add(1, std::memory_order_release);
+  // A stopped agent must not leave the gate shut.
+  writer().stop();
   for (auto& [slot, m] : members_)
     shm::wake_granted(&m.runtime.page()->grant_word);
 }
@@ -354,7 +288,7 @@ std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) 
   InstanceView v;
   v.faa = stats.value();
   v.memory_used = m.runtime.memory_used();
-  v.memory_limit = page()->slots[m.instance.slot].mem_limit.load(std::memory_order_relaxed);
+  v.memory_limit = shm::slot_mem_limit(page()->slots[m.instance.slot]);
   v.throttled_ns = m.runtime.throttled_ns();
   v.device_ns = m.runtime.device_ns_total();
   v.mem_denied = m.runtime.mem_denied();

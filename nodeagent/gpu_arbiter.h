@@ -15,6 +15,7 @@
 
 #include "core/faa/arbiter_policy.h"
 #include "core/model/instance_registry.h"
+#include "core/shm/gpu_page_io.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
 #include "core/util/fail_mode.h"
@@ -108,6 +109,7 @@ class GpuArbiter {
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
              faa::ArbiterPolicy policy);
   shm::GpuPage* page() const { return page_.mapping.as<shm::GpuPage>(); }
+  shm::GpuPageWriter writer() const { return shm::GpuPageWriter(page()); }
   void publish(std::optional<faa::InstanceId> holder, int64_t until);
   void publish_draining();
   void publish_bound();

@@ -46,7 +46,7 @@ Result<std::unique_ptr<Attachment>> make_attachment(protocol::AttachReply reply,
   if (r.proc_slot >= shm::kMaxProcsPerInstance) {
     return Error{"process slot " + std::to_string(r.proc_slot) + " out of range"};
   }
-  if (gpu->slots[r.gpu_slot].instance_id.load(std::memory_order_acquire) != r.instance_id) {
+  if (shm::slot_instance(gpu->slots[r.gpu_slot]) != r.instance_id) {
     return Error{"GPU slot " + std::to_string(r.gpu_slot) + " does not hold instance " +
                  std::to_string(r.instance_id)};
   }
@@ -58,7 +58,7 @@ Result<std::unique_ptr<Attachment>> make_attachment(protocol::AttachReply reply,
   a->gpu_slot = r.gpu_slot;
   a->proc_slot = r.proc_slot;
   a->instance_id = r.instance_id;
-  a->epoch = gpu->agent_epoch.load(std::memory_order_acquire);
+  a->epoch = shm::agent_epoch(*gpu);
   a->gpu_mapping = std::move(*gpu_map);
   a->instance_mapping = std::move(*inst_map);
   a->wake = std::move(reply.wake);

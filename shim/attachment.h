@@ -9,9 +9,11 @@
 #include <optional>
 
 #include "core/protocol/attach_exchange.h"
+#include "core/shm/gpu_page_io.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
 #include "core/shm/proc_slot_io.h"
+#include "core/shm/slot_control_io.h"
 #include "core/util/fail_mode.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
@@ -34,12 +36,10 @@ struct Attachment {
 
   const shm::SlotControl& control() const { return gpu->slots[gpu_slot]; }
   // The agent removed the instance: its GPU slot is free or someone else's.
-  bool instance_gone() const {
-    return control().instance_id.load(std::memory_order_acquire) != instance_id;
-  }
+  bool instance_gone() const { return shm::slot_instance(control()) != instance_id; }
   FailMode fail_mode() const {
     if (fail_mode_override) return *fail_mode_override;
-    return fail_mode_from_value(gpu->fail_mode.load(std::memory_order_relaxed));
+    return shm::page_fail_mode(*gpu);
   }
 };
 

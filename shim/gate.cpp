@@ -2,26 +2,20 @@
 
 #include <algorithm>
 
+#include "core/shm/gpu_page_io.h"
 #include "core/shm/grant_futex.h"
 #include "core/util/clock.h"
 
 namespace egpu::shim {
-
-bool agent_alive(const shm::GpuPage& gpu, int64_t now) {
-  const int64_t timeout = gpu.heartbeat_timeout_ns.load(std::memory_order_relaxed);
-  if (timeout <= 0) return true;
-  return now - gpu.heartbeat_ns.load(std::memory_order_acquire) <= timeout;
-}
 
 namespace {
 
 // The GPU drains `queued` (this process's own tail, longer than the handover
 // tail) for a waiting successor: no holder, someone waiting.
 bool draining_own_tail(const shm::GpuPage& gpu, int64_t queued) {
-  const int64_t tail = gpu.handover_tail_ns.load(std::memory_order_relaxed);
-  return tail > 0 && queued > tail &&
-         gpu.holder.load(std::memory_order_acquire) == shm::kNoHolder &&
-         gpu.waiters.load(std::memory_order_relaxed) != 0;
+  const int64_t tail = shm::handover_tail(gpu);
+  return tail > 0 && queued > tail && shm::slice_holder(gpu) == shm::kNoHolder &&
+         shm::someone_waits(gpu);
 }
 
 }  // namespace
@@ -34,13 +28,13 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
   SliceWait outcome = SliceWait::kGranted;
   for (;;) {
     const uint32_t seq = a.instance->grant_word.load(std::memory_order_acquire);
-    if (gpu.holder.load(std::memory_order_acquire) == a.gpu_slot) break;
-    if (gpu.agent_epoch.load(std::memory_order_acquire) != a.epoch) {
+    if (shm::slice_holder(gpu) == a.gpu_slot) break;
+    if (shm::agent_epoch(gpu) != a.epoch) {
       outcome = SliceWait::kEpochChanged;
       break;
     }
     const int64_t now = monotonic_ns();
-    if (!agent_alive(gpu, now)) {
+    if (!shm::agent_alive(gpu, now)) {
       outcome = SliceWait::kAgentDead;
       break;
     }
@@ -55,11 +49,9 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       asked = true;
     }
     // Wake no later than the heartbeat could go stale.
-    const int64_t timeout = gpu.heartbeat_timeout_ns.load(std::memory_order_relaxed);
     int64_t wait = kMaxFutexWaitNs;
-    if (timeout > 0) {
-      const int64_t stale_at = gpu.heartbeat_ns.load(std::memory_order_relaxed) + timeout;
-      wait = std::clamp<int64_t>(stale_at - now + 1'000'000, 1'000'000, kMaxFutexWaitNs);
+    if (const auto stale_at = shm::heartbeat_stale_at(gpu)) {
+      wait = std::clamp<int64_t>(*stale_at - now + 1'000'000, 1'000'000, kMaxFutexWaitNs);
     }
     if (queued > 0) wait = std::min(wait, kDrainPollNs);
     shm::sleep_until_granted(&a.instance->grant_word, seq, wait);
@@ -73,17 +65,15 @@ void note_idle(const Attachment& a) {
   a.me.mark_idle(monotonic_ns());
   // Someone waits, and this holder went idle or the tail the GPU drains
   // (no holder) is gone: the agent hands over now instead of at a poll.
-  const uint32_t holder = a.gpu->holder.load(std::memory_order_relaxed);
-  if (a.gpu->waiters.load(std::memory_order_relaxed) != 0 &&
-      (holder == a.gpu_slot || holder == shm::kNoHolder)) {
+  const uint32_t holder = shm::slice_holder(*a.gpu);
+  if (shm::someone_waits(*a.gpu) && (holder == a.gpu_slot || holder == shm::kNoHolder)) {
     kick_agent(a);
   }
 }
 
 void note_tail(const Attachment& a, int64_t before, int64_t after) {
-  const int64_t tail = a.gpu->handover_tail_ns.load(std::memory_order_relaxed);
-  if (tail > 0 && before > tail && after <= tail &&
-      a.gpu->holder.load(std::memory_order_acquire) == shm::kNoHolder) {
+  const int64_t tail = shm::handover_tail(*a.gpu);
+  if (tail > 0 && before > tail && after <= tail && shm::slice_holder(*a.gpu) == shm::kNoHolder) {
     kick_agent(a);
   }
 }

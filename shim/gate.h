@@ -13,9 +13,6 @@ namespace egpu::shim {
 // Longest single futex sleep: liveness is re-checked at least this often.
 inline constexpr int64_t kMaxFutexWaitNs = 50'000'000;
 
-// The agent's heartbeat is fresh (a zero timeout means "never declare dead").
-bool agent_alive(const shm::GpuPage& gpu, int64_t now);
-
 enum class SliceWait {
   kGranted,       // this instance holds the slice
   kAgentDead,     // the heartbeat stopped: apply the fail mode

@@ -31,7 +31,7 @@ uint64_t instance_device_ns(const Attachment& a) {
 }
 
 void sync_limit(GpuBinding& b, const Attachment& a) {
-  const int64_t limit = a.gpu->inflight_limit_ns.load(std::memory_order_relaxed);
+  const int64_t limit = shm::inflight_bound(*a.gpu);
   if (limit > 0 && limit != b.pacer().inflight_limit_ns()) b.pacer().set_inflight_limit_ns(limit);
 }
 
@@ -50,7 +50,7 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
           "GPU %u: the egpu agent stopped responding; fail mode closed: holding instance "
           "%llu at its share (%u units) locally until it returns",
           b.physical_index(), static_cast<unsigned long long>(a.instance_id),
-          a.control().units.load(std::memory_order_relaxed));
+          shm::slot_units(a.control()));
     } else {
       log_line(
           "GPU %u: the egpu agent stopped responding; fail mode open: running unenforced "
@@ -63,14 +63,14 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
   bool waited = false;
   for (;;) {
     const int64_t now = monotonic_ns();  // the duty cycle runs on the agent's clock
-    if (agent_alive(*a.gpu, now) && a.gpu->agent_epoch.load(std::memory_order_acquire) == a.epoch) {
+    if (shm::agent_alive(*a.gpu, now) && shm::agent_epoch(*a.gpu) == a.epoch) {
       break;
     }
     int64_t wait = 0;
     {
       std::lock_guard lock(b.duty_mutex());
       if (!b.duty().started()) {
-        const double share = a.control().units.load(std::memory_order_relaxed) / 100.0;
+        const double share = shm::slot_units(a.control()) / 100.0;
         b.duty().start(share, instance_device_ns(a), now);
       }
       wait = b.duty().wait_ns(instance_device_ns(a), now);
@@ -133,8 +133,8 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
     const int64_t now = launch_clock_ns();
     b.set_next_check_ns(now + kCheckPeriodNs);
     sync_limit(b, *a);
-    const bool restarted = a->gpu->agent_epoch.load(std::memory_order_acquire) != a->epoch;
-    if (restarted || !agent_alive(*a->gpu, monotonic_ns())) {
+    const bool restarted = shm::agent_epoch(*a->gpu) != a->epoch;
+    if (restarted || !shm::agent_alive(*a->gpu, monotonic_ns())) {
       Attachment* fresh = s.reattach(b, a, now);
       if (fresh != a) {
         a = fresh;
@@ -157,11 +157,11 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
           b.physical_index(), static_cast<unsigned long long>(a->instance_id));
       return nullptr;
     }
-    if (a->gpu->holder.load(std::memory_order_acquire) == a->gpu_slot) {
+    if (shm::slice_holder(*a->gpu) == a->gpu_slot) {
       if (b.pacer().under_limit()) return a;
       held = true;
       wait_inflight(b, *a);
-      if (a->gpu->holder.load(std::memory_order_acquire) == a->gpu_slot) return a;
+      if (shm::slice_holder(*a->gpu) == a->gpu_slot) return a;
       continue;
     }
     // While this process's tail drains, publish what is left of it: the

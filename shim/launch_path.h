@@ -40,8 +40,8 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
     const uint64_t throttled_before = opening ? a->me.throttled_ns() : 0;
     // An orphan (its slot given to another instance) is caught by the
     // periodic check, within kCheckPeriodNs: not a load on every launch.
-    if (a->gpu->holder.load(std::memory_order_acquire) != a->gpu_slot ||
-        !b->pacer().under_limit() || b->check_due(now)) {
+    if (shm::slice_holder(*a->gpu) != a->gpu_slot || !b->pacer().under_limit() ||
+        b->check_due(now)) {
       a = admit_launch(*s, *b, a);
       if (a == nullptr) return CUDA_ERROR_NOT_PERMITTED;  // orphaned
     }

@@ -20,7 +20,7 @@ Attachment* quota_attachment(int ordinal, uint64_t* quota) noexcept {
     if (b == nullptr) return nullptr;
     Attachment* a = s->ensure_attached(*b, launch_clock_ns());
     if (a == nullptr) return nullptr;
-    *quota = a->control().mem_limit.load(std::memory_order_relaxed);
+    *quota = shm::slot_mem_limit(a->control());
     return *quota != shm::kNoMemLimit ? a : nullptr;
   } catch (...) {
     return nullptr;

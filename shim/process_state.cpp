@@ -10,6 +10,7 @@
 
 #include "core/protocol/attach_exchange.h"
 #include "core/quota/memory_quota.h"
+#include "core/shm/gpu_page_io.h"
 #include "shim/call_counters.h"
 #include "shim/fast_clock.h"
 #include "shim/log.h"
@@ -166,7 +167,7 @@ Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) 
   // The slot holds what this process has live on the GPU (all of it when the
   // shim ran unattached until now, or the agent lost its pages).
   quota::set_held(a->instance, a->proc_slot, allocations_.live_bytes(b.ordinal()));
-  const int64_t limit = a->gpu->inflight_limit_ns.load(std::memory_order_relaxed);
+  const int64_t limit = shm::inflight_bound(*a->gpu);
   if (limit > 0) b.pacer().set_inflight_limit_ns(limit);
   Attachment* raw = a.release();  // kept for the life of the process (see Attachment)
   const Link before = b.link();

@@ -220,7 +220,7 @@ TEST(Gate, AlreadyDeadAgentIsSeenAtOnce) {
   const int64_t start = monotonic_ns();
   EXPECT_EQ(wait_for_slice(p.a), SliceWait::kAgentDead);
   EXPECT_LT(monotonic_ns() - start, 20 * kMs);
-  EXPECT_FALSE(agent_alive(*p.gpu, monotonic_ns()));
+  EXPECT_FALSE(shm::agent_alive(*p.gpu, monotonic_ns()));
 }
 
 TEST(Gate, RestartedAgentEndsTheWait) {
@@ -238,7 +238,7 @@ TEST(Gate, ZeroTimeoutNeverDeclaresTheAgentDead) {
   Pages p;
   p.gpu->heartbeat_timeout_ns.store(0);
   p.gpu->heartbeat_ns.store(1);
-  EXPECT_TRUE(agent_alive(*p.gpu, monotonic_ns()));
+  EXPECT_TRUE(shm::agent_alive(*p.gpu, monotonic_ns()));
 }
 
 }  // namespace

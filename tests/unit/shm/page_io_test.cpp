@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/shm/gpu_page_io.h"
 #include "core/shm/latency_counts.h"
 #include "core/shm/pages.h"
 #include "core/shm/proc_slot_io.h"
+#include "core/shm/slot_control_io.h"
 
 namespace egpu::shm {
 namespace {
@@ -125,6 +127,104 @@ TEST(PageIo, TheShimsReadTheDeviceTimeOfAttachedProcessesOnly) {
   ProcSlotWriter(&page->procs[5]).add_device_ns(20);
   page->procs[9].device_ns = 1'000'000;  // a slot no process holds
   EXPECT_EQ(attached_device_ns(*page), 120u);
+}
+
+TEST(PageIo, WhatTheAgentPublishesOnTheGpuPageTheShimsRead) {
+  auto gpu = std::make_unique<GpuPage>();
+  gpu->holder = kNoHolder;
+  gpu->heartbeat_timeout_ns = 1'000;
+  const GpuPageWriter agent(gpu.get());
+  agent.beat(10'000);
+  EXPECT_TRUE(agent_alive(*gpu, 11'000));
+  EXPECT_FALSE(agent_alive(*gpu, 11'001));
+  EXPECT_EQ(heartbeat_stale_at(*gpu), 11'000);
+
+  const uint32_t seq = gpu->grant_seq.load();
+  agent.grant(4);
+  EXPECT_EQ(slice_holder(*gpu), 4u);
+  EXPECT_EQ(agent.holder(), 4u);
+  EXPECT_EQ(gpu->grant_seq.load(), seq + 1);  // the futex word's sleepers look again
+  agent.grant(kNoHolder);                     // a tail drains
+  EXPECT_EQ(slice_holder(*gpu), kNoHolder);
+
+  EXPECT_FALSE(someone_waits(*gpu));
+  EXPECT_TRUE(agent.set_waiters(2));
+  EXPECT_FALSE(agent.set_waiters(2));
+  EXPECT_TRUE(someone_waits(*gpu));
+  EXPECT_TRUE(agent.set_inflight_bound(3'000'000));
+  EXPECT_FALSE(agent.set_inflight_bound(3'000'000));
+  EXPECT_EQ(inflight_bound(*gpu), 3'000'000);
+
+  agent.stop();  // stale at once, whatever the timeout
+  EXPECT_FALSE(agent_alive(*gpu, 1'001));
+  EXPECT_EQ(gpu->grant_seq.load(), seq + 3);
+  gpu->heartbeat_timeout_ns = 0;  // never declared dead
+  EXPECT_FALSE(heartbeat_stale_at(*gpu).has_value());
+  EXPECT_TRUE(agent_alive(*gpu, INT64_MAX));
+}
+
+TEST(PageIo, AnInstanceRecordReadsBackAsItWasWrittenAndDamageIsNamed) {
+  auto gpu = std::make_unique<GpuPage>();
+  model::Instance inst;
+  inst.id = 77;
+  inst.job_id = 1234;
+  inst.step_id = 2;
+  inst.gpu = 1;
+  inst.slot = 5;
+  inst.uid = 1001;
+  inst.gid = 1002;
+  inst.units = 30;
+  inst.job_units = 60;
+  inst.mode = Mode::kLend;
+  inst.mem_quota = 1ull << 30;
+  inst.umbrella = true;
+  inst.mem_quota_explicit = true;
+  inst.creator = {4321, 99};
+  inst.objective = slo::LatencyObjective{99'000, 40'000'000};
+  SlotControl& c = gpu->slots[inst.slot];
+  write_slot_control(c, inst);
+  set_mem_limit(c, 1ull << 29);
+  EXPECT_EQ(slot_instance(c), 77u);
+  EXPECT_EQ(slot_units(c), 30u);
+  EXPECT_EQ(slot_mem_limit(c), 1ull << 29);
+
+  auto back = read_slot_control(c, inst.gpu, inst.slot);
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_TRUE(back->has_value());
+  const model::Instance& r = (*back)->instance;
+  EXPECT_TRUE((*back)->warning.empty());
+  EXPECT_EQ(r.id, inst.id);
+  EXPECT_EQ(r.job_id, inst.job_id);
+  EXPECT_EQ(r.step_id, inst.step_id);
+  EXPECT_EQ(r.units, inst.units);
+  EXPECT_EQ(r.job_units, inst.job_units);
+  EXPECT_EQ(r.mode, Mode::kLend);
+  EXPECT_EQ(r.uid, inst.uid);
+  EXPECT_EQ(r.gid, inst.gid);
+  EXPECT_EQ(r.mem_quota, inst.mem_quota);
+  EXPECT_TRUE(r.umbrella);
+  EXPECT_TRUE(r.mem_quota_explicit);
+  EXPECT_EQ(r.creator.pid, 4321);
+  EXPECT_EQ(r.creator.start, 99u);
+  ASSERT_TRUE(r.objective.has_value());
+  EXPECT_EQ(r.objective->target_ns, 40'000'000);
+
+  c.slo_target_ns = 1;  // below any objective's target: dropped, said
+  back = read_slot_control(c, inst.gpu, inst.slot);
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_FALSE((*back)->instance.objective.has_value());
+  EXPECT_NE((*back)->warning.find("latency objective"), std::string::npos);
+
+  c.mode = 9;  // no mode has that number: not recovered
+  back = read_slot_control(c, inst.gpu, inst.slot);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().find("mode 9"), std::string::npos) << back.error();
+
+  free_slot_control(c);
+  EXPECT_EQ(slot_instance(c), 0u);
+  back = read_slot_control(c, inst.gpu, inst.slot);
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->has_value());
 }
 
 }  // namespace

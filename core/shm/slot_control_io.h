@@ -1,0 +1,55 @@
+// The one way an instance's record in the GPU page (SlotControl, pages.h) is
+// written and read. The agent writes it at create and at every change, and
+// reads it back after a restart; shims read the few fields they enforce.
+// Only agents write the GPU page, so a value out of range is damage, not an
+// attack: the reader drops what it cannot trust and says why.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/model/instance_registry.h"
+#include "core/shm/pages.h"
+#include "core/util/result.h"
+
+namespace egpu::shm {
+
+// Records `inst` in its slot (inst.slot) and marks the slot active; the
+// instance id and state are stored last, so a shim that sees its id sees the
+// rest. mem_limit is left alone: it has its own protocol (set_mem_limit).
+void write_slot_control(SlotControl& c, const model::Instance& inst);
+
+// Frees a slot: shims whose id it held see at once that the instance is gone.
+void free_slot_control(SlotControl& c);
+
+// What the shims enforce for memory (bytes, or kNoMemLimit). seq_cst: it is
+// ordered before the agent's following read of the use (core/quota).
+inline void set_mem_limit(SlotControl& c, uint64_t bytes) {
+  c.mem_limit.store(bytes, std::memory_order_seq_cst);
+}
+
+// The instance an active slot records (slot `slot` of GPU `gpu`); an error
+// naming the damage for one that cannot be recovered, and nullopt for a free
+// slot. A damaged objective alone is dropped with `warning` set.
+struct RecoveredSlot {
+  model::Instance instance;
+  std::string warning;  // empty when every field was in range
+};
+Result<std::optional<RecoveredSlot>> read_slot_control(const SlotControl& c, uint32_t gpu,
+                                                       uint32_t slot);
+
+// --- The shims' side ---
+
+inline uint64_t slot_instance(const SlotControl& c) {
+  return c.instance_id.load(std::memory_order_acquire);
+}
+inline uint32_t slot_units(const SlotControl& c) {
+  return c.units.load(std::memory_order_relaxed);
+}
+inline uint64_t slot_mem_limit(const SlotControl& c) {
+  return c.mem_limit.load(std::memory_order_relaxed);
+}
+
+}  // namespace egpu::shm
