@@ -4,12 +4,15 @@
 // agent itself publishes. A real GpuArbiter over real page files (in a private
 // runtime directory) arbitrates two or three instances on one GPU on simulated
 // time, while the input rewrites, truncates and kicks their pages between
-// ticks. The input format is in instance_page_input.h.
+// ticks; the agent's latency control reads the latency counts the pages
+// claim and moves share through the real InstanceRegistry. The input format
+// is in instance_page_input.h.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +29,7 @@
 #include "core/util/log.h"
 #include "instance_page_input.h"
 #include "nodeagent/gpu_arbiter.h"
+#include "nodeagent/latency_control.h"
 #include "nodeagent/user_page_guard.h"
 
 // A broken promise of the agent: says which, then traps (libFuzzer keeps the input).
@@ -50,6 +54,7 @@ constexpr int kMaxOps = 128;  // bounds the time one input takes
 // FAA re-decides at a slice end, a drain poll or a cap refill: milliseconds.
 // A next tick further out than this would leave a contended GPU stalled.
 constexpr int64_t kMaxTickAheadNs = 60 * faa::kSecond;
+constexpr slo::LatencyObjective kObjective{99'000, 5'000'000};
 
 // Takes bytes from the front of the input; zeros once it is used up.
 class Reader {
@@ -119,7 +124,7 @@ class Run {
     settings_.fail_mode = FailMode::kOpen;
     settings_.epoch = 1;
     settings_.max_slots = 16;
-    double sum = 0;
+    uint32_t used = 0;
     for (uint32_t i = 0; i < kHeaderBytes - 1; ++i) {
       const uint8_t b = in_.u8();
       if (i >= count) continue;
@@ -130,19 +135,21 @@ class Run {
       inst.slot = i;
       inst.uid = ::getuid();
       inst.gid = ::getgid();
-      inst.units = 1 + (b & 0x7f) % 100;
+      // As the registry admits them: the GPU's instances hold 100 units at most.
+      inst.units = std::min<uint32_t>(1 + (b & 0x7f) % 100,
+                                      100 - used - static_cast<uint32_t>(count - 1 - i));
+      used += inst.units;
       inst.job_units = inst.units;
       inst.mode = (b & 0x80) != 0 ? Mode::kCap : Mode::kBurst;
+      if (inst.mode == Mode::kBurst && i == 0) inst.objective = kObjective;
+      if (inst.mode == Mode::kBurst && i == 1) inst.mode = Mode::kLend;
       inst.mem_quota = kGpuMemory / 100 * inst.units;
       tenants_.push_back(inst);
-      targets_.push_back(inst.units / 100.0);
-      sum += targets_.back();
+      CHECK(registry_.restore(inst).ok());
     }
-    // As the agent's targets(): shares are scaled down when units overbook the GPU.
-    if (sum > 1.0) {
-      for (double& t : targets_)
-        t /= sum;
-    }
+    plain_targets_ = registry_.faa_targets(kGpu, {});
+    for (const auto& t : tenants_)
+      targets_.push_back(plain_targets_.at(t.id).first);
   }
 
   void go() {
@@ -203,6 +210,9 @@ class Run {
     // Simulated time starts at the agent's clock (which open and add read)
     // and never runs behind it: the agent's own clock never goes back.
     now_ = std::max(now_, monotonic_ns());
+    // A new agent starts its latency control afresh (loans do not outlive it).
+    latency_ = agent::LatencyControl();
+    latency_last_ = now_;
     auto view =
         shm::map_fd(arb_->gpu_page_readonly_fd(), sizeof(shm::GpuPage), shm::Access::kReadOnly);
     CHECK(view.ok());
@@ -351,12 +361,66 @@ class Run {
     CHECK(stats.grants >= gpu_grants_ && stats.preemptions >= preemptions_);
     gpu_grants_ = stats.grants;
     preemptions_ = stats.preemptions;
+    control_latency();
+  }
+
+  // As Agent::on_latency_timer, for this GPU: one period of the latency
+  // control on what the pages claim, then its loans applied to FAA. Whatever
+  // the pages say, only a lender gives, and only what it has above its floor;
+  // only the latency-critical instance takes, and only what was given; a
+  // guaranteed instance keeps its share.
+  void control_latency() {
+    const int64_t period = std::max<int64_t>(now_ - latency_last_, 1'000'000);
+    latency_last_ = now_;
+    if (!latency_.wanted(kGpu, registry_)) {
+      latency_.forget(kGpu);
+      CHECK(latency_.loans(kGpu).empty());
+      return;
+    }
+    const bool changed = latency_.step(kGpu, registry_, *arb_, period);
+    const std::map<uint64_t, int32_t>& loans = latency_.loans(kGpu);
+    const uint32_t floor = slo::SloParams{}.lend_floor_units;
+    int64_t borrowed = 0, lent = 0;
+    for (const auto& [id, units] : loans) {
+      const model::Instance* inst = registry_.find(id);
+      CHECK(inst != nullptr && units != 0);
+      if (units > 0) {
+        CHECK(inst->latency_critical());
+        borrowed += units;
+      } else {
+        CHECK(inst->mode == Mode::kLend && -units <= static_cast<int64_t>(inst->units) - floor);
+        lent -= units;
+      }
+    }
+    CHECK(borrowed == lent);
+    const auto targets = registry_.faa_targets(kGpu, loans);
+    double with = 0, without = 0;
+    for (const auto& t : tenants_) {
+      const double plain = plain_targets_.at(t.id).first;
+      const double now = targets.at(t.id).first;
+      with += now;
+      without += plain;
+      if (!t.latency_critical() && t.mode != Mode::kLend) CHECK(now == plain);
+      if (t.mode == Mode::kLend) CHECK(now <= plain + 1e-12);
+      if (t.latency_critical()) CHECK(now >= plain - 1e-12);
+      if (const slo::SloState* s = latency_.state(t.id); s != nullptr) {
+        CHECK(s->windows_met <= s->windows_judged);
+        CHECK(s->effective_units <= 100);
+        CHECK(s->demand >= 0 && s->demand <= 1.0 + 1e-9);
+      }
+    }
+    CHECK(std::abs(with - without) < 1e-9);
+    if (changed) CHECK(arb_->retarget(targets).ok());
   }
 
   Reader& in_;
   agent::ArbiterSettings settings_{};
   std::vector<model::Instance> tenants_;
   std::vector<double> targets_;
+  model::InstanceRegistry registry_{{kGpuMemory}, 16};
+  std::map<uint64_t, std::pair<double, Mode>> plain_targets_;  // without loans
+  agent::LatencyControl latency_;
+  int64_t latency_last_ = 0;
   std::unique_ptr<GpuArbiter> arb_;
   shm::Mapping gpu_view_;  // the GPU page as shims map it (read-only)
   std::vector<Attached> attached_;

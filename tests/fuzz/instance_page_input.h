@@ -3,9 +3,13 @@
 //
 // Header, kHeaderBytes:
 //   [0]    bit 0: three instances (else two); bits 1-7: slice length - 1 in ms (% 50)
-//   [1..3] one byte per instance: bits 0-6: units - 1 (% 100); bit 7: cap mode
+//   [1..3] one byte per instance: bits 0-6: units - 1 (% 100, cut so that the
+//          instances fit in 100 units); bit 7: cap mode, else instance 0 has
+//          a latency objective (p99:5ms), instance 1 lends and instance 2 is
+//          plain burst
 // Instance i has id kFirstInstanceId + i, GPU slot i, and starts with process
-// kFirstPid + i attached (in process slot 0).
+// kFirstPid + i attached (in process slot 0). The agent's latency control
+// runs at every tick, on what the pages say.
 // Then operations until the input ends; each starts with
 //   [op]   bits 0-1: instance (% count); bits 2-4: Op
 //   [dt_lo][dt_hi][shift]  simulated time that passes after it: dt << (shift % 24) ns

@@ -9,6 +9,7 @@
 
 #include "core/protocol/codec.h"
 #include "core/shm/pages.h"
+#include "core/slo/latency_histogram.h"
 #include "instance_page_input.h"
 
 namespace {
@@ -100,6 +101,30 @@ void write_instance_page_seeds(const std::string& dir) {
     wrap.write(0, 1000, procs_at, &one, sizeof one);
   }
   save("device_ns_wrap", wrap);
+  // A latency reporter that lies: the instance with an objective claims every
+  // request took 50 ms and that it used all its share, period after period,
+  // beside a lender and a guaranteed neighbour; then its counts go back to
+  // zero, then to the largest value there is.
+  ip::InputWriter liar(true, 10, {19, 49, 29});
+  const auto counts_at =
+      static_cast<uint16_t>(reinterpret_cast<const uint8_t*>(&page[0].latency_counts[0]) - base);
+  const uint16_t slow =
+      static_cast<uint16_t>(counts_at + 8 * egpu::slo::latency_bucket(50'000'000));
+  egpu::shm::ProcSlot busy{};
+  busy.pid = ip::kFirstPid;
+  busy.busy = 1;
+  for (uint64_t period = 1; period <= 40; ++period) {
+    const uint64_t requests = period * 100;
+    busy.launches = period;
+    busy.device_ns = period * 60'000'000;
+    liar.write(0, 30'000, procs_at, &busy, sizeof busy);
+    liar.write(0, 30'000, slow, &requests, sizeof requests);
+  }
+  const uint64_t zero = 0, most = UINT64_MAX;
+  liar.write(0, 60'000, slow, &zero, sizeof zero);
+  liar.write(0, 60'000, slow, &most, sizeof most);
+  liar.op(ip::kRestart, 0, 60'000);
+  save("latency_liar", liar);
 }
 
 }  // namespace
