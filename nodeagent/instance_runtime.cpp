@@ -103,7 +103,8 @@ int InstanceRuntime::attach(pid_t pid) {
     if (shm::read_proc_slot(p->procs[i]).pid == pid) return static_cast<int>(i);
   }
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
-    if (p->procs[i].pid.load(std::memory_order_acquire) != 0) continue;
+    // A slot the job wrote a negative pid into reads as free, as in scan().
+    if (shm::read_proc_slot(p->procs[i]).pid != 0) continue;
     seen_device_ns_[i] = 0;
     seen_launches_[i] = 0;
     shm::claim_proc_slot(p->procs[i], pid);

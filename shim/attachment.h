@@ -13,7 +13,6 @@
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
 #include "core/shm/proc_slot_io.h"
-#include "core/shm/slot_control_io.h"
 #include "core/util/fail_mode.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"

@@ -113,8 +113,8 @@ inline void claim_proc_slot(ProcSlot& s, pid_t pid) {
 
 // The agent takes back the slot of a process that ended. One store of the
 // pid removes its memory from the instance's total (MemoryQuota sums
-// attached processes only); its cumulative times stay for the instance's
-// totals.
+// attached processes only); its cumulative times stay in the instance's
+// totals until the slot is claimed again.
 inline void release_proc_slot(ProcSlot& s) {
   s.pid.store(0, std::memory_order_release);
   s.busy.store(0, std::memory_order_relaxed);

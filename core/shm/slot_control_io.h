@@ -1,6 +1,7 @@
-// The one way an instance's record in the GPU page (SlotControl, pages.h) is
-// written and read. The agent writes it at create and at every change, and
-// reads it back after a restart; shims read the few fields they enforce.
+// The one way the agent writes an instance's record in the GPU page
+// (SlotControl, pages.h): at create and at every change; it reads it back
+// after a restart. Shims read the few fields they enforce through
+// gpu_page_io.h.
 // Only agents write the GPU page, so a value out of range is damage, not an
 // attack: the reader drops what it cannot trust and says why.
 #pragma once
@@ -39,17 +40,5 @@ struct RecoveredSlot {
 };
 Result<std::optional<RecoveredSlot>> read_slot_control(const SlotControl& c, uint32_t gpu,
                                                        uint32_t slot);
-
-// --- The shims' side ---
-
-inline uint64_t slot_instance(const SlotControl& c) {
-  return c.instance_id.load(std::memory_order_acquire);
-}
-inline uint32_t slot_units(const SlotControl& c) {
-  return c.units.load(std::memory_order_relaxed);
-}
-inline uint64_t slot_mem_limit(const SlotControl& c) {
-  return c.mem_limit.load(std::memory_order_relaxed);
-}
 
 }  // namespace egpu::shm

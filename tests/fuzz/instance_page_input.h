@@ -2,11 +2,11 @@
 // corpus writer so seeds stay valid when the format changes.
 //
 // Header, kHeaderBytes:
-//   [0]    bit 0: three instances (else two); bits 1-7: slice length - 1 in ms (% 50)
-//   [1..3] one byte per instance: bits 0-6: units - 1 (% 100, cut so that the
-//          instances fit in 100 units); bit 7: cap mode, else instance 0 has
-//          a latency objective (p99:5ms), instance 1 lends and instance 2 is
-//          plain burst
+//   [0]    bit 0: three instances (else two); bits 1-6: slice length - 1 in ms
+//          (% 50); bit 7: latency roles: a burst instance 0 has a latency
+//          objective (p99:5ms), a burst instance 1 lends
+//   [1..3] one byte per instance: bits 0-6: units - 1 (% 100; they may
+//          overbook the GPU); bit 7: cap mode, else burst
 // Instance i has id kFirstInstanceId + i, GPU slot i, and starts with process
 // kFirstPid + i attached (in process slot 0). The agent's latency control
 // runs at every tick, on what the pages say.
@@ -49,8 +49,10 @@ inline constexpr int32_t kFirstPid = 100000;
 // Builds inputs (for seeds): a header, then operations.
 class InputWriter {
  public:
-  InputWriter(bool three, uint8_t slice_ms, std::vector<uint8_t> units_and_modes) {
-    bytes_.push_back(static_cast<uint8_t>((three ? 1 : 0) | ((slice_ms - 1) << 1)));
+  InputWriter(bool three, uint8_t slice_ms, std::vector<uint8_t> units_and_modes,
+              bool latency_roles = false) {
+    bytes_.push_back(static_cast<uint8_t>((three ? 1 : 0) | (((slice_ms - 1) & 0x3f) << 1) |
+                                          (latency_roles ? 0x80 : 0)));
     units_and_modes.resize(kHeaderBytes - 1);
     bytes_.insert(bytes_.end(), units_and_modes.begin(), units_and_modes.end());
   }
