@@ -212,8 +212,9 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
     umbrella_used = umbrella_memory_used(before->job_id, before->gpu);
   }
   // The decoder admits only modes and kModeUnchanged (nullopt here).
+  const bool force = (r.flags & protocol::kResizeForce) != 0;
   auto o = registry_->resize(peer.uid, r.instance_id, r.units, mode_from_value(r.mode), &updated,
-                             umbrella_used);
+                             umbrella_used, force);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
   GpuArbiter& arb = *arbiters_[updated.gpu];
   // The job's other instances on the GPU may have a new job allocation too.
@@ -230,6 +231,11 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
   EGPU_LOG_INFO("resized instance %llu to %u units, %s (by uid %u)",
                 static_cast<unsigned long long>(updated.id), updated.units, to_string(updated.mode),
                 peer.uid);
+  if (force && updated.job_units > updated.granted_units && updated.granted_units != 0) {
+    EGPU_LOG_WARN("job %llu holds %u units on GPU %u, past the %u Slurm granted (forced by uid %u)",
+                  static_cast<unsigned long long>(updated.job_id), updated.job_units, updated.gpu,
+                  updated.granted_units, peer.uid);
+  }
   Reply ok;
   ok.instance_id = updated.id;
   ok.text = instance_json(*this, updated.id, peer.uid);

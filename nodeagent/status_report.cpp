@@ -61,6 +61,8 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb,
   j["uid"] = inst.uid;
   j["units"] = inst.units;
   j["job_units"] = inst.job_units;
+  // Past what Slurm granted only after a forced resize by root.
+  j["granted_units"] = inst.granted_units != 0 ? inst.granted_units : inst.job_units;
   j["umbrella"] = inst.umbrella;
   j["mode"] = to_string(inst.mode);
   j["memory_quota_bytes"] = inst.mem_quota;

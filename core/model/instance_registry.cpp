@@ -67,6 +67,15 @@ uint32_t InstanceRegistry::job_allocation(uint64_t job_id, uint32_t gpu) const {
   return alloc;
 }
 
+uint32_t InstanceRegistry::slurm_grant(uint64_t job_id, uint32_t gpu) const {
+  uint32_t grant = 0;
+  for (const auto& [id, inst] : instances_) {
+    if (inst.job_id != job_id || inst.gpu != gpu) continue;
+    grant = std::max(grant, inst.granted_units != 0 ? inst.granted_units : inst.job_units);
+  }
+  return grant;
+}
+
 bool InstanceRegistry::has_umbrella(uint64_t job_id, uint32_t gpu) const {
   for (const auto& [id, inst] : instances_) {
     if (inst.job_id == job_id && inst.gpu == gpu && inst.umbrella) return true;
@@ -238,6 +247,7 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
   inst.units = spec.units;
   // A step records the job's allocation on the GPU (an umbrella's, if any).
   inst.job_units = spec.umbrella ? job_units : new_alloc;
+  inst.granted_units = std::max(inst.job_units, slurm_grant(spec.job_id, spec.gpu));
   inst.mode = spec.mode;
   inst.mem_quota = granted;
   inst.mem_quota_explicit = spec.mem_quota != 0;
@@ -245,8 +255,9 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
   inst.creator = spec.creator;
   // Non-umbrella siblings learn a larger allocation if this step brought one.
   for (auto& [id, other] : instances_) {
-    if (other.job_id == spec.job_id && other.gpu == spec.gpu && !other.umbrella) {
-      other.job_units = std::max(other.job_units, new_alloc);
+    if (other.job_id == spec.job_id && other.gpu == spec.gpu) {
+      if (!other.umbrella) other.job_units = std::max(other.job_units, new_alloc);
+      other.granted_units = std::max(other.granted_units, inst.granted_units);
     }
   }
   auto [it, inserted] = instances_.emplace(inst.id, inst);
@@ -331,11 +342,24 @@ Outcome InstanceRegistry::set_objective(uid_t caller, uint64_t id,
 
 Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
                                  std::optional<Mode> mode, Instance* updated,
-                                 uint64_t umbrella_mem_used) {
+                                 uint64_t umbrella_mem_used, bool force) {
   std::string name;
   Instance* found = nullptr;
   if (Outcome o = changeable(caller, id, &found, &name); !o.ok()) return o;
   Instance& inst = *found;
+  if (force && caller != 0) return fail(ReplyStatus::kDenied, "only root may force a resize");
+  const uint32_t grant = slurm_grant(inst.job_id, inst.gpu);
+  // Root growing the job past its grant must say so (see the header); a
+  // forced allocation may shrink back towards it freely.
+  const auto past_grant = [&](uint32_t allocation, uint32_t current) -> std::optional<Outcome> {
+    if (force || allocation <= std::max(grant, current)) return std::nullopt;
+    return fail(ReplyStatus::kOverAllocation,
+                "job " + std::to_string(inst.job_id) + " has " + std::to_string(grant) +
+                    " units on GPU " + std::to_string(inst.gpu) + " from Slurm; growing it to " +
+                    std::to_string(allocation) +
+                    " needs --force (Slurm would not know: it goes on placing other jobs on "
+                    "those units)");
+  };
   if (mode && *mode != Mode::kBurst && inst.objective) {
     return fail(ReplyStatus::kBadRequest,
                 name + " has a latency objective (" + slo::to_string(inst.objective) +
@@ -361,6 +385,7 @@ Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
                     "GPU " + std::to_string(inst.gpu) + " has only " +
                         std::to_string(100 - (allocated_units(inst.gpu) - alloc)) + " units free");
       }
+      if (auto refused = past_grant(units, alloc)) return *refused;
       inst.units = units;
       inst.job_units = units;
     } else {
@@ -381,6 +406,7 @@ Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
                           std::to_string(100 - (allocated_units(inst.gpu) - alloc)) +
                           " units free");
         }
+        if (auto refused = past_grant(steps, alloc)) return *refused;
         for (auto& [oid, o] : instances_) {
           if (o.job_id == inst.job_id && o.gpu == inst.gpu) o.job_units = steps;
         }

@@ -48,6 +48,10 @@ struct Instance {
   gid_t gid = 0;
   uint32_t units = 0;      // the step's own units
   uint32_t job_units = 0;  // the job's allocation on this GPU
+  // What Slurm granted the job on this GPU (the largest job allocation its
+  // steps were created with); job_units goes past it only by a forced
+  // resize. 0 (a record from before it was kept): job_units.
+  uint32_t granted_units = 0;
   Mode mode = Mode::kBurst;
   uint64_t mem_quota = 0;           // bytes
   bool mem_quota_explicit = false;  // set by --egpu-mem; else it follows the units
@@ -105,13 +109,15 @@ class InstanceRegistry {
   Outcome restore(const Instance& instance);
   // Removes one step's instances (all GPUs), or every step of the job (root only).
   Outcome remove(uid_t caller, uint64_t job_id, uint32_t step_id, std::vector<Instance>* removed);
-  // Changes units (0: unchanged) and/or mode (nullopt: unchanged). Root may
-  // set anything that fits the GPU; the owner may move units between the
-  // job's steps but never past the job's allocation, and may not change the
-  // allocation itself.
-  // `umbrella_mem_used` as in CreateSpec.
+  // Changes units (0: unchanged) and/or mode (nullopt: unchanged). The owner
+  // may move units between the job's steps but never past the job's
+  // allocation, and may not change the allocation itself. Root may set
+  // anything that fits the GPU within what Slurm granted the job there, and
+  // past that only with `force` (Slurm does not learn of it and goes on
+  // placing other jobs on units it thinks free, which the agent then
+  // refuses). `umbrella_mem_used` as in CreateSpec.
   Outcome resize(uid_t caller, uint64_t id, uint32_t units, std::optional<Mode> mode,
-                 Instance* updated, uint64_t umbrella_mem_used = 0);
+                 Instance* updated, uint64_t umbrella_mem_used = 0, bool force = false);
 
   // Sets or clears (nullopt) a latency objective; owner or root. Refused
   // for cap (it never goes above its share) and lend (it gives share; it
@@ -157,6 +163,8 @@ class InstanceRegistry {
   uint32_t job_steps_units(uint64_t job_id, uint32_t gpu, uint64_t except_id) const;
   uint32_t job_allocation(uint64_t job_id, uint32_t gpu) const;
   bool has_umbrella(uint64_t job_id, uint32_t gpu) const;
+  // What Slurm granted the job on the GPU (Instance::granted_units).
+  uint32_t slurm_grant(uint64_t job_id, uint32_t gpu) const;
   // A step's quota: `wanted` (explicit or the units' share), within what the
   // job's memory pool has left; an error when an explicit one does not fit.
   Result<uint64_t> step_memory(uint64_t job_id, uint32_t gpu, uint32_t job_units,

@@ -84,6 +84,7 @@ Status validate(const ResizeRequest& r) {
     return Error{"units " + num(r.units) + " not in 1.." + num(kUnitsPerGpu)};
   if (Status s = check_mode(r.mode, true); !s) return s;
   if (r.units == 0 && r.mode == kModeUnchanged) return Error{"resize changes nothing"};
+  if ((r.flags & ~kResizeForce) != 0 || r.reserved != 0) return Error{"unknown resize flags"};
   return {};
 }
 

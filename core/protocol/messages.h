@@ -86,12 +86,18 @@ struct RemoveRequest {
 static_assert(sizeof(RemoveRequest) == 16);
 inline constexpr uint32_t kAllSteps = 0xffffffff;
 
+// ResizeRequest.flags: root grows a job past the allocation Slurm gave it
+// (Slurm does not learn of it; see InstanceRegistry::resize).
+inline constexpr uint32_t kResizeForce = 1u << 0;
+
 struct ResizeRequest {
   uint64_t instance_id;
   uint32_t units;  // 1..100, or 0 = unchanged
   uint32_t mode;   // mode_value(Mode), or kModeUnchanged
+  uint32_t flags;  // kResizeForce
+  uint32_t reserved;
 };
-static_assert(sizeof(ResizeRequest) == 16);
+static_assert(sizeof(ResizeRequest) == 24);
 
 struct StatusRequest {
   uint32_t flags;  // reserved, must be 0

@@ -8,9 +8,12 @@
 //   by that instance's processes: their activity, device time, memory. The agent
 //   reads it, and writes only a process slot's pid (attach, reclaim).
 // Fields are fixed-size atomics: no pointers, and readers validate what they read.
-// The instance page is written and read only through core/shm/proc_slot_io.h,
-// core/shm/latency_counts.h and core/quota/memory_quota.h; each field below
-// says its writer, its unit and the bound the agent reads it with.
+// Pages go through small APIs in core: the GPU page through gpu_page_io.h
+// and slot_control_io.h; the instance page through proc_slot_io.h,
+// latency_counts.h, quota/memory_quota.h and grant_futex.h (grant_word),
+// except the header fields, which the agent writes once when it creates the
+// page. Each field below says its writer, its unit and the bound the agent
+// reads it with.
 #pragma once
 
 #include <pthread.h>
@@ -25,8 +28,9 @@ namespace egpu::shm {
 inline constexpr uint32_t kGpuPageMagic = 0x47504745;       // "EGPG"
 inline constexpr uint32_t kInstancePageMagic = 0x49504745;  // "EGPI"
 // 2: InstancePage::grant_word; 3: SlotControl::mem_limit (128 bytes);
-// 4: SlotControl's latency objective, InstancePage's latency counts
-inline constexpr uint32_t kLayoutVersion = 4;
+// 4: SlotControl's latency objective, InstancePage's latency counts;
+// 5: SlotControl::granted_units
+inline constexpr uint32_t kLayoutVersion = 5;
 inline constexpr uint32_t kMaxSlotsPerGpu = 256;
 inline constexpr uint32_t kMaxProcsPerInstance = 64;
 inline constexpr uint32_t kNoHolder = 0xffffffff;
@@ -42,8 +46,8 @@ inline constexpr uint64_t kNoMemLimit = UINT64_MAX;
 inline constexpr uint32_t kMaxBusyThreads = 1024;  // threads of one process waiting
 // Queued device time: the in-flight limit the agent publishes is far below.
 inline constexpr uint64_t kMaxInflightNs = 1'000'000'000;
-// Cumulative times and counts: 2^56 ns is over two years, so 256 of them
-// summed cannot wrap.
+// Cumulative times and counts: 2^56 ns is over two years, and fewer than
+// 256 of them summed (64 slots, 240 latency buckets) cannot wrap.
 inline constexpr uint64_t kMaxCumulative = uint64_t{1} << 56;
 
 enum class SlotState : uint32_t { kFree = 0, kActive = 1 };
@@ -74,6 +78,8 @@ struct alignas(64) SlotControl {
   // here so it outlives an agent restart; 0 and 0: none.
   std::atomic<uint32_t> slo_percentile_milli;
   std::atomic<int64_t> slo_target_ns;
+  // What Slurm granted the job on this GPU (Instance::granted_units).
+  std::atomic<uint32_t> granted_units;
 };
 static_assert(sizeof(SlotControl) == 128);
 

@@ -12,6 +12,7 @@ void write_slot_control(SlotControl& c, const model::Instance& inst) {
   c.step_id.store(inst.step_id, std::memory_order_relaxed);
   c.units.store(inst.units, std::memory_order_relaxed);
   c.job_units.store(inst.job_units, std::memory_order_relaxed);
+  c.granted_units.store(inst.granted_units, std::memory_order_relaxed);
   c.mode.store(mode_value(inst.mode), std::memory_order_relaxed);
   c.uid.store(inst.uid, std::memory_order_relaxed);
   c.gid.store(inst.gid, std::memory_order_relaxed);
@@ -54,6 +55,7 @@ Result<std::optional<RecoveredSlot>> read_slot_control(const SlotControl& c, uin
   inst.gid = c.gid.load();
   inst.units = c.units.load();
   inst.job_units = c.job_units.load();
+  inst.granted_units = c.granted_units.load();
   inst.mode = *mode_from_value(mode);
   inst.mem_quota = c.mem_quota.load();
   inst.umbrella = (c.flags.load() & protocol::kCreateUmbrella) != 0;

@@ -136,7 +136,12 @@ int cmd_remove(const Globals& g, const std::vector<std::string>& args) {
 }
 
 int cmd_resize(const Globals& g, const std::vector<std::string>& args) {
-  if (args.empty()) return fail("usage: egpuctl resize INSTANCE=UNITS[:MODE] ...", 2);
+  // --force (root): grow a job past what Slurm granted it (see the README).
+  const bool force = std::find(args.begin(), args.end(), "--force") != args.end();
+  std::vector<std::string> specs;
+  std::copy_if(args.begin(), args.end(), std::back_inserter(specs),
+               [](const std::string& a) { return a != "--force"; });
+  if (specs.empty()) return fail("usage: egpuctl resize [--force] INSTANCE=UNITS[:MODE] ...", 2);
   auto status = fetch_status(g.socket_path);
   if (!status) return fail(status.error());
   struct Change {
@@ -146,7 +151,7 @@ int cmd_resize(const Globals& g, const std::vector<std::string>& args) {
     int delta;                 // growth in units; shrinks go first
   };
   std::vector<Change> changes;
-  for (const auto& a : args) {
+  for (const auto& a : specs) {
     const auto eq = a.find('=');
     if (eq == std::string::npos) return fail("'" + a + "' is not INSTANCE=UNITS[:MODE]", 2);
     auto sel = parse_selector(a.substr(0, eq));
@@ -181,7 +186,9 @@ int cmd_resize(const Globals& g, const std::vector<std::string>& args) {
                    [](const Change& a, const Change& b) { return a.delta < b.delta; });
   for (const auto& c : changes) {
     const uint32_t wire_mode = c.mode ? mode_value(*c.mode) : protocol::kModeUnchanged;
-    auto text = call_for_text(g.socket_path, protocol::ResizeRequest{c.id, c.units, wire_mode});
+    auto text = call_for_text(
+        g.socket_path,
+        protocol::ResizeRequest{c.id, c.units, wire_mode, force ? protocol::kResizeForce : 0u, 0});
     if (!text) return fail("instance " + std::to_string(c.id) + ": " + text.error());
     if (g.json) {
       std::printf("%s\n", text->c_str());

@@ -66,14 +66,22 @@ TEST_F(AgentControl, CreateStatusResizeRemove) {
   ASSERT_EQ(j["gpus"].size(), 2u);
   EXPECT_EQ(j["gpus"][0]["allocated_units"], 100);
   EXPECT_EQ(j["gpus"][0]["instances"].size(), 2u);
-  auto refused = agent.call(protocol::ResizeRequest{b, 70, protocol::kModeUnchanged});
+  auto refused = agent.call(protocol::ResizeRequest{b, 70, protocol::kModeUnchanged, 0, 0});
   EXPECT_EQ(refused->status, ReplyStatus::kOverAllocation) << refused->text;
-  EXPECT_EQ(agent.call(protocol::ResizeRequest{a, 30, protocol::kModeUnchanged})->status,
+  EXPECT_EQ(agent.call(protocol::ResizeRequest{a, 30, protocol::kModeUnchanged, 0, 0})->status,
             ReplyStatus::kOk);
-  auto grown = agent.call(protocol::ResizeRequest{b, 70, 1});
+  // Job 2 has 30 units from Slurm: root grows it past them only with force.
+  auto unforced = agent.call(protocol::ResizeRequest{b, 70, 1, 0, 0});
+  EXPECT_EQ(unforced->status, ReplyStatus::kOverAllocation) << unforced->text;
+  EXPECT_NE(unforced->text.find("--force"), std::string::npos) << unforced->text;
+  EXPECT_EQ(agent.call(protocol::ResizeRequest{b, 70, 1, 2, 0})->status,
+            ReplyStatus::kBadRequest);  // a flag no one knows
+  auto grown = agent.call(protocol::ResizeRequest{b, 70, 1, protocol::kResizeForce, 0});
   ASSERT_EQ(grown->status, ReplyStatus::kOk) << grown->text;
   auto shown = nlohmann::json::parse(grown->text);
   EXPECT_EQ(shown["units"], 70);
+  EXPECT_EQ(shown["job_units"], 70);
+  EXPECT_EQ(shown["granted_units"], 30);
   EXPECT_EQ(shown["mode"], "cap");
   EXPECT_DOUBLE_EQ(shown["target_pct"].get<double>(), 70.0);
   EXPECT_EQ(agent.call(protocol::RemoveRequest{1, protocol::kAllSteps, 0})->status,
@@ -128,10 +136,10 @@ TEST_F(AgentControl, AnotherUserCannotAttachResizeOrReadDetails) {
   const int bob = run_as(kBob, [&] {
     auto c = protocol::ControlClient::connect(sock);
     if (!c) return 10;
-    if (c->call(protocol::ResizeRequest{a, 10, protocol::kModeUnchanged})->status !=
+    if (c->call(protocol::ResizeRequest{a, 10, protocol::kModeUnchanged, 0, 0})->status !=
         ReplyStatus::kDenied)
       return 11;
-    if (c->call(protocol::ResizeRequest{a, 0, 1})->status != ReplyStatus::kDenied) return 12;
+    if (c->call(protocol::ResizeRequest{a, 0, 1, 0, 0})->status != ReplyStatus::kDenied) return 12;
     if (c->call(protocol::ShowRequest{a})->status != ReplyStatus::kDenied) return 13;
     auto st = c->call(protocol::StatusRequest{0, 0});
     auto j = nlohmann::json::parse(st->text);
@@ -146,12 +154,12 @@ TEST_F(AgentControl, AnotherUserCannotAttachResizeOrReadDetails) {
     auto c = protocol::ControlClient::connect(sock);
     if (c->call(protocol::ShowRequest{a})->status != ReplyStatus::kOk) return 20;
     // The owner cannot raise its share past what Slurm allocated...
-    if (c->call(protocol::ResizeRequest{a, 41, protocol::kModeUnchanged})->status !=
+    if (c->call(protocol::ResizeRequest{a, 41, protocol::kModeUnchanged, 0, 0})->status !=
         ReplyStatus::kOverAllocation) {
       return 21;
     }
     // ...but may lower it and choose its mode.
-    if (c->call(protocol::ResizeRequest{a, 20, 1})->status != ReplyStatus::kOk) return 22;
+    if (c->call(protocol::ResizeRequest{a, 20, 1, 0, 0})->status != ReplyStatus::kOk) return 22;
     return 0;
   });
   EXPECT_EQ(alice, 0);

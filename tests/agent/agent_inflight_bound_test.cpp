@@ -68,7 +68,8 @@ TEST(AgentInflightBound, DeepForALoneBurstJobSharedWithTwoOrACap) {
   waitpid(second, nullptr, 0);
   EXPECT_EQ(bound.becomes(kAlone), kAlone);
   // Capped, the lone job's queue must not run on past its cap.
-  auto capped = agent.call(protocol::ResizeRequest{a->instance_id, 0, mode_value(Mode::kCap)});
+  auto capped =
+      agent.call(protocol::ResizeRequest{a->instance_id, 0, mode_value(Mode::kCap), 0, 0});
   ASSERT_EQ(capped->status, ReplyStatus::kOk) << capped->text;
   EXPECT_EQ(bound.now(), kShared);
   kill(first, SIGKILL);

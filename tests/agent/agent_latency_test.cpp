@@ -82,7 +82,7 @@ TEST_F(AgentLatency, OwnerOrRootSetsAnObjectiveOnBurstOnlyAndItOutlivesARestart)
   EXPECT_NE(r->text.find("cannot borrow for a latency objective as well"), std::string::npos)
       << r->text;
   // An instance with an objective keeps burst mode until it is cleared.
-  r = agent.call(protocol::ResizeRequest{serve, 0, mode_value(Mode::kCap)});
+  r = agent.call(protocol::ResizeRequest{serve, 0, mode_value(Mode::kCap), 0, 0});
   EXPECT_EQ(r->status, ReplyStatus::kBadRequest);
   EXPECT_NE(r->text.find("clear it first (egpuctl slo " + std::to_string(serve) + " off)"),
             std::string::npos)
@@ -95,7 +95,7 @@ TEST_F(AgentLatency, OwnerOrRootSetsAnObjectiveOnBurstOnlyAndItOutlivesARestart)
   EXPECT_EQ(show(serve)["objective"], "p99:40ms");
   ASSERT_EQ(agent.call(ObjectiveRequest{serve, 0, 0, 0})->status, ReplyStatus::kOk);
   EXPECT_TRUE(show(serve)["objective"].is_null());
-  EXPECT_EQ(agent.call(protocol::ResizeRequest{serve, 0, mode_value(Mode::kCap)})->status,
+  EXPECT_EQ(agent.call(protocol::ResizeRequest{serve, 0, mode_value(Mode::kCap), 0, 0})->status,
             ReplyStatus::kOk);
 }
 

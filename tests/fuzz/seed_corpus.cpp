@@ -105,7 +105,7 @@ void write_instance_page_seeds(const std::string& dir) {
   // request took 50 ms and that it used all its share, period after period,
   // beside a lender and a guaranteed neighbour; then its counts go back to
   // zero, then to the largest value there is.
-  ip::InputWriter liar(true, 10, {19, 49, 29});
+  ip::InputWriter liar(true, 10, {19, 49, 29}, /*latency_roles=*/true);
   const auto counts_at =
       static_cast<uint16_t>(reinterpret_cast<const uint8_t*>(&page[0].latency_counts[0]) - base);
   const uint16_t slow =
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   std::vector<Request> requests = {AttachRequest{5, 0, 1},
                                    Request{c},
                                    RemoveRequest{5, kAllSteps, 0},
-                                   ResizeRequest{3, 40, 1},
+                                   ResizeRequest{3, 40, 1, 0, 0},
                                    StatusRequest{0, 0},
                                    ShowRequest{3},
                                    ObjectiveRequest{3, 99'000, 0, 40'000'000}};

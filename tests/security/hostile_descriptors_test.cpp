@@ -158,7 +158,8 @@ TEST_F(HostileDescriptors, TruncatingTheInstancePageDoesNotCrashTheAgent) {
   });
   ASSERT_EQ(rc, 0);
   // A resize makes the agent scan every page of the GPU.
-  auto resized = agent.call(protocol::ResizeRequest{honest_instance, 50, protocol::kModeUnchanged});
+  auto resized =
+      agent.call(protocol::ResizeRequest{honest_instance, 50, protocol::kModeUnchanged, 0, 0});
   ASSERT_TRUE(resized) << resized.error();
   expect_agent_serving();
   expect_honest_attach();

@@ -174,8 +174,10 @@ TEST(Behaviour, RuntimeResizeWithEgpuctlTakesEffectWithinASecond) {
   std::this_thread::sleep_for(2500ms);
   const auto before_from = std::chrono::steady_clock::now() - 1500ms;
   const auto resized_at = std::chrono::steady_clock::now();
-  // Shrinks go before grows: egpuctl orders them.
-  auto ctl = node.egpuctl({"resize", std::to_string(a) + "=30", std::to_string(b) + "=70"});
+  // Shrinks go before grows: egpuctl orders them. Two jobs trade units:
+  // root, past what Slurm granted job 2, so forced.
+  auto ctl =
+      node.egpuctl({"resize", "--force", std::to_string(a) + "=30", std::to_string(b) + "=70"});
   ASSERT_EQ(ctl.code, 0) << ctl.out << ctl.err;
   std::this_thread::sleep_for(3000ms);
   sampler.stop();

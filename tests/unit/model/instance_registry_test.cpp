@@ -183,16 +183,38 @@ TEST_F(Registry, OwnerCannotRaiseItsAllocation) {
   EXPECT_EQ(updated.mode, Mode::kCap);
 }
 
-TEST_F(Registry, RootResizesAcrossJobsShrinkFirst) {
+TEST_F(Registry, RootGrowsAJobPastWhatSlurmGrantedOnlyWhenForcedAndShrinkFirst) {
   auto* a = create(spec(1, 0, 0, 70));
   auto* b = create(spec(2, 0, 0, 30, 0, false, kBob));
-  EXPECT_EQ(reg.resize(kRoot, b->id, 70, std::nullopt, nullptr).status,
-            ReplyStatus::kOverAllocation);
+  auto* c = create(spec(3, protocol::kStepBatch, 1, 40, 40, true));
+  EXPECT_EQ(b->granted_units, 30u);
+  EXPECT_EQ(reg.resize(kRoot, b->id, 70, std::nullopt, nullptr, 0, /*force=*/true).status,
+            ReplyStatus::kOverAllocation);  // the GPU is full
   EXPECT_TRUE(reg.resize(kRoot, a->id, 30, std::nullopt, nullptr).ok());
-  EXPECT_TRUE(reg.resize(kRoot, b->id, 70, std::nullopt, nullptr).ok());
+  // Room on the GPU, but Slurm granted job 2 only 30 units.
+  auto refused = reg.resize(kRoot, b->id, 70, std::nullopt, nullptr);
+  EXPECT_EQ(refused.status, ReplyStatus::kOverAllocation);
+  EXPECT_NE(refused.message.find("30 units on GPU 0 from Slurm"), std::string::npos)
+      << refused.message;
+  EXPECT_NE(refused.message.find("--force"), std::string::npos) << refused.message;
+  // Only root may force; the owner stays within the allocation either way.
+  EXPECT_EQ(reg.resize(kBob, b->id, 70, std::nullopt, nullptr, 0, true).status,
+            ReplyStatus::kDenied);
+  EXPECT_TRUE(reg.resize(kRoot, b->id, 70, std::nullopt, nullptr, 0, true).ok());
   EXPECT_DOUBLE_EQ(reg.effective_share(*a), 0.30);
   EXPECT_DOUBLE_EQ(reg.effective_share(*b), 0.70);
   EXPECT_EQ(reg.allocated_units(0), 100u);
+  // The grant stays what Slurm said: growing further needs --force again.
+  EXPECT_EQ(reg.find(b->id)->granted_units, 30u);
+  EXPECT_TRUE(reg.resize(kRoot, b->id, 50, std::nullopt, nullptr).ok());  // shrinking is free
+  EXPECT_EQ(reg.resize(kRoot, b->id, 60, std::nullopt, nullptr).status,
+            ReplyStatus::kOverAllocation);
+  // A job's allocation held by its batch step: the same rule.
+  EXPECT_TRUE(reg.resize(kRoot, c->id, 20, std::nullopt, nullptr).ok());
+  EXPECT_TRUE(reg.resize(kRoot, c->id, 40, std::nullopt, nullptr).ok());
+  EXPECT_EQ(reg.resize(kRoot, c->id, 41, std::nullopt, nullptr).status,
+            ReplyStatus::kOverAllocation);
+  EXPECT_TRUE(reg.resize(kRoot, c->id, 41, std::nullopt, nullptr, 0, true).ok());
 }
 
 TEST_F(Registry, SlotsRunOutAndAreReused) {
@@ -252,7 +274,7 @@ TEST_F(Registry, DerivedQuotaFollowsUnitsExplicitOneStays) {
   s.mem_quota = 2 * kGiB;
   auto* b = create(s);
   ASSERT_TRUE(reg.resize(kRoot, a->id, 40, std::nullopt, nullptr).ok());
-  ASSERT_TRUE(reg.resize(kRoot, b->id, 60, std::nullopt, nullptr).ok());
+  ASSERT_TRUE(reg.resize(kRoot, b->id, 60, std::nullopt, nullptr, 0, /*force=*/true).ok());
   EXPECT_EQ(reg.find(a->id)->mem_quota, 80 * kGiB / 100 * 40);
   EXPECT_EQ(reg.find(b->id)->mem_quota, 2 * kGiB);
 }

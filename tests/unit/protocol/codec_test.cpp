@@ -28,7 +28,7 @@ TEST(Codec, RoundTripsEveryRequestType) {
   std::vector<Request> requests = {AttachRequest{7, 3, 2},
                                    Request{valid_create()},
                                    RemoveRequest{7, kAllSteps, 0},
-                                   ResizeRequest{99, 70, kModeUnchanged},
+                                   ResizeRequest{99, 70, kModeUnchanged, 0, 0},
                                    StatusRequest{0, 0},
                                    ShowRequest{5},
                                    ObjectiveRequest{5, 99'000, 0, 40'000'000},
@@ -133,10 +133,10 @@ TEST(Codec, ValidatesFields) {
   c = valid_create();
   c.job_id = 0;
   expect_bad(c, "job id 0");
-  expect_bad(ResizeRequest{1, 0, kModeUnchanged}, "changes nothing");
-  expect_bad(ResizeRequest{1, 150, 0}, "units 150");
-  expect_bad(ResizeRequest{0, 10, 0}, "instance id 0");
-  expect_bad(ResizeRequest{1, 10, 5}, "mode 5");
+  expect_bad(ResizeRequest{1, 0, kModeUnchanged, 0, 0}, "changes nothing");
+  expect_bad(ResizeRequest{1, 150, 0, 0, 0}, "units 150");
+  expect_bad(ResizeRequest{0, 10, 0, 0, 0}, "instance id 0");
+  expect_bad(ResizeRequest{1, 10, 5, 0, 0}, "mode 5");
   expect_bad(StatusRequest{1, 0}, "status flags");
   expect_bad(RemoveRequest{1, 0, 3}, "reserved");
   expect_bad(AttachRequest{1, 0, 99}, "gpu index 99");
