@@ -3,7 +3,7 @@
 # job with `egpuctl resize`: 30/70 becomes 70/30 on the GPU, the same
 # processes keep running. Growing past the job's allocation, changing the
 # allocation itself, or touching another user's job is refused with a clear
-# message.
+# message. Root grows a job past what Slurm granted only with --force.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/enforce_lib.sh"
 
@@ -65,4 +65,26 @@ shown=$(as_user egpuctl show "$j.$step1" --json 2>&1 || true)
 python3 -c 'import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if j["id"]==int(sys.argv[2]) and j["units"]==30 else 1)' \
   "$shown" "$id1" 2>/dev/null || fail "egpuctl show $j.$step1 does not select step $step1 (instance $id1): $shown"
 ok "egpuctl show $j.$step1 selects instance $id1"
+
+# Root grows a job past what Slurm granted only with --force; Slurm's view
+# of the job does not change (README: what --force does).
+j2=$(submit_as_user --gres=egpu:30 --wrap "sleep $secs")
+wait_state "$j2" RUNNING
+wait_instances "$j2" 1
+id2=$(instance_id "$j2" batch)
+[[ -n $id2 ]] || fail "no instance for job $j2: $(agent_instances "$j2" | tr '\n' ';')"
+set +e
+unforced=$(sl egpuctl resize "$id2=50" 2>&1); rc_unforced=$?
+set -e
+say "root: egpuctl resize $id2=50 (job $j2 has 30 units from Slurm): rc=$rc_unforced: $unforced"
+[[ $rc_unforced -ne 0 ]] && grep -q "30 units on GPU .* from Slurm" <<<"$unforced" && grep -q -- "--force" <<<"$unforced" ||
+  fail "root grew job $j2 past its grant without --force: $unforced"
+forced=$(sl egpuctl resize --force "$id2=50" 2>&1) || fail "root's forced resize failed: $forced"
+say "root: egpuctl resize --force $id2=50: $(tr '\n' ' ' <<<"$forced")"
+shown=$(sl egpuctl --json show "$id2")
+python3 -c 'import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if (j["units"], j["job_units"], j["granted_units"]) == (50, 50, 30) else 1)' \
+  "$shown" || fail "after the forced resize egpuctl show says: $shown"
+gres=$(sl scontrol -d -o show job "$j2" | grep -o ' GRES=[^ ]*' | head -n 1)
+grep -Eq "GRES=egpu(:[A-Za-z0-9_]+)?:30\(" <<<"$gres" || fail "Slurm's view of job $j2 changed:$gres"
+ok "root: growing job $j2 past its 30 granted units needs --force; forced, it holds 50 (granted 30) and Slurm still counts it at 30 ($gres)"
 clean_jobs
