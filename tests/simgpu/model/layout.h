@@ -14,7 +14,7 @@
 namespace egpu::simgpu {
 
 inline constexpr uint64_t kSegmentMagic = 0x53494d4750555347ull;  // "SIMGPUSG"
-inline constexpr uint32_t kLayoutVersion = 4;
+inline constexpr uint32_t kLayoutVersion = 5;                     // 5: collectives
 inline constexpr uint32_t kMaxDevices = 16;
 inline constexpr uint32_t kMaxContexts = 64;        // per device; slot sets are uint64_t bitmasks
 inline constexpr uint32_t kQueueDepth = 1024;       // ops per context, like a bounded pushbuffer
@@ -22,6 +22,7 @@ inline constexpr uint32_t kEventSlots = 2048;       // event timestamps per cont
 inline constexpr uint32_t kMaxAllocations = 16384;  // live allocations per device
 inline constexpr uint32_t kLabelBytes = 32;
 inline constexpr uint32_t kDeviceNameBytes = 96;
+inline constexpr uint32_t kMaxRendezvous = 256;  // collectives in flight, all devices
 
 // Device addresses: device d allocates from [(d + 1) << 40, (d + 2) << 40);
 // virtual-address reservations (cuMemAddressReserve) from kVaBase upwards.
@@ -34,6 +35,17 @@ enum class OpKind : uint32_t {
   kCopy = 2,         // memcpy/memset: timed like a kernel
   kEventRecord = 3,  // stamps events[ref_slot] with the device time it completes at
   kWait = 4,         // blocks the queue until context ref_slot reaches wait_seq
+  // A collective's part (an NCCL kernel's, say): once it has the engine it
+  // arrives at its group's rendezvous, then holds the engine, spinning,
+  // until every member of the group (on any device, of any segment sharing
+  // the board) has arrived; then it runs remaining_ns.
+  kCollective = 5,
+};
+
+enum class CollectivePhase : uint32_t {
+  kNotArrived = 0,
+  kWaiting = 1,   // arrived; spinning until the group is complete
+  kReleased = 2,  // the group is complete (or it had no board): runs like a kernel
 };
 
 struct Op {
@@ -44,6 +56,12 @@ struct Op {
   uint32_t stream_tag;      // which stream of the owning process queued it
   uint32_t ref_slot;        // kEventRecord: event slot; kWait: context slot waited for
   uint32_t ref_generation;  // kWait: generation of that context slot
+  // kCollective: its group's rendezvous key (never 0), the group's size,
+  // its CollectivePhase, and since when it has held the engine spinning.
+  uint64_t group;
+  uint32_t group_size;
+  uint32_t group_phase;
+  uint64_t spin_since_ns;
 };
 
 struct EventStamp {
@@ -90,6 +108,27 @@ struct DeviceTimeline {
   int32_t running;         // slot holding the engine, -1 none
   uint32_t reserved;
   ContextSlot contexts[kMaxContexts];
+};
+
+// One collective in flight: who of its group has arrived, and when the last
+// did (device time is CLOCK_MONOTONIC on every device, so arrivals on
+// different devices compare).
+struct Rendezvous {
+  uint64_t key;  // 0: free
+  uint32_t size;
+  uint32_t arrived;
+  uint32_t departed;  // members whose part completed; the entry is freed when all have
+  uint32_t reserved;
+  uint64_t first_arrival_ns;
+  uint64_t last_arrival_ns;
+};
+
+// Where collectives meet: in the device segment (one simulated node), or in
+// a segment of its own that several nodes' segments share.
+struct CollectiveBoard {
+  pthread_mutex_t mutex;  // process-shared, robust; taken inside a device lock, never around one
+  uint64_t overflows;     // collectives that found the board full and ran alone
+  Rendezvous entries[kMaxRendezvous];
 };
 
 enum class AllocationKind : uint32_t {
@@ -164,6 +203,7 @@ struct SegmentHeader {
 };
 
 static_assert(std::is_trivially_copyable_v<Op>);
+static_assert(std::is_trivially_copyable_v<Rendezvous>);
 static_assert(std::is_trivially_copyable_v<ContextSlot>);
 static_assert(std::is_trivially_copyable_v<DeviceMemory>);
 static_assert(kMaxContexts <= 64, "slot sets are 64-bit masks");

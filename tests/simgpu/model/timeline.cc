@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <optional>
+
+#include "model/collectives.h"
 
 namespace egpu::simgpu {
 namespace {
@@ -45,9 +48,21 @@ bool engine_taken_by_other(const DeviceTimeline& tl, uint32_t slot) {
   return head_op(tl.contexts[r]).kind != static_cast<uint32_t>(OpKind::kWait);
 }
 
-bool head_is_instant(const DeviceTimeline& tl, const ContextSlot& c, uint32_t slot) {
+bool is_collective(const Op& op) {
+  return op.kind == static_cast<uint32_t>(OpKind::kCollective);
+}
+
+bool released(const Op& op) {
+  return op.group_phase == static_cast<uint32_t>(CollectivePhase::kReleased);
+}
+
+bool head_is_instant(const DeviceTimeline& tl, const ContextSlot& c, uint32_t slot,
+                     const CollectiveBoard* board) {
   const Op& op = head_op(c);
   if (op.kind == static_cast<uint32_t>(OpKind::kWait)) return wait_satisfied(tl, op);
+  // A collective must first hold the engine to arrive (without a board it
+  // is a plain kernel).
+  if (is_collective(op)) return op.remaining_ns == 0 && (released(op) || board == nullptr);
   if (is_timed(op.kind)) return op.remaining_ns == 0;
   // Event records and anything unknown take no device time, but need the engine.
   return !engine_taken_by_other(tl, slot);
@@ -55,9 +70,12 @@ bool head_is_instant(const DeviceTimeline& tl, const ContextSlot& c, uint32_t sl
 
 // Ordered so that an interrupted completion is harmless: the stamp and
 // completed_seq are written before the op leaves the queue.
-void complete_head(DeviceTimeline& tl, uint32_t slot, uint64_t t) {
+void complete_head(DeviceTimeline& tl, uint32_t slot, uint64_t t, CollectiveBoard* board) {
   ContextSlot& c = tl.contexts[slot];
   const Op& op = head_op(c);
+  if (is_collective(op) && board != nullptr && op.group != 0 && released(op)) {
+    depart(*board, op.group);
+  }
   if (op.kind == static_cast<uint32_t>(OpKind::kEventRecord) && op.ref_slot < kEventSlots) {
     c.events[op.ref_slot] = EventStamp{op.seq, t};
   }
@@ -68,15 +86,15 @@ void complete_head(DeviceTimeline& tl, uint32_t slot, uint64_t t) {
 
 // Completes zero-time ops at the heads of all queues; repeats because one
 // completion can satisfy another context's wait.
-void drain_instant_ops(DeviceTimeline& tl, uint64_t t) {
+void drain_instant_ops(DeviceTimeline& tl, uint64_t t, CollectiveBoard* board) {
   bool progress = true;
   while (progress) {
     progress = false;
     for (uint64_t mask = tl.pending_mask; mask != 0; mask &= mask - 1) {
       const auto slot = static_cast<uint32_t>(std::countr_zero(mask));
       ContextSlot& c = tl.contexts[slot];
-      while (c.head != c.tail && head_is_instant(tl, c, slot)) {
-        complete_head(tl, slot, t);
+      while (c.head != c.tail && head_is_instant(tl, c, slot, board)) {
+        complete_head(tl, slot, t, board);
         progress = true;
       }
     }
@@ -111,9 +129,54 @@ uint64_t queued_work_ns(const ContextSlot& c, uint64_t seq, uint64_t cap) {
   for (uint64_t i = c.head; i != c.tail && total < cap; ++i) {
     const Op& op = c.ops[i % kQueueDepth];
     if (op.seq > seq) break;
-    if (is_timed(op.kind)) total += op.remaining_ns;
+    if (is_timed(op.kind) || is_collective(op)) total += op.remaining_ns;
   }
   return total;
+}
+
+// Whether op `seq` waits behind (or is) a collective whose group is not
+// complete yet: its completion depends on other devices.
+bool waits_for_peers(const ContextSlot& c, uint64_t seq) {
+  for (uint64_t i = c.head; i != c.tail; ++i) {
+    const Op& op = c.ops[i % kQueueDepth];
+    if (op.seq > seq) break;
+    if (is_collective(op) && !released(op)) return true;
+  }
+  return false;
+}
+
+// The context `cur` takes the engine at `t`: a collective at its head
+// spins from now (what it held before a preemption is not credited).
+void take_engine(DeviceTimeline& tl, int cur, uint64_t t) {
+  tl.running = cur;
+  tl.slice_used_ns = 0;
+  Op& op = head_op(tl.contexts[cur]);
+  if (is_collective(op)) op.spin_since_ns = t;
+}
+
+// Runs the collective at the head of `cur` from `t` on: arrives, and when
+// its group is complete becomes a plain kernel credited with the engine
+// time it held since the release. Returns how long it spins now (0: it was
+// released, the caller runs it as a kernel), at most `limit`.
+uint64_t run_collective(Op& op, CollectiveBoard& board, uint64_t t, uint64_t limit) {
+  if (op.group_phase == static_cast<uint32_t>(CollectivePhase::kNotArrived)) {
+    if (!arrive(board, op.group, op.group_size, t)) {
+      op.group = 0;  // alone: never departs an entry it has no part in
+      op.group_phase = static_cast<uint32_t>(CollectivePhase::kReleased);
+      return 0;
+    }
+    op.group_phase = static_cast<uint32_t>(CollectivePhase::kWaiting);
+    op.spin_since_ns = t;
+  }
+  const std::optional<uint64_t> at = released_at(board, op.group);
+  if (at && *at <= t) {
+    const uint64_t held = t - std::max(*at, std::min(op.spin_since_ns, t));
+    op.remaining_ns -= std::min(op.remaining_ns, held);
+    op.group_phase = static_cast<uint32_t>(CollectivePhase::kReleased);
+    return 0;
+  }
+  // Complete in this device's future (a peer's device ran ahead): spin to it.
+  return at ? std::min(limit, *at - t) : limit;
 }
 
 }  // namespace
@@ -197,39 +260,46 @@ uint64_t enqueue_op(DeviceTimeline& tl, uint32_t slot, Op op) {
   return op.seq;
 }
 
-void advance_timeline(DeviceTimeline& tl, uint64_t to_ns) {
+void advance_timeline(DeviceTimeline& tl, uint64_t to_ns, CollectiveBoard* board) {
   const uint64_t to = std::max(to_ns, tl.now_ns);  // device time never runs backwards
   const uint64_t slice = std::max<uint64_t>(tl.timeslice_ns, 1);
   uint64_t t = tl.now_ns;
   for (;;) {
-    drain_instant_ops(tl, t);
+    drain_instant_ops(tl, t, board);
     const uint64_t runnable = runnable_mask(tl);
     if (runnable == 0) break;  // idle until `to`
     int cur = tl.running;
     if (cur < 0 || (runnable & bit(static_cast<uint32_t>(cur))) == 0) {
       cur = next_in_ring(runnable, tl.running);
-      tl.running = cur;
-      tl.slice_used_ns = 0;
+      take_engine(tl, cur, t);
     }
     uint64_t others = runnable & ~bit(static_cast<uint32_t>(cur));
     if (others != 0 && tl.slice_used_ns >= slice) {  // slice expired: rotate
       cur = next_in_ring(others, cur);
-      tl.running = cur;
-      tl.slice_used_ns = 0;
+      take_engine(tl, cur, t);
       others = runnable & ~bit(static_cast<uint32_t>(cur));
     }
     if (t >= to) break;
     ContextSlot& c = tl.contexts[cur];
     Op& op = head_op(c);
-    uint64_t step = std::min(op.remaining_ns, to - t);
-    if (others != 0) step = std::min(step, slice - tl.slice_used_ns);
-    op.remaining_ns -= step;
+    uint64_t limit = to - t;
+    if (others != 0) limit = std::min(limit, slice - tl.slice_used_ns);
+    uint64_t step;
+    if (is_collective(op) && !released(op) && board != nullptr) {
+      step = run_collective(op, *board, t, limit);  // spinning: no progress of its own
+      if (step == 0) continue;                      // released: runs as a kernel
+    } else {
+      step = std::min(op.remaining_ns, limit);
+      op.remaining_ns -= step;
+    }
     t += step;
     c.busy_ns += step;
     tl.busy_ns += step;
     tl.slice_used_ns += step;
     if (others == 0) tl.slice_used_ns %= slice;  // alone, its slice simply renews
-    if (op.remaining_ns == 0) complete_head(tl, static_cast<uint32_t>(cur), t);
+    if (op.remaining_ns == 0 && (!is_collective(op) || released(op) || board == nullptr)) {
+      complete_head(tl, static_cast<uint32_t>(cur), t, board);
+    }
   }
   tl.now_ns = to;
 }
@@ -243,6 +313,7 @@ uint64_t completion_lower_bound_ns(const DeviceTimeline& tl, uint32_t slot, uint
   const ContextSlot& c = tl.contexts[slot];
   if (c.completed_seq >= seq) return 0;
   const uint64_t own = queued_work_ns(c, seq, UINT64_MAX);
+  const uint64_t floor = waits_for_peers(c, seq) ? kCollectivePollNs : 0;
   uint64_t wait = 0;
   const int holder = tl.running;
   if (own > 0 && holder >= 0 && static_cast<uint32_t>(holder) != slot &&
@@ -251,7 +322,7 @@ uint64_t completion_lower_bound_ns(const DeviceTimeline& tl, uint32_t slot, uint
         tl.slice_used_ns < tl.timeslice_ns ? tl.timeslice_ns - tl.slice_used_ns : 0;
     wait = std::min(slice_left, queued_work_ns(tl.contexts[holder], UINT64_MAX, slice_left));
   }
-  return own + wait;
+  return std::max(own + wait, floor);
 }
 
 void repair_timeline(DeviceTimeline& tl) {

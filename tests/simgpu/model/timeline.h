@@ -37,14 +37,20 @@ bool queue_full(const ContextSlot& ctx);
 uint64_t enqueue_op(DeviceTimeline& tl, uint32_t slot, Op op);
 
 // Runs the device from tl.now_ns to to_ns. No op may arrive inside the
-// interval: callers advance before they enqueue.
-void advance_timeline(DeviceTimeline& tl, uint64_t to_ns);
+// interval: callers advance before they enqueue. Collectives meet on
+// `board` (its lock held by the caller); without one they run as kernels.
+void advance_timeline(DeviceTimeline& tl, uint64_t to_ns, CollectiveBoard* board = nullptr);
 
 bool seq_completed(const DeviceTimeline& tl, uint32_t slot, uint64_t seq);
 
+// How often a waiter looks again while its op waits for a collective's
+// peers (their arrival is seen only when this device is evaluated).
+inline constexpr uint64_t kCollectivePollNs = 100'000;
+
 // A lower bound of the device time from tl.now_ns until op `seq` of `slot`
 // completes: its own remaining work plus what the running context may still
-// use of its slice. Waiters sleep this long before they look again.
+// use of its slice (at least kCollectivePollNs while a collective before it
+// waits for its peers). Waiters sleep this long before they look again.
 uint64_t completion_lower_bound_ns(const DeviceTimeline& tl, uint32_t slot, uint64_t seq);
 
 // Recomputes derived fields after an interrupted update (a process died
