@@ -134,6 +134,11 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   }
   ReplyStatus failure = ReplyStatus::kInternal;
   if (s) {
+    // The job's other instances may have learnt a larger allocation or
+    // grant: their records in the GPU page follow (they outlive a restart).
+    for (const model::Instance* other : registry_->on_gpu(created.gpu)) {
+      if (other->job_id == created.job_id && other->id != created.id) arb.update_control(*other);
+    }
     publish_memory(created.gpu);  // the umbrella's limit shrinks by the step's quota
     if (!created.umbrella && !settle_job_memory(created.gpu, created.id)) {
       failure = ReplyStatus::kOverAllocation;

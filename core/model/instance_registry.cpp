@@ -247,7 +247,9 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
   inst.units = spec.units;
   // A step records the job's allocation on the GPU (an umbrella's, if any).
   inst.job_units = spec.umbrella ? job_units : new_alloc;
-  inst.granted_units = std::max(inst.job_units, slurm_grant(spec.job_id, spec.gpu));
+  // The grant is what the request says Slurm gave the job, never the
+  // allocation, which a forced resize may have grown past it.
+  inst.granted_units = std::max(job_units, slurm_grant(spec.job_id, spec.gpu));
   inst.mode = spec.mode;
   inst.mem_quota = granted;
   inst.mem_quota_explicit = spec.mem_quota != 0;

@@ -38,22 +38,23 @@ void init_board(CollectiveBoard& board) {
     r = Rendezvous{};
 }
 
-bool arrive(CollectiveBoard& board, uint64_t key, uint32_t size, uint64_t now_ns) {
-  if (key == 0 || size == 0) return false;
+Arrival arrive(CollectiveBoard& board, uint64_t key, uint32_t size, uint64_t now_ns) {
+  if (key == 0 || size == 0) return Arrival::kKeyReused;
   Rendezvous* r = find(board, key);
+  if (r != nullptr && r->arrived >= r->size) return Arrival::kKeyReused;
   if (r == nullptr) {
     r = claim(board, now_ns);
     if (r == nullptr) {
       ++board.overflows;
-      return false;
+      return Arrival::kBoardFull;
     }
     // The first member's size is the group's: the driver derives the key
     // from the communicator, so members that disagree are the program's bug.
     *r = Rendezvous{key, size, 0, 0, 0, now_ns, now_ns};
   }
-  if (r->arrived < r->size) ++r->arrived;
+  ++r->arrived;
   if (now_ns > r->last_arrival_ns) r->last_arrival_ns = now_ns;
-  return true;
+  return Arrival::kArrived;
 }
 
 std::optional<uint64_t> released_at(const CollectiveBoard& board, uint64_t key) {

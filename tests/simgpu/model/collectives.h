@@ -23,9 +23,16 @@ inline constexpr uint64_t kStaleRendezvousNs = 60'000'000'000;
 
 void init_board(CollectiveBoard& board);
 
-// Records a member's arrival at `now_ns`; false when the board is full (the
-// caller runs the part alone, and the board counts an overflow).
-bool arrive(CollectiveBoard& board, uint64_t key, uint32_t size, uint64_t now_ns);
+enum class Arrival {
+  kArrived,
+  kBoardFull,  // no entry free: the part waits, spinning, and tries again
+  kKeyReused,  // its group is already complete: a key must name one collective call
+               // (communicator and sequence number); the part runs alone
+};
+
+// Records a member's arrival at `now_ns` (the board counts full-board tries
+// in `overflows`).
+Arrival arrive(CollectiveBoard& board, uint64_t key, uint32_t size, uint64_t now_ns);
 
 // The device time the group completed at: its last member's arrival; none
 // while members are missing (or the key is unknown).

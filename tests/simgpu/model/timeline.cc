@@ -160,10 +160,15 @@ void take_engine(DeviceTimeline& tl, int cur, uint64_t t) {
 // released, the caller runs it as a kernel), at most `limit`.
 uint64_t run_collective(Op& op, CollectiveBoard& board, uint64_t t, uint64_t limit) {
   if (op.group_phase == static_cast<uint32_t>(CollectivePhase::kNotArrived)) {
-    if (!arrive(board, op.group, op.group_size, t)) {
-      op.group = 0;  // alone: never departs an entry it has no part in
-      op.group_phase = static_cast<uint32_t>(CollectivePhase::kReleased);
-      return 0;
+    switch (arrive(board, op.group, op.group_size, t)) {
+      case Arrival::kArrived:
+        break;
+      case Arrival::kBoardFull:
+        return limit;  // spins, and tries again at the next step
+      case Arrival::kKeyReused:
+        op.group = 0;  // alone: never departs an entry it has no part in
+        op.group_phase = static_cast<uint32_t>(CollectivePhase::kReleased);
+        return 0;
     }
     op.group_phase = static_cast<uint32_t>(CollectivePhase::kWaiting);
     op.spin_since_ns = t;
@@ -253,6 +258,8 @@ bool queue_full(const ContextSlot& ctx) {
 uint64_t enqueue_op(DeviceTimeline& tl, uint32_t slot, Op op) {
   ContextSlot& c = tl.contexts[slot];
   op.seq = c.next_seq;
+  op.group_phase = static_cast<uint32_t>(CollectivePhase::kNotArrived);
+  op.spin_since_ns = 0;
   c.ops[c.tail % kQueueDepth] = op;  // written before tail publishes it
   c.next_seq = op.seq + 1;
   ++c.tail;

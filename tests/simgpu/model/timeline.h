@@ -49,8 +49,10 @@ inline constexpr uint64_t kCollectivePollNs = 100'000;
 
 // A lower bound of the device time from tl.now_ns until op `seq` of `slot`
 // completes: its own remaining work plus what the running context may still
-// use of its slice (at least kCollectivePollNs while a collective before it
-// waits for its peers). Waiters sleep this long before they look again.
+// use of its slice. While a collective before it waits for its peers it is a
+// poll interval instead, at least kCollectivePollNs (which may pass the
+// completion: peers' arrivals are seen only at a look). Waiters sleep this
+// long before they look again.
 uint64_t completion_lower_bound_ns(const DeviceTimeline& tl, uint32_t slot, uint64_t seq);
 
 // Recomputes derived fields after an interrupted update (a process died

@@ -215,6 +215,15 @@ TEST_F(Registry, RootGrowsAJobPastWhatSlurmGrantedOnlyWhenForcedAndShrinkFirst) 
   EXPECT_EQ(reg.resize(kRoot, c->id, 41, std::nullopt, nullptr).status,
             ReplyStatus::kOverAllocation);
   EXPECT_TRUE(reg.resize(kRoot, c->id, 41, std::nullopt, nullptr, 0, true).ok());
+  // A step created after a forced grow does not make the forced size the
+  // grant: growing back after a shrink needs --force again.
+  ASSERT_TRUE(reg.resize(kRoot, c->id, 50, std::nullopt, nullptr, 0, true).ok());
+  const Instance* step = create(spec(3, 0, 1, 10, 40));
+  EXPECT_EQ(step->granted_units, 40u);
+  EXPECT_EQ(reg.find(c->id)->granted_units, 40u);
+  EXPECT_TRUE(reg.resize(kRoot, c->id, 40, std::nullopt, nullptr).ok());
+  EXPECT_EQ(reg.resize(kRoot, c->id, 50, std::nullopt, nullptr).status,
+            ReplyStatus::kOverAllocation);
 }
 
 TEST_F(Registry, SlotsRunOutAndAreReused) {
