@@ -71,6 +71,8 @@ class Agent {
   // Applies targets() and the memory limits to the GPU's arbiter after a
   // create, remove or resize.
   Status retarget(uint32_t gpu);
+  // Rewrites every instance's record in the GPU page from the registry.
+  void write_records(uint32_t gpu);
   // Job memory (agent_memory.cpp). What the job's umbrella on the GPU holds
   // now (0: none), before a step's quota is taken out of the job's pool.
   uint64_t umbrella_memory_used(uint64_t job_id, uint32_t gpu) const;

@@ -134,11 +134,7 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   }
   ReplyStatus failure = ReplyStatus::kInternal;
   if (s) {
-    // The job's other instances may have learnt a larger allocation or
-    // grant: their records in the GPU page follow (they outlive a restart).
-    for (const model::Instance* other : registry_->on_gpu(created.gpu)) {
-      if (other->job_id == created.job_id && other->id != created.id) arb.update_control(*other);
-    }
+    write_records(created.gpu);   // siblings may have learnt a larger allocation or grant
     publish_memory(created.gpu);  // the umbrella's limit shrinks by the step's quota
     if (!created.umbrella && !settle_job_memory(created.gpu, created.id)) {
       failure = ReplyStatus::kOverAllocation;
@@ -208,6 +204,12 @@ void Agent::on_step_gone(uint64_t instance_id) {
   if (registry_->remove(0, inst->job_id, inst->step_id, &removed).ok()) drop(removed);
 }
 
+void Agent::write_records(uint32_t gpu) {
+  // What the registry knows, in the GPU page: it outlives a restart.
+  for (const model::Instance* inst : registry_->on_gpu(gpu))
+    arbiters_[gpu]->update_control(*inst);
+}
+
 std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
                                            uint32_t id) {
   model::Instance updated;
@@ -222,9 +224,7 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
                              umbrella_used, force);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
   GpuArbiter& arb = *arbiters_[updated.gpu];
-  // The job's other instances on the GPU may have a new job allocation too.
-  for (const model::Instance* inst : registry_->on_gpu(updated.gpu))
-    arb.update_control(*inst);
+  write_records(updated.gpu);  // the job's other instances may have a new allocation too
   if (Status s = retarget(updated.gpu); !s) {
     return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
   }

@@ -53,8 +53,6 @@ class ProcSlotWriter {
   // An allocation refused for the quota.
   void count_mem_denied() const { slot_->mem_denied.fetch_add(1, std::memory_order_relaxed); }
 
-  explicit operator bool() const { return slot_ != nullptr; }
-
  private:
   ProcSlot* slot_ = nullptr;
 };
