@@ -200,11 +200,9 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos held_ns,
     const bool asking =
         a.processes > 0 &&
         (a.busy > 0 || (holding && now - m.last_activity < settings_.idle_grace_ns));
-    if (asking != m.asking) {
-      (void)scheduler_.set_asking(id, asking, now);
-      m.asking = asking;
-    }
+    m.wants = asking;
   }
+  apply_gang_windows(now);
   update_inflight_bound(now);  // processes may have come or gone on their own
 }
 
@@ -220,7 +218,8 @@ Decision ArbiterPolicy::tick(Nanos now, const std::map<InstanceId, Activity>& ob
   charge_credit_ns_ = std::min(charge_credit_ns_ + since, kMaxChargeCreditNs);
   last_tick_ns_ = std::max(last_tick_ns_, now);
   charge_and_observe(now, held_ns, observed);
-  const Decision d = decide(now);
+  Decision d = decide(now);
+  d.next_tick_ns = std::min(d.next_tick_ns, next_gang_boundary(now));
   planned_tick_ns_ = d.next_tick_ns;
   return d;
 }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/faa/gang_window.h"
 #include "core/faa/held_time_floor.h"
 #include "core/faa/slice_scheduler.h"
 
@@ -77,6 +78,9 @@ class ArbiterPolicy {
   Status retarget(const std::map<InstanceId, std::pair<double, Mode>>& targets, Nanos now);
   // Between ticks: processes attached or left, so the in-flight bound fits.
   void set_processes(InstanceId id, uint32_t processes, Nanos now);
+  // Makes the instance a gang member with this window on this GPU (nullopt:
+  // sliced on its own again). Fails on an invalid window or an unknown id.
+  Status set_gang_window(InstanceId id, std::optional<GangWindow> window);
   // Restores who held the slice when a restarted agent reopens its GPU page.
   void restore_holder(std::optional<InstanceId> holder) { published_ = holder; }
 
@@ -85,7 +89,9 @@ class ArbiterPolicy {
   Decision tick(Nanos now, const std::map<InstanceId, Activity>& observed);
 
   // The bound on device time a process may have queued, for the GPU page.
-  Nanos inflight_bound() const { return inflight_bound_ns_; }
+  // Near a gang window's start or end it is the time left until then, so
+  // the work queued before the boundary has run by it.
+  Nanos inflight_bound() const { return std::min(inflight_bound_ns_, gang_bound_ns_); }
   // The instance allowed to launch as last decided (also while draining: the
   // one whose tail drains).
   std::optional<InstanceId> published() const { return published_; }
@@ -108,7 +114,9 @@ class ArbiterPolicy {
     // Looks in a row that found it holding a contended slice and active: the
     // poll for an idle holder backs off as they add up (see granted()).
     uint32_t active_looks = 0;
-    HeldTimeFloor floor;          // its reports cannot hold the slice for free
+    HeldTimeFloor floor;  // its reports cannot hold the slice for free
+    bool wants = false;   // would ask, before gang windows are applied
+    std::optional<GangWindow> gang;
   };
 
   ArbiterPolicy(const PolicySettings& settings, SliceScheduler scheduler);
@@ -125,6 +133,10 @@ class ArbiterPolicy {
   std::optional<Decision> handover_drain(Nanos now, Nanos slice_until);
   Decision granted(Nanos now, const Grant& grant);
   void update_inflight_bound(Nanos now);
+  // Who may ask, given the gang members' windows (arbiter_policy_gang.cpp).
+  void apply_gang_windows(Nanos now);
+  // The next window boundary (or fence) of a gang member that wants the GPU.
+  Nanos next_gang_boundary(Nanos now) const;
 
   PolicySettings settings_;
   SliceScheduler scheduler_;
@@ -142,8 +154,9 @@ class ArbiterPolicy {
   Nanos drain_until_ns_ = 0;             // the tail estimate's deadline
   Nanos drain_started_ns_ = 0;           // when that drain began (MaxDrain counts from it)
   Nanos inflight_bound_ns_ = 0;
-  Nanos loose_bound_ns_ = 0;  // the deeper bound before it last tightened
-  Nanos loose_until_ns_ = 0;  // until then, queues up to it are no long kernel
+  Nanos gang_bound_ns_ = kNever;  // the time to the next gang boundary, when within the bound
+  Nanos loose_bound_ns_ = 0;      // the deeper bound before it last tightened
+  Nanos loose_until_ns_ = 0;      // until then, queues up to it are no long kernel
 };
 
 // The in-flight bound for a GPU where `with_processes` instances have

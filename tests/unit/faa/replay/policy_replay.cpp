@@ -19,35 +19,56 @@ ArbiterPolicy make_policy(const PolicySettings& settings) {
 }  // namespace
 
 PolicyReplay::PolicyReplay(ReplayOptions options, std::vector<ProcessScript> scripts)
-    : options_(options), policy_(make_policy(options.settings)) {
+    : options_(options) {
+  uint32_t gpus = 1;
   for (auto& s : scripts) {
+    gpus = std::max(gpus, s.gpu + 1);
+    if (s.comm >= 0) ++comm_size_[s.comm];
     Proc p;
     p.script = std::move(s);
     procs_.push_back(std::move(p));
   }
-  next_tick_ = kNever;
+  for (uint32_t g = 0; g < gpus; ++g)
+    gpus_.emplace_back(make_policy(options.settings));
+}
+
+uint64_t PolicyReplay::ticks() const {
+  uint64_t total = 0;
+  for (const Gpu& g : gpus_)
+    total += g.ticks;
+  return total;
 }
 
 bool PolicyReplay::may_launch(std::size_t i) const {
   const Proc& p = procs_[i];
   const Step& s = p.script.steps[p.step];
-  return p.queued == 0 || p.queued + s.length <= policy_.inflight_bound();
+  return p.queued == 0 || p.queued + s.length <= gpu_of(p).policy.inflight_bound();
 }
 
 void PolicyReplay::gate_kick(const Proc& p) {
   // The shim's gate does not kick while the GPU drains this process's own
   // tail for a waiting successor: its tail falling short will (note_tail).
-  const bool draining = !holder_ && drain_since_ >= 0;
-  if (draining && p.queued > options_.settings.handover_tail_ns) return;
-  kick(now_);
+  const Gpu& g = gpu_of(p);
+  if (draining(g) && p.queued > options_.settings.handover_tail_ns) return;
+  kick(gpus_[p.script.gpu], now_);
 }
 
-void PolicyReplay::kick(Nanos when) {
-  const Nanos at = std::max(when + options_.kick_latency, last_kick_ + options_.min_kick_interval);
-  if (at < next_tick_) {
-    next_tick_ = at;
-    last_kick_ = at;
+void PolicyReplay::kick(Gpu& g, Nanos when) {
+  const Nanos at = std::max(when + options_.kick_latency, g.last_kick + options_.min_kick_interval);
+  if (at < g.next_tick) {
+    g.next_tick = at;
+    g.last_kick = at;
   }
+}
+
+void PolicyReplay::launch(std::size_t i, Nanos length, int64_t call) {
+  Proc& p = procs_[i];
+  Gpu& g = gpu_of(p);
+  g.device.push_back({i, length, call});
+  if (g.device.size() == 1) start_head(g, now_);
+  p.queued += length;
+  p.launched = true;
+  p.wake_at = now_ + options_.launch_cost;
 }
 
 void PolicyReplay::next_step(Proc& p) {
@@ -60,21 +81,25 @@ void PolicyReplay::next_step(Proc& p) {
 // state changed.
 bool PolicyReplay::run_one(std::size_t i) {
   Proc& p = procs_[i];
+  Gpu& g = gpu_of(p);
   const auto id = static_cast<InstanceId>(i);
   switch (p.state) {
     case State::kExited:
       return false;
     case State::kNotStarted:
       if (p.script.start > now_) return false;
-      if (Status s = policy_.join(id, p.script.target, p.script.mode, now_); !s.ok()) {
+      if (Status s = g.policy.join(id, p.script.target, p.script.mode, now_); !s.ok()) {
         throw std::invalid_argument("join: " + s.error());
       }
-      policy_.set_processes(id, 1, now_);
+      if (Status s = g.policy.set_gang_window(id, p.script.gang); !s.ok()) {
+        throw std::invalid_argument(s.error());
+      }
+      g.policy.set_processes(id, 1, now_);
       p.state = State::kReady;
       p.wake_at = now_;
       return true;
     case State::kGate:
-      if (holder_ != id) return false;
+      if (g.holder != id) return false;
       p.gate_waits.emplace_back(p.gate_since, now_ - p.gate_since);
       p.gate_owed.push_back(p.owed);
       p.gate_since = -1;
@@ -86,7 +111,7 @@ bool PolicyReplay::run_one(std::size_t i) {
       p.state = State::kReady;
       return true;
     case State::kBound:
-      if (holder_ != id) {  // the slice moved on while it waited at the bound
+      if (g.holder != id) {  // the slice moved on while it waited at the bound
         // No kick: the agent just decided against it and sees it blocked at
         // its next look (the shim's admit_launch, `held`).
         p.state = State::kGate;
@@ -134,29 +159,31 @@ bool PolicyReplay::run_one(std::size_t i) {
       return true;
     case Step::Kind::kExit:
       p.state = State::kExited;
-      for (auto it = device_.begin(); it != device_.end();) {
+      for (auto it = g.device.begin(); it != g.device.end();) {
         if (it->owner != i) {
           ++it;
           continue;
         }
-        if (it == device_.begin()) {  // aborted where it runs
-          if (now_ > kernel_started_) p.ran.emplace_back(kernel_started_, now_);
-          kernel_started_ = now_;
+        const bool head = it == g.device.begin();
+        if (head && now_ > g.kernel_started) {  // aborted where it runs
+          p.ran.emplace_back(g.kernel_started, now_);
         }
-        it = device_.erase(it);
+        it = g.device.erase(it);
+        if (head && !g.device.empty()) start_head(g, now_);
       }
       p.queued = 0;
       p.unreported = 0;
-      policy_.set_processes(id, 0, now_);
+      g.policy.set_processes(id, 0, now_);
       return true;
     case Step::Kind::kKernels:
+    case Step::Kind::kCollective:
       break;
   }
   if (s.count != 0 && p.done_in_step >= s.count) {
     next_step(p);
     return true;
   }
-  if (holder_ != id) {
+  if (g.holder != id) {
     p.state = State::kGate;
     p.gate_since = now_;
     gate_kick(p);
@@ -166,15 +193,12 @@ bool PolicyReplay::run_one(std::size_t i) {
     p.state = State::kBound;
     return true;
   }
-  if (device_.empty()) kernel_started_ = now_;
-  device_.push_back({i, s.length});
-  p.queued += s.length;
-  p.launched = true;
+  const bool collective = s.kind == Step::Kind::kCollective && p.script.comm >= 0;
+  launch(i, s.length, collective ? p.calls++ : -1);
   ++p.done_in_step;
-  p.wake_at = now_ + options_.launch_cost;
   if (s.sync_every != 0 && (p.done_in_step % s.sync_every == 0 || p.done_in_step == s.count)) {
     p.state = State::kSync;
-    kick(now_);
+    kick(g, now_);
   }
   return true;
 }
@@ -187,33 +211,66 @@ void PolicyReplay::run_processes() {
   }
 }
 
-void PolicyReplay::advance_device(Nanos to) {
-  while (!device_.empty() && kernel_started_ + device_.front().length <= to) {
-    const Kernel k = device_.front();
-    const Nanos end = kernel_started_ + k.length;
+void PolicyReplay::start_head(Gpu& g, Nanos at) {
+  g.kernel_started = at;
+  const Kernel& k = g.device.front();
+  if (k.call < 0) return;
+  Call& c = calls_[{procs_[k.owner].script.comm, k.call}];
+  ++c.arrived;
+  c.last_arrival = std::max(c.last_arrival, at);
+}
+
+Nanos PolicyReplay::head_end(const Gpu& g) const {
+  if (g.device.empty()) return kNever;
+  const Kernel& k = g.device.front();
+  if (k.call < 0) return g.kernel_started + k.length;
+  const int comm = procs_[k.owner].script.comm;
+  const Call& c = calls_.at({comm, k.call});
+  if (c.arrived < comm_size_.at(comm)) return kNever;  // spins until its peers start
+  return std::max(c.last_arrival, g.kernel_started) + k.length;
+}
+
+bool PolicyReplay::advance_gpu(Gpu& g, Nanos to) {
+  bool any = false;
+  for (Nanos end = head_end(g); end <= to; end = head_end(g)) {
+    any = true;
+    const Kernel k = g.device.front();
     Proc& p = procs_[k.owner];
-    p.ran.emplace_back(kernel_started_, end);
+    p.ran.emplace_back(g.kernel_started, end);
+    if (k.call >= 0) p.call_ends.push_back(end);
     const Nanos before = p.queued;
     p.queued -= k.length;
     // The shim's note_tail: a process waiting in the gate while the GPU
     // drains (no holder) kicks the agent when its tail falls to the handover
     // tail; its sync returning idle (note_idle) does too.
     const Nanos tail = options_.settings.handover_tail_ns;
-    const bool draining = !holder_ && drain_since_ >= 0;
-    if (draining && ((p.state == State::kGate && before > tail && p.queued <= tail) ||
-                     (p.state == State::kSync && p.queued == 0))) {
-      kick(end);  // when the kernel ends
+    if (draining(g) && ((p.state == State::kGate && before > tail && p.queued <= tail) ||
+                        (p.state == State::kSync && p.queued == 0))) {
+      kick(g, end);  // when the kernel ends
     }
-    (p.stalled ? p.unreported : p.reported) += k.length;
-    device_.pop_front();
-    kernel_started_ = end;
+    // What the shim's events measure: a collective's spin included.
+    (p.stalled ? p.unreported : p.reported) += end - g.kernel_started;
+    g.device.pop_front();
+    if (!g.device.empty()) start_head(g, end);
   }
-  if (device_.empty()) kernel_started_ = to;
+  if (g.device.empty()) g.kernel_started = to;
+  return any;
+}
+
+void PolicyReplay::advance_device(Nanos to) {
+  // A part starting on one GPU may complete a collective another GPU's head
+  // spins on: go round until no GPU has anything more to run by `to`.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Gpu& g : gpus_)
+      changed = advance_gpu(g, to) || changed;
+  }
 }
 
 Nanos PolicyReplay::next_event() const {
-  Nanos t = next_tick_;
-  if (!device_.empty()) t = std::min(t, kernel_started_ + device_.front().length);
+  Nanos t = kNever;
+  for (const Gpu& g : gpus_)
+    t = std::min({t, g.next_tick, head_end(g)});
   for (const Proc& p : procs_) {
     if (p.state == State::kNotStarted) t = std::min(t, std::max(p.script.start, now_ + 1));
     if ((p.state == State::kReady || p.state == State::kSleeping || p.state == State::kWaking) &&
@@ -224,12 +281,13 @@ Nanos PolicyReplay::next_event() const {
   return t;
 }
 
-void PolicyReplay::tick() {
-  ++ticks_;
+void PolicyReplay::tick(uint32_t gpu) {
+  Gpu& g = gpus_[gpu];
+  ++g.ticks;
   std::map<InstanceId, Activity> observed;
   for (std::size_t i = 0; i < procs_.size(); ++i) {
     Proc& p = procs_[i];
-    if (p.state == State::kNotStarted) continue;
+    if (p.state == State::kNotStarted || p.script.gpu != gpu) continue;
     Activity a;
     const bool alive = p.state != State::kExited;
     a.processes = alive ? 1 : 0;
@@ -245,42 +303,45 @@ void PolicyReplay::tick() {
     p.launched = false;
     observed.emplace(static_cast<InstanceId>(i), a);
   }
-  const Decision d = policy_.tick(now_, observed);
-  holder_ = d.draining ? std::nullopt : d.holder;
-  if (d.draining && drain_since_ < 0) drain_since_ = now_;
-  if (!d.draining && drain_since_ >= 0) {
-    drains_.emplace_back(drain_since_, now_);
-    drain_since_ = -1;
+  const Decision d = g.policy.tick(now_, observed);
+  g.holder = d.draining ? std::nullopt : d.holder;
+  if (d.draining && g.drain_since < 0) g.drain_since = now_;
+  if (!d.draining && g.drain_since >= 0) {
+    g.drains.emplace_back(g.drain_since, now_);
+    g.drain_since = -1;
   }
   TraceEntry e{now_, d.holder ? static_cast<int>(*d.holder) : -1, d.draining, d.slice_end_ns};
   if (d.draining) e.holder = -1;
-  if (trace_.empty() || trace_.back().holder != e.holder || trace_.back().draining != e.draining) {
-    trace_.push_back(e);
+  if (g.trace.empty() || g.trace.back().holder != e.holder ||
+      g.trace.back().draining != e.draining) {
+    g.trace.push_back(e);
   }
-  if (holder_ && (!last_granted_ || *holder_ != *last_granted_)) {
-    Proc& next = procs_[static_cast<std::size_t>(*holder_)];
+  if (g.holder && (!g.last_granted || *g.holder != *g.last_granted)) {
+    Proc& next = procs_[static_cast<std::size_t>(*g.holder)];
     next.granted_at = now_;
-    if (last_granted_) {
-      Proc& old = procs_[static_cast<std::size_t>(*last_granted_)];
+    if (g.last_granted) {
+      const auto old_index = static_cast<std::size_t>(*g.last_granted);
+      Proc& old = procs_[old_index];
       // Its queued work runs on and is charged to this grant too.
-      const Nanos beyond = used(static_cast<std::size_t>(*last_granted_), old.granted_at, now_) +
-                           old.queued - options_.settings.faa.slice;
+      const Nanos beyond =
+          used(old_index, old.granted_at, now_) + old.queued - options_.settings.faa.slice;
       old.owed =
           beyond > 0 ? static_cast<Nanos>(static_cast<double>(beyond) / old.script.target) : 0;
     }
   }
-  if (holder_ && last_granted_ && *holder_ != *last_granted_) {
-    handovers_.push_back({now_, static_cast<std::size_t>(*last_granted_),
-                          static_cast<std::size_t>(*holder_),
-                          procs_[static_cast<std::size_t>(*last_granted_)].queued});
+  if (g.holder && g.last_granted && *g.holder != *g.last_granted) {
+    g.handovers.push_back({now_, static_cast<std::size_t>(*g.last_granted),
+                           static_cast<std::size_t>(*g.holder),
+                           procs_[static_cast<std::size_t>(*g.last_granted)].queued});
   }
-  if (holder_) last_granted_ = holder_;
-  next_tick_ = std::max(d.next_tick_ns, now_ + 1);
+  if (g.holder) g.last_granted = g.holder;
+  g.next_tick = std::max(d.next_tick_ns, now_ + 1);
 }
 
 void PolicyReplay::run_until(Nanos end) {
   while (true) {
-    if (now_ >= next_tick_) tick();
+    for (uint32_t g = 0; g < gpus_.size(); ++g)
+      if (now_ >= gpus_[g].next_tick) tick(g);
     run_processes();
     const Nanos t = next_event();
     if (t > end) {
@@ -297,8 +358,9 @@ Nanos PolicyReplay::used(std::size_t i, Nanos from, Nanos to) const {
   Nanos total = 0;
   for (const auto& [a, b] : procs_[i].ran)
     total += std::max<Nanos>(0, std::min(b, to) - std::max(a, from));
-  if (!device_.empty() && device_.front().owner == i) {  // the running kernel, so far
-    total += std::max<Nanos>(0, std::min(now_, to) - std::max(kernel_started_, from));
+  const Gpu& g = gpu_of(procs_[i]);
+  if (!g.device.empty() && g.device.front().owner == i) {  // the running kernel, so far
+    total += std::max<Nanos>(0, std::min(now_, to) - std::max(g.kernel_started, from));
   }
   return total;
 }
@@ -318,12 +380,18 @@ Nanos PolicyReplay::longest_gate_wait(std::size_t i, Nanos from) const {
   return longest;
 }
 
-Nanos PolicyReplay::drained_within(Nanos from, Nanos to) const {
+Nanos PolicyReplay::drained_within(const Gpu& g, Nanos from, Nanos to) const {
   Nanos total = 0;
-  for (const auto& [a, b] : drains_)
+  for (const auto& [a, b] : g.drains)
     total += std::max<Nanos>(0, std::min(b, to) - std::max(a, from));
-  if (drain_since_ >= 0) total += std::max<Nanos>(0, to - std::max(drain_since_, from));
+  if (g.drain_since >= 0) total += std::max<Nanos>(0, to - std::max(g.drain_since, from));
   return total;
+}
+
+std::size_t PolicyReplay::collectives_done(std::size_t i, Nanos from, Nanos to) const {
+  const auto& ends = procs_[i].call_ends;
+  return static_cast<std::size_t>(
+      std::count_if(ends.begin(), ends.end(), [&](Nanos e) { return e >= from && e < to; }));
 }
 
 Nanos PolicyReplay::longest_gate_wait_beyond_owed(std::size_t i) const {
@@ -331,10 +399,12 @@ Nanos PolicyReplay::longest_gate_wait_beyond_owed(std::size_t i) const {
   Nanos longest = 0;
   for (std::size_t w = 0; w < p.gate_waits.size(); ++w) {
     const auto [start, length] = p.gate_waits[w];
-    longest = std::max(longest, length - p.gate_owed[w] - drained_within(start, start + length));
+    longest = std::max(longest,
+                       length - p.gate_owed[w] - drained_within(gpu_of(p), start, start + length));
   }
   if (p.state == State::kGate && p.gate_since >= 0) {
-    longest = std::max(longest, now_ - p.gate_since - p.owed - drained_within(p.gate_since, now_));
+    longest = std::max(
+        longest, now_ - p.gate_since - p.owed - drained_within(gpu_of(p), p.gate_since, now_));
   }
   return longest;
 }
@@ -358,15 +428,18 @@ std::string PolicyReplay::describe(std::size_t i) const {
       case Step::Kind::kExit:
         out += " exit";
         break;
+      case Step::Kind::kCollective:
+        out += " collective(" + std::to_string(step.length / 1000) + "us)";
+        break;
     }
   }
   return out + (s.repeat ? " repeat" : "");
 }
 
-std::string PolicyReplay::trace_text() const {
+std::string PolicyReplay::trace_text(uint32_t gpu) const {
   std::string out;
   char line[96];
-  for (const TraceEntry& e : trace_) {
+  for (const TraceEntry& e : gpus_[gpu].trace) {
     const char* what = e.draining ? "drain" : "grant";
     if (e.draining) {
       std::snprintf(line, sizeof line, "%10.3f ms  drain\n", e.at / 1e6);

@@ -8,8 +8,13 @@
 // and its queued device time is below the in-flight bound; otherwise it blocks
 // (busy) in the gate or at the bound, and a blocked gate kicks the agent.
 // Completed device time is reported at once, unless the process's host
-// thread is stalled (then when it runs again) or it lies. The device runs one
+// thread is stalled (then when it runs again) or it lies. Each GPU runs one
 // kernel at a time in launch order; a started kernel runs to its end.
+//
+// Several GPUs, each with its own policy, model a node. A collective (NCCL's
+// kernels) holds its GPU, spinning, from when it starts there until every
+// process of its communicator has started its part of the same call; then
+// it runs its length. Gang members get their windows (gang_window.h).
 #ifndef EGPU_TESTS_UNIT_FAA_REPLAY_POLICY_REPLAY_H
 #define EGPU_TESTS_UNIT_FAA_REPLAY_POLICY_REPLAY_H
 
@@ -31,6 +36,9 @@ struct Step {
     kIdle,     // after a sync: nothing for `length`
     kStall,    // the host does not run the thread for `length` (no launches, no reports)
     kExit,     // the process exits; its queued work is dropped
+    // One collective of `length` on its communicator, then a sync when
+    // `sync_every` is not 0.
+    kCollective,
   };
   Kind kind = Kind::kKernels;
   Nanos length = 0;
@@ -43,6 +51,9 @@ struct Step {
   static Step idle(Nanos length) { return {Kind::kIdle, length, 0, 0}; }
   static Step stall(Nanos length) { return {Kind::kStall, length, 0, 0}; }
   static Step exit() { return {Kind::kExit, 0, 0, 0}; }
+  static Step collective(Nanos length, bool sync = true) {
+    return {Kind::kCollective, length, 1, sync ? 1U : 0U};
+  }
 };
 
 struct ProcessScript {
@@ -57,6 +68,9 @@ struct ProcessScript {
   // still shows as blocked meanwhile, as a thread that has not run cannot
   // say otherwise).
   Nanos wake_delay = 0;
+  uint32_t gpu = 0;  // the GPU (policy) it runs on
+  int comm = -1;     // its communicator: collectives meet the other processes of it
+  std::optional<GangWindow> gang;
 };
 
 // A change of who may launch.
@@ -77,6 +91,7 @@ struct ReplayOptions {
 
 class PolicyReplay {
  public:
+  // As many GPUs as the scripts name (at least one).
   PolicyReplay(ReplayOptions options, std::vector<ProcessScript> scripts);
 
   void run_until(Nanos end);
@@ -94,6 +109,8 @@ class PolicyReplay {
   // FAA's slices do not count).
   Nanos longest_gate_wait_beyond_owed(std::size_t i) const;
   std::string describe(std::size_t i) const;
+  // Collectives of process i that completed in [from, to).
+  std::size_t collectives_done(std::size_t i, Nanos from, Nanos to) const;
   // Every grant to another instance than the last one granted, with the
   // device time the old one still had queued then.
   struct Handover {
@@ -102,18 +119,39 @@ class PolicyReplay {
     std::size_t to;
     Nanos old_queued;
   };
-  const std::vector<Handover>& handovers() const { return handovers_; }
-  const std::vector<TraceEntry>& trace() const { return trace_; }
-  std::string trace_text() const;
-  const ArbiterPolicy& policy() const { return policy_; }
+  const std::vector<Handover>& handovers(uint32_t gpu = 0) const { return gpus_[gpu].handovers; }
+  const std::vector<TraceEntry>& trace(uint32_t gpu = 0) const { return gpus_[gpu].trace; }
+  std::string trace_text(uint32_t gpu = 0) const;
+  const ArbiterPolicy& policy(uint32_t gpu = 0) const { return gpus_[gpu].policy; }
   std::size_t size() const { return procs_.size(); }
-  uint64_t ticks() const { return ticks_; }
+  uint64_t ticks() const;
 
  private:
   enum class State { kNotStarted, kReady, kGate, kWaking, kBound, kSync, kSleeping, kExited };
   struct Kernel {
     std::size_t owner;
     Nanos length;
+    int64_t call = -1;  // a collective: its call's index on the owner's communicator
+  };
+  // One collective call of a communicator: who has started their part.
+  struct Call {
+    std::size_t arrived = 0;
+    Nanos last_arrival = 0;
+  };
+  struct Gpu {
+    explicit Gpu(ArbiterPolicy p) : policy(std::move(p)) {}
+    ArbiterPolicy policy;
+    std::deque<Kernel> device;
+    Nanos kernel_started = 0;  // of device.front()
+    Nanos next_tick = kNever;
+    Nanos last_kick = -kSecond;
+    std::optional<InstanceId> holder;  // may launch (nullopt while draining)
+    std::optional<InstanceId> last_granted;
+    std::vector<TraceEntry> trace;
+    std::vector<Handover> handovers;
+    std::vector<std::pair<Nanos, Nanos>> drains;  // [start, end) with nobody allowed to launch
+    Nanos drain_since = -1;
+    uint64_t ticks = 0;
   };
   struct Proc {
     ProcessScript script;
@@ -133,34 +171,36 @@ class PolicyReplay {
     Nanos granted_at = -1;                            // its current run of grants began
     Nanos owed = 0;                                   // for its last run of grants
     std::vector<std::pair<Nanos, Nanos>> ran;         // device intervals
+    int64_t calls = 0;                                // collectives launched
+    std::vector<Nanos> call_ends;                     // when each completed
   };
 
   Nanos next_event() const;
   void advance_device(Nanos to);
+  // Runs GPU g's kernels that end by `to`; true if one did.
+  bool advance_gpu(Gpu& g, Nanos to);
+  // The head kernel starts at `at` (a collective's part arrives then).
+  void start_head(Gpu& g, Nanos at);
+  Nanos head_end(const Gpu& g) const;  // kNever while a collective waits for peers
   void run_processes();
   bool run_one(std::size_t i);
   void next_step(Proc& p);
-  void tick();
-  void kick(Nanos when);          // a shim kicks the agent at `when` (>= now)
+  void tick(uint32_t gpu);
+  void kick(Gpu& g, Nanos when);  // a shim kicks the agent at `when` (>= now)
   void gate_kick(const Proc& p);  // a process starts to wait in the gate
   bool may_launch(std::size_t i) const;
+  void launch(std::size_t i, Nanos length, int64_t call);
+  Gpu& gpu_of(const Proc& p) { return gpus_[p.script.gpu]; }
+  const Gpu& gpu_of(const Proc& p) const { return gpus_[p.script.gpu]; }
+  bool draining(const Gpu& g) const { return !g.holder && g.drain_since >= 0; }
 
   ReplayOptions options_;
-  ArbiterPolicy policy_;
+  std::vector<Gpu> gpus_;
   std::vector<Proc> procs_;
-  std::deque<Kernel> device_;
-  Nanos kernel_started_ = 0;  // of device_.front()
+  std::map<std::pair<int, int64_t>, Call> calls_;  // by communicator and call index
+  std::map<int, std::size_t> comm_size_;
   Nanos now_ = 0;
-  Nanos next_tick_ = 0;
-  Nanos last_kick_ = -kSecond;
-  std::optional<InstanceId> holder_;  // may launch (nullopt while draining)
-  std::optional<InstanceId> last_granted_;
-  std::vector<TraceEntry> trace_;
-  std::vector<Handover> handovers_;
-  std::vector<std::pair<Nanos, Nanos>> drains_;  // [start, end) with nobody allowed to launch
-  Nanos drain_since_ = -1;
-  Nanos drained_within(Nanos from, Nanos to) const;
-  uint64_t ticks_ = 0;
+  Nanos drained_within(const Gpu& g, Nanos from, Nanos to) const;
 };
 
 }  // namespace egpu::faa::replay

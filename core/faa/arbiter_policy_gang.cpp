@@ -1,0 +1,79 @@
+// ArbiterPolicy's gang windows (gang_window.h): which instances may ask at
+// a given time, and how deep they may queue near a window's boundaries. The
+// SliceScheduler then decides among those who ask as usual, so co-tenants
+// share what the windows leave by FAA, with their usual bounds.
+#include <algorithm>
+#include <string>
+
+#include "core/faa/arbiter_policy.h"
+
+namespace egpu::faa {
+
+namespace {
+
+// Within the in-flight bound of a boundary the policy looks again at least
+// this often, halving the time left at each look (each look tightens the
+// bound the shims enforce at launch).
+constexpr Nanos kMinBoundaryLook = 100 * kMicrosecond;
+
+}  // namespace
+
+Status ArbiterPolicy::set_gang_window(InstanceId id, std::optional<GangWindow> window) {
+  auto it = members_.find(id);
+  if (it == members_.end()) return Error{"gang window: no instance " + std::to_string(id)};
+  if (window) {
+    if (Status s = validate(*window); !s.ok()) return s;
+  }
+  it->second.gang = window;
+  return {};
+}
+
+void ArbiterPolicy::apply_gang_windows(Nanos now) {
+  // Boundaries are kept by the in-flight bound, which the shims enforce at
+  // every launch: within the bound of a window's start, whoever holds the
+  // GPU may queue only what runs until the start, so the member begins on
+  // an empty device at the same time on every GPU of its gang (a handover
+  // drain would start it late by this GPU's tail, a different delay on
+  // each GPU); within the bound of its end, the member may queue only what
+  // runs until the end, so the time after it is the co-tenants'.
+  std::optional<InstanceId> open;
+  bool others_want = false;
+  gang_bound_ns_ = kNever;
+  for (const auto& [id, m] : members_)
+    others_want = others_want || (m.wants && !m.gang);
+  for (const auto& [id, m] : members_) {
+    if (!m.gang || !m.wants) continue;
+    const WindowPhase w = window_at(*m.gang, now);
+    if (w.open) open = open.value_or(id);  // placement keeps windows on one GPU apart
+    gang_bound_ns_ = std::min(gang_bound_ns_, (w.open ? w.end : w.start) - now);
+  }
+  for (auto& [id, m] : members_) {
+    bool asking = m.wants;
+    if (open) {
+      asking = asking && id == *open;
+    } else if (m.gang) {
+      asking = asking && !others_want;  // outside its window: idle time only
+    }
+    if (asking != m.asking) {
+      (void)scheduler_.set_asking(id, asking, now);
+      m.asking = asking;
+    }
+  }
+}
+
+Nanos ArbiterPolicy::next_gang_boundary(Nanos now) const {
+  const Nanos lead = inflight_bound_ns_;
+  Nanos next = kNever;
+  for (const auto& [id, m] : members_) {
+    if (!m.gang || !m.wants) continue;
+    const WindowPhase w = window_at(*m.gang, now);
+    const Nanos boundary = w.open ? w.end : w.start;
+    const Nanos left = boundary - now;
+    const Nanos look = left > lead ? boundary - lead
+                                   : std::min(boundary, now + std::max(kMinBoundaryLook, left / 2));
+    next = std::min(next, look);
+  }
+  return std::max(next, now + 1);
+}
+
+}  // namespace egpu::faa
