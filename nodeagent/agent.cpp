@@ -222,7 +222,9 @@ std::map<uint64_t, std::pair<double, Mode>> Agent::targets(uint32_t gpu) const {
 
 Status Agent::retarget(uint32_t gpu) {
   publish_memory(gpu);
-  return arbiters_[gpu]->retarget(targets(gpu));
+  Status s = arbiters_[gpu]->retarget(targets(gpu));
+  apply_gangs();
+  return s;
 }
 
 void Agent::schedule_tick(uint32_t gpu, int64_t at, bool slack) {
@@ -252,7 +254,7 @@ void Agent::schedule_tick(uint32_t gpu, int64_t at, bool slack) {
 }
 
 void Agent::tick(uint32_t gpu) {
-  schedule_tick(gpu, arbiters_[gpu]->tick(monotonic_ns()));
+  schedule_tick(gpu, arbiters_[gpu]->tick(monotonic_ns()), !arbiters_[gpu]->has_gangs());
   // Channels that kicked are watched again once the GPU has looked.
   for (auto& [id, k] : gpu_events_[gpu]->kicks) {
     if (k->paused && !k->closed && event_add(k->ev.get(), nullptr) == 0) k->paused = false;

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/config/egpu_config.h"
+#include "core/faa/gang_window.h"
+#include "core/model/gang_plan.h"
 #include "core/model/instance_registry.h"
 #include "core/protocol/messages.h"
 #include "core/util/result.h"
@@ -43,6 +45,11 @@ class Agent {
   int64_t started_ns() const { return started_ns_; }
   const ControlServer* control() const { return control_.get(); }
   const LatencyControl& latency() const { return latency_; }
+  const model::GangPlan& gangs() const { return gangs_; }
+  // This node's clock as of the last gang plan, and whether a multi-node
+  // step's windows open together with its other nodes' (an error when not).
+  const faa::ClockQuality& clock() const { return clock_; }
+  Status clock_alignment() const;
 
  private:
   explicit Agent(const config::EgpuConfig& config);
@@ -71,6 +78,9 @@ class Agent {
   // Applies targets() and the memory limits to the GPU's arbiter after a
   // create, remove or resize.
   Status retarget(uint32_t gpu);
+  // Plans the node's gangs and hands every GPU its members' windows; after
+  // any change of instances or shares (a gang spans GPUs). agent_gangs.cpp.
+  void apply_gangs();
   // Rewrites every instance's record in the GPU page from the registry.
   void write_records(uint32_t gpu);
   // Job memory (agent_memory.cpp). What the job's umbrella on the GPU holds
@@ -142,6 +152,8 @@ class Agent {
   bool latency_timer_on_ = false;
   int64_t latency_last_ns_ = 0;
   std::vector<EventHandle> signals_;
+  model::GangPlan gangs_;
+  faa::ClockQuality clock_;
 };
 
 }  // namespace egpu::agent

@@ -146,13 +146,15 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
     if (!s) arb.remove(created.id);
   }
   if (!s) {
-    std::vector<model::Instance> undo;
-    (void)registry_->remove(0, created.job_id, created.step_id, &undo);
+    // Only this GPU's instance: the step's others (a gang's ranks created
+    // before it) are alive in their arbiters.
+    registry_->erase(created.id);
     (void)retarget(created.gpu);
     return {reply(error_reply(failure, s.error()), id)};
   }
   const model::Instance settled = *registry_->find(created.id);
   reaper_->watch(created.id, created.creator);
+  apply_gangs();  // a step's second GPU makes it a gang
   tick(created.gpu);
   EGPU_LOG_INFO(
       "created instance %llu: job %llu step %u on GPU %u, %u units (job %u), %s, quota %llu MiB",

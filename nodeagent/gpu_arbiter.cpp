@@ -114,7 +114,8 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
   if (!reopen) shm::set_mem_limit(page()->slots[instance.slot], mem_limit);
   write_control(instance);
   const uint32_t processes = runtime->processes();
-  members_.emplace(instance.slot, Member{instance, std::move(*runtime), std::move(*wake)});
+  members_.emplace(instance.slot,
+                   Member{instance, std::move(*runtime), std::move(*wake), std::nullopt});
   slot_of_[instance.id] = instance.slot;
   policy_.set_processes(instance.slot, processes, now);
   publish_bound();
@@ -135,6 +136,7 @@ void GpuArbiter::remove(uint64_t instance_id) {
     // Its waiters (processes that outlive the step) see at once that it is gone.
     shm::wake_granted(&m->second.runtime.page()->grant_word);
     ::unlink(m->second.runtime.path().c_str());
+    if (m->second.gang) --gangs_;
     members_.erase(m);
   }
   slot_of_.erase(it);
@@ -168,6 +170,32 @@ Status GpuArbiter::retarget(const std::map<uint64_t, std::pair<double, Mode>>& t
   Status s = policy_.retarget(by_slot, monotonic_ns());
   publish_bound();
   return s;
+}
+
+void GpuArbiter::set_gang_windows(const std::map<uint64_t, faa::GangWindow>& windows) {
+  gangs_ = 0;
+  for (auto& [slot, m] : members_) {
+    const auto w = windows.find(m.instance.id);
+    std::optional<faa::GangWindow> next;
+    if (w != windows.end()) next = w->second;
+    if (next == m.gang) {
+      gangs_ += m.gang ? 1 : 0;
+      continue;
+    }
+    if (Status s = policy_.set_gang_window(slot, next); !s) {
+      EGPU_LOG_WARN("GPU %u: instance %llu sliced on its own: %s", gpu_,
+                    static_cast<unsigned long long>(m.instance.id), s.error().c_str());
+      next.reset();
+      (void)policy_.set_gang_window(slot, std::nullopt);
+    }
+    m.gang = next;
+    gangs_ += m.gang ? 1 : 0;
+  }
+}
+
+std::optional<faa::GangWindow> GpuArbiter::gang_window(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  return it == slot_of_.end() ? std::nullopt : members_.at(it->second).gang;
 }
 
 int GpuArbiter::attach(uint64_t instance_id, pid_t pid) {

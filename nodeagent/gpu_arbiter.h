@@ -66,6 +66,12 @@ class GpuArbiter {
   // Applies new targets (fractions) and modes; shrinks are applied before grows.
   Status retarget(const std::map<uint64_t, std::pair<double, Mode>>& targets);
   void update_control(const model::Instance& instance);
+  // The gang windows of this GPU's instances (one absent: none); invalid
+  // ones are refused and logged, leaving that instance sliced on its own.
+  void set_gang_windows(const std::map<uint64_t, faa::GangWindow>& windows);
+  std::optional<faa::GangWindow> gang_window(uint64_t instance_id) const;
+  // Looks due at a gang boundary must not be taken late with another GPU's.
+  bool has_gangs() const { return gangs_ > 0; }
   // The bytes the instance's shims may hold (shm::kNoMemLimit: no limit).
   void publish_memory_limit(uint64_t instance_id, uint64_t limit);
   // The bytes its processes hold now (read after a publish: see core/quota).
@@ -104,6 +110,7 @@ class GpuArbiter {
     model::Instance instance;
     InstanceRuntime runtime;
     WakeChannel wake;
+    std::optional<faa::GangWindow> gang;
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
@@ -124,6 +131,7 @@ class GpuArbiter {
   std::map<uint32_t, Member> members_;                 // by slot (= FAA instance id)
   std::map<uint64_t, uint32_t> slot_of_;               // instance id -> slot
   uint32_t published_ = shm::kNoHolder;                // as written in the GPU page
+  uint32_t gangs_ = 0;                                 // members with a gang window
   std::map<faa::InstanceId, faa::Activity> observed_;  // reused every tick
 };
 

@@ -93,6 +93,15 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb,
     j["burst_gate_s"] = static_cast<double>(b.gate_ns) / 1e9;
   }
   add_latency(j, inst, latency.state(inst.id));
+  // A step on several GPUs of the node: the window it holds its slices in,
+  // at the same offset on each of them.
+  if (const auto w = arb.gang_window(inst.id)) {
+    j["gang"] = {{"period_ms", static_cast<double>(w->period) / 1e6},
+                 {"offset_ms", static_cast<double>(w->offset) / 1e6},
+                 {"length_ms", static_cast<double>(w->length) / 1e6}};
+  } else {
+    j["gang"] = nullptr;
+  }
   return j;
 }
 
@@ -108,7 +117,14 @@ std::string status_json(const Agent& agent, uid_t caller) {
                    {"slice_ms", agent.config().slice_ms},
                    {"window_ms", agent.config().window_ms},
                    {"fail_mode", to_string(agent.config().fail_mode)},
-                   {"default_mode", to_string(agent.config().default_mode)}};
+                   {"default_mode", to_string(agent.config().default_mode)},
+                   {"gang_period_ms", agent.config().gang_period_ms}};
+  // Whether a step's windows on this node open with its other nodes'.
+  const Status aligned = agent.clock_alignment();
+  root["clock"] = {{"synchronized", agent.clock().synchronized},
+                   {"error_us", static_cast<double>(agent.clock().error_bound) / 1e3},
+                   {"aligns_across_nodes", aligned.ok()},
+                   {"reason", aligned.ok() ? json(nullptr) : json(aligned.error())}};
   json gpus = json::array();
   for (const auto& arb : agent.arbiters()) {
     const auto stats = arb->gpu_stats(now);
@@ -185,6 +201,27 @@ void latency_metrics(const Agent& agent, std::ostringstream& out) {
   }
 }
 
+// Gang windows and the clock they are aligned on.
+void gang_metrics(const Agent& agent, std::ostringstream& out) {
+  out << "# HELP egpu_instance_gang_window_share Share of each gang period the instance holds "
+         "its slices in, together with its step's other GPUs (0: not in a gang).\n"
+         "# TYPE egpu_instance_gang_window_share gauge\n";
+  for (const auto& arb : agent.arbiters()) {
+    for (const model::Instance* inst : agent.registry().on_gpu(arb->gpu())) {
+      const auto w = arb->gang_window(inst->id);
+      out << "egpu_instance_gang_window_share{gpu=\"" << inst->gpu << "\",job=\"" << inst->job_id
+          << "\",step=\"" << step_label(inst->step_id) << "\",instance=\"" << inst->id << "\"} "
+          << (w ? static_cast<double>(w->length) / static_cast<double>(w->period) : 0.0) << "\n";
+    }
+  }
+  out << "# HELP egpu_clock_synchronized The kernel says the clock is synchronized (chrony, "
+         "ntpd, PTP).\n# TYPE egpu_clock_synchronized gauge\negpu_clock_synchronized "
+      << (agent.clock().synchronized ? 1 : 0) << "\n";
+  out << "# HELP egpu_clock_error_seconds The clock's estimated error (adjtimex esterror).\n"
+         "# TYPE egpu_clock_error_seconds gauge\negpu_clock_error_seconds "
+      << static_cast<double>(agent.clock().error_bound) / 1e9 << "\n";
+}
+
 }  // namespace
 
 std::string metrics_text(const Agent& agent) {
@@ -258,6 +295,7 @@ std::string metrics_text(const Agent& agent) {
     }
   }
   latency_metrics(agent, out);
+  gang_metrics(agent, out);
   if (const auto* c = agent.control()) {
     out << "# HELP egpu_control_requests_total Control socket requests served.\n"
            "# TYPE egpu_control_requests_total counter\negpu_control_requests_total "

@@ -164,6 +164,7 @@ const std::vector<KeySpec>& key_specs() {
       {"InflightUs", int_field(&EgpuConfig::inflight_us, 100, 100000)},
       {"InflightAloneUs", int_field(&EgpuConfig::inflight_alone_us, 0, 1000000)},
       {"HandoverTailUs", int_field(&EgpuConfig::handover_tail_us, 0, 100000)},
+      {"GangPeriodMs", int_field(&EgpuConfig::gang_period_ms, 0, 1000)},
       {"MetricsAddress",
        [](EgpuConfig& c, std::string_view v) -> Status {
          if (v.empty()) {
@@ -245,6 +246,11 @@ Result<EgpuConfig> parse_egpu_config(std::string_view text, std::string_view sou
                  std::to_string(config.heartbeat_timeout_ms) +
                  ") must be at least twice HeartbeatMs (" + std::to_string(config.heartbeat_ms) +
                  ")"};
+  }
+  if (config.gang_period_ms != 0 && config.gang_period_ms * 1000 < 2 * config.inflight_us) {
+    return Error{std::string(source) + ": GangPeriodMs (" + std::to_string(config.gang_period_ms) +
+                 ") must be 0 or at least twice InflightUs (" + std::to_string(config.inflight_us) +
+                 " us): a window's boundaries are kept by the in-flight bound"};
   }
   if (config.inflight_alone_us != 0 && config.inflight_alone_us < config.inflight_us) {
     return Error{std::string(source) + ": InflightAloneUs (" +

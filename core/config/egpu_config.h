@@ -42,6 +42,11 @@ struct EgpuConfig {
   // time only its own work (a shared device makes both count the overlap).
   // Higher = no idle gap at handovers where processes wake slowly, less exact.
   int handover_tail_us = 200;
+  // Gangs: a step's instances on several GPUs of the node hold their slices
+  // together, in windows this long a period (their share of it) at one
+  // offset on the wall clock, so collectives find their peers running and
+  // nodes whose clocks agree open them together. 0 = sliced independently.
+  int gang_period_ms = 20;
   // Metrics: Prometheus text over HTTP on a loopback address; empty = off.
   std::string metrics_address;
   // Logging.

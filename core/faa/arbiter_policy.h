@@ -137,6 +137,8 @@ class ArbiterPolicy {
   void apply_gang_windows(Nanos now);
   // The next window boundary (or fence) of a gang member that wants the GPU.
   Nanos next_gang_boundary(Nanos now) const;
+  // How far ahead of its share FAA finds the instance (achieved - target).
+  double ahead(InstanceId id, Nanos now) const;
 
   PolicySettings settings_;
   SliceScheduler scheduler_;

@@ -16,6 +16,13 @@ namespace {
 // bound the shims enforce at launch).
 constexpr Nanos kMinBoundaryLook = 100 * kMicrosecond;
 
+// A member this far ahead of its share (FAA's decayed deviation) does not
+// get its window: a window is a promise of time, not a way around FAA. A
+// rank that keeps launching a long kernel just before its window ends
+// takes the co-tenants' time after it, as long kernels do; it is charged
+// for it, and skipped windows give that time back.
+constexpr double kMaxAheadForWindow = 0.05;
+
 }  // namespace
 
 Status ArbiterPolicy::set_gang_window(InstanceId id, std::optional<GangWindow> window) {
@@ -44,7 +51,9 @@ void ArbiterPolicy::apply_gang_windows(Nanos now) {
   for (const auto& [id, m] : members_) {
     if (!m.gang || !m.wants) continue;
     const WindowPhase w = window_at(*m.gang, now);
-    if (w.open) open = open.value_or(id);  // placement keeps windows on one GPU apart
+    if (w.open && ahead(id, now) <= kMaxAheadForWindow) {
+      open = open.value_or(id);  // placement keeps windows on one GPU apart
+    }
     gang_bound_ns_ = std::min(gang_bound_ns_, (w.open ? w.end : w.start) - now);
   }
   for (auto& [id, m] : members_) {
@@ -59,6 +68,11 @@ void ArbiterPolicy::apply_gang_windows(Nanos now) {
       m.asking = asking;
     }
   }
+}
+
+double ArbiterPolicy::ahead(InstanceId id, Nanos now) const {
+  const auto st = scheduler_.stats(id, now);
+  return st.ok() ? st->deviation : 0.0;
 }
 
 Nanos ArbiterPolicy::next_gang_boundary(Nanos now) const {

@@ -105,6 +105,9 @@ class InstanceRegistry {
   // Creates an instance (root only). Fails when the GPU's allocations would pass
   // 100 units, the job's steps would pass the job's allocation, or no slot is free.
   Outcome create(uid_t caller, const CreateSpec& spec, const Instance** created);
+  // Undoes a create that failed further on: this one instance goes, the
+  // step's instances on other GPUs stay.
+  void erase(uint64_t id) { instances_.erase(id); }
   // Re-inserts an instance read back from the pages after an agent restart.
   Outcome restore(const Instance& instance);
   // Removes one step's instances (all GPUs), or every step of the job (root only).

@@ -41,11 +41,18 @@ void print_instance(const json& i) {
               pct(i, "target_pct").c_str(), pct(i, "achieved_pct").c_str(), mem.c_str(),
               ms(i, "throttled_ms").c_str(), ms(i, "longest_wait_ms").c_str(),
               i.value("processes", 0u));
-  // The latency control's part: an objective, or share lent or borrowed.
+  // The latency control's part: an objective, or share lent or borrowed;
+  // and a gang's window.
   const bool objective = i.contains("objective") && !i["objective"].is_null();
   const int borrowed = i.value("borrowed_units", 0);
-  if (!objective && borrowed == 0) return;
+  const bool gang = i.contains("gang") && !i["gang"].is_null();
+  if (!objective && borrowed == 0 && !gang) return;
   std::printf("         ");
+  if (gang) {
+    std::printf(" gang window %.1f ms of every %.1f ms at +%.1f ms",
+                i["gang"].value("length_ms", 0.0), i["gang"].value("period_ms", 0.0),
+                i["gang"].value("offset_ms", 0.0));
+  }
   if (objective) {
     const bool judged = i.contains("slo_attainment") && !i["slo_attainment"].is_null();
     char met[16] = "-";
@@ -80,6 +87,16 @@ int cmd_status(const Globals& g, const std::vector<std::string>& args) {
               s.value("node", std::string("?")).c_str(), s["agent"].value("pid", 0),
               s["agent"].value("slice_ms", 0), s["agent"].value("window_ms", 0),
               s["agent"].value("fail_mode", std::string("?")).c_str());
+  if (s.contains("clock") && s["agent"].value("gang_period_ms", 0) > 0) {
+    const json& c = s["clock"];
+    std::printf(
+        "gangs: period %d ms; clock %s, estimated error %.0f us%s%s\n",
+        s["agent"].value("gang_period_ms", 0),
+        c.value("synchronized", false) ? "synchronized" : "not synchronized",
+        c.value("error_us", 0.0),
+        c.value("aligns_across_nodes", false) ? "" : ": multi-node steps not aligned, ",
+        c.value("aligns_across_nodes", false) ? "" : c.value("reason", std::string()).c_str());
+  }
   for (const auto& gpu : s.value("gpus", json::array())) {
     const std::string holder =
         gpu["holder"].is_null() ? "-" : std::to_string(gpu["holder"].get<uint64_t>());

@@ -271,6 +271,41 @@ TEST_F(AgentControl, AgentRestartRecoversInstancesAndKeepsIdsUnique) {
   EXPECT_NE(agent.log().find("recovered instance"), std::string::npos);
 }
 
+// A step on both GPUs is a gang: its instances get the same window, of
+// their smaller share of the period; a step on one GPU gets none. The gang
+// survives a restart and a resize moves its window; the status says how far
+// the node's clock lets windows align with other nodes.
+TEST_F(AgentControl, AStepOnTwoGpusIsAGangWithOneWindow) {
+  const uint64_t rank0 = create(7, 50, kAlice, 0);
+  const uint64_t rank1 = create(7, 40, kAlice, 1);
+  const uint64_t alone = create(8, 30, kBob, 0);
+  auto gang_of = [&](uint64_t id) {
+    auto shown = agent.call(protocol::ShowRequest{id});
+    EXPECT_EQ(shown->status, ReplyStatus::kOk) << shown->text;
+    return nlohmann::json::parse(shown->text)["gang"];
+  };
+  const auto g0 = gang_of(rank0);
+  const auto g1 = gang_of(rank1);
+  ASSERT_FALSE(g0.is_null()) << agent.log();
+  EXPECT_EQ(g0, g1);
+  EXPECT_DOUBLE_EQ(g0["period_ms"].get<double>(), 20.0);
+  EXPECT_DOUBLE_EQ(g0["length_ms"].get<double>(), 8.0);  // 40% of 20 ms
+  EXPECT_TRUE(gang_of(alone).is_null());
+  auto st = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  EXPECT_TRUE(st["clock"]["aligns_across_nodes"].is_boolean());
+  EXPECT_EQ(st["clock"]["reason"].is_null(), st["clock"]["aligns_across_nodes"].get<bool>());
+
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_EQ(gang_of(rank0), g0);
+  ASSERT_EQ(agent.call(protocol::ResizeRequest{rank1, 50, protocol::kModeUnchanged, 0, 0})->status,
+            ReplyStatus::kOverAllocation);  // its job has 40 units on GPU 1
+  ASSERT_EQ(agent.call(protocol::ResizeRequest{rank0, 20, protocol::kModeUnchanged, 0, 0})->status,
+            ReplyStatus::kOk);
+  EXPECT_DOUBLE_EQ(gang_of(rank1)["length_ms"].get<double>(), 4.0);
+  EXPECT_EQ(gang_of(rank0), gang_of(rank1));
+}
+
 // The GPU page keeps each instance's mode as a number across a restart: a
 // number that is no mode (a damaged page) loses that instance, named in the log.
 TEST_F(AgentControl, RestartReadsModesFromThePageAndRefusesUnknownOnes) {

@@ -222,6 +222,11 @@ TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
             std::string::npos)
       << body;
   EXPECT_NE(body.find("# TYPE egpu_instance_slo_attainment_ratio gauge"), std::string::npos);
+  // Gangs and the clock their windows align on are exported beside them.
+  EXPECT_NE(body.find("egpu_instance_gang_window_share" + labels + "0\n"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("\negpu_clock_synchronized "), std::string::npos) << body;
+  EXPECT_NE(body.find("\negpu_clock_error_seconds "), std::string::npos) << body;
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   EXPECT_EQ(c->socket_path, "/run/egpu/agent.sock");
   EXPECT_EQ(c->inflight_us, 2000);
   EXPECT_EQ(c->inflight_alone_us, 20000);
+  EXPECT_EQ(c->gang_period_ms, 20);
 }
 
 TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
@@ -62,7 +63,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
       "slicems=5\nDefaultMode=CAP\nFailMode=closed\nMetricsAddress=127.0.0.1:9464\n"
       "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
       "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n"
-      "InflightUs=1000 InflightAloneUs=0\n",
+      "InflightUs=1000 InflightAloneUs=0 GangPeriodMs=40\n",
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
@@ -79,6 +80,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   EXPECT_EQ(c->handover_tail_us, 200);
   EXPECT_EQ(c->inflight_us, 1000);
   EXPECT_EQ(c->inflight_alone_us, 0);
+  EXPECT_EQ(c->gang_period_ms, 40);
 }
 
 struct BadCase {
@@ -113,7 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"HeartbeatMs=500 HeartbeatTimeoutMs=600", "at least twice"},
         BadCase{"PreemptThresholdPct=-1", "between 0 and 100"},
         BadCase{"InflightUs=4000 InflightAloneUs=3000", "at least InflightUs"},
-        BadCase{"InflightAloneUs=-5", "between 0 and 1000000"}));
+        BadCase{"InflightAloneUs=-5", "between 0 and 1000000"},
+        BadCase{"GangPeriodMs=3", "at least twice InflightUs"},
+        BadCase{"GangPeriodMs=2000", "between 0 and 1000"}));
 
 TEST(EgpuConfig, LoadFileReportsMissingPath) {
   auto c = load_egpu_config("/nonexistent/egpu.conf");

@@ -145,15 +145,37 @@ TEST(GangReplay, ClockSkewWithinToleranceCostsLittleBeyondItMuch) {
               static_cast<long long>(kDefaultAlignTolerance / kUs), within.ratio, beyond.ratio);
   std::printf("co-tenants: %.2f pp below within, %.2f pp below beyond\n", within.worst_cotenant_pp,
               beyond.worst_cotenant_pp);
-  EXPECT_GE(within.ratio, 0.9);
-  EXPECT_LT(beyond.ratio, within.ratio);
   // A rank whose window opens early spins in its collective until its
-  // skewed peer's opens, holding its GPU: within the tolerance that costs
-  // co-tenants up to the skew at each end of a window...
+  // skewed peer's opens, holding its GPU: within the tolerance the step
+  // loses a little and co-tenants up to the skew at each end of a window...
+  EXPECT_GE(within.ratio, 0.8);
   EXPECT_LE(within.worst_cotenant_pp, 2 * 100.0 * kDefaultAlignTolerance / kDefaultGangPeriod);
-  // ...and beyond it far more, which is why the agent refuses to align
-  // clocks worse than the tolerance (can_align_across_nodes).
-  EXPECT_GT(beyond.worst_cotenant_pp, 10.0);
+  // ...beyond it the step loses most of its rate, which is why the agent
+  // refuses to align clocks worse than the tolerance. Co-tenants are kept
+  // near their share even then: a rank charged for its spinning gets ahead
+  // of its share and loses windows (kMaxAheadForWindow).
+  EXPECT_LT(beyond.ratio, within.ratio - 0.2);
+  EXPECT_LE(beyond.worst_cotenant_pp, 7.5);
+}
+
+// A rank that launches a kernel longer than its window at every window's
+// start takes the co-tenant's time after it (the gate cannot stop a running
+// kernel); FAA charges it, and the windows it is too far ahead for are
+// skipped, so the co-tenant keeps its share.
+TEST(GangReplay, KernelsLongerThanTheWindowDoNotStarveCotenants) {
+  ProcessScript hog;
+  hog.target = 0.5;
+  hog.gang = GangWindow{0, kDefaultGangPeriod, 0, window_length(0.5, kDefaultGangPeriod)};
+  hog.steps = {Step::kernels(15 * kMs)};
+  PolicyReplay r(agent_defaults(), {hog, greedy(0, 0.5, kMs, 0)});
+  r.run_until(kRun);
+  double worst = 0;
+  for (Nanos t = kWarmup; t + kWindow <= kRun; t += kWindow)
+    worst = std::max(worst, (0.5 - r.share(1, t, t + kWindow)) * 100);
+  std::printf("co-tenant of a 15 ms-kernel rank: %.3f of the GPU, worst window %.2f pp below\n",
+              r.share(1, kWarmup, kRun), worst);
+  EXPECT_GE(r.share(1, kWarmup, kRun), 0.45);
+  EXPECT_LE(worst, 10.0);
 }
 
 // A gang member that does not ask in its window leaves the GPU to the others.

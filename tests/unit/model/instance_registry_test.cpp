@@ -115,6 +115,18 @@ TEST_F(Registry, OnlyRootCreatesAndRemoves) {
   EXPECT_EQ(reg.remove(kRoot, 1, 0, nullptr).status, ReplyStatus::kNotFound);
 }
 
+// A step's create on its second GPU that fails further on is undone alone:
+// the instance on its first GPU stays (the agent still runs it).
+TEST_F(Registry, UndoingACreateLeavesTheStepsOtherGpus) {
+  const uint64_t first = create(spec(1, 0, 0, 30))->id;
+  const uint64_t second = create(spec(1, 0, 1, 30))->id;
+  reg.erase(second);
+  EXPECT_EQ(reg.find(second), nullptr);
+  ASSERT_NE(reg.find(first), nullptr);
+  EXPECT_EQ(reg.allocated_units(0), 30u);
+  EXPECT_EQ(reg.allocated_units(1), 0u);
+}
+
 TEST_F(Registry, RefusesMoreThanTheGpuHas) {
   create(spec(1, 0, 0, 70));
   auto o = reg.create(kRoot, spec(2, 0, 0, 40), nullptr);

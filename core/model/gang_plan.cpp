@@ -1,0 +1,45 @@
+#include "core/model/gang_plan.h"
+
+#include <algorithm>
+
+namespace egpu::model {
+
+GangPlan plan_gangs(const std::vector<const Instance*>& instances,
+                    const std::map<uint64_t, double>& shares, faa::Nanos period) {
+  // Steps in (job, step) order, so every node of a multi-node step that
+  // sees the same gangs places them alike.
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<const Instance*>> steps;
+  for (const Instance* inst : instances)
+    if (!inst->umbrella) steps[{inst->job_id, inst->step_id}].push_back(inst);
+  std::vector<faa::GangRequest> requests;
+  std::vector<const std::vector<const Instance*>*> members;
+  for (const auto& [key, insts] : steps) {
+    if (insts.size() < 2) continue;
+    double share = 1.0;
+    faa::GangRequest r;
+    r.gang = requests.size();
+    for (const Instance* inst : insts) {
+      const auto s = shares.find(inst->id);
+      share = std::min(share, s == shares.end() ? 0.0 : s->second);
+      r.gpus.push_back(inst->gpu);
+    }
+    if (share <= 0.0) continue;
+    r.length = faa::window_length(share, period);
+    requests.push_back(std::move(r));
+    members.push_back(&insts);
+  }
+  GangPlan plan;
+  const auto offsets = faa::place_gangs(requests, period);
+  for (std::size_t g = 0; g < requests.size(); ++g) {
+    const auto& insts = *members[g];
+    if (!offsets[g]) {
+      plan.unplaced.emplace_back(insts.front()->job_id, insts.front()->step_id);
+      continue;
+    }
+    for (const Instance* inst : insts)
+      plan.windows[inst->id] = faa::GangWindow{0, period, *offsets[g], requests[g].length};
+  }
+  return plan;
+}
+
+}  // namespace egpu::model

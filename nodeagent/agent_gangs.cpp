@@ -1,0 +1,54 @@
+// Gangs on this node: a step's instances on several GPUs hold their slices
+// together (core/model/gang_plan.h plans them, core/faa the windows).
+#include <sys/types.h>
+
+#include <algorithm>
+
+#include "core/util/log.h"
+#include "nodeagent/agent.h"
+#include "nodeagent/clock_quality.h"
+
+namespace egpu::agent {
+
+void Agent::apply_gangs() {
+  const faa::Nanos period = static_cast<faa::Nanos>(config_.gang_period_ms) * faa::kMillisecond;
+  model::GangPlan plan;
+  if (period > 0) {
+    std::map<uint64_t, double> shares;
+    for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
+      for (const auto& [id, target] : targets(gpu))
+        shares[id] = target.first;
+    plan = model::plan_gangs(registry_->all(), shares, period);
+    // Windows open at wall-clock multiples of the period: the same instants
+    // on every node whose clock is synchronized.
+    const faa::Nanos epoch = wall_aligned_epoch(period);
+    for (auto& [id, window] : plan.windows)
+      window.epoch = epoch;
+    clock_ = read_clock_quality();
+  }
+  for (const auto& key : plan.unplaced) {
+    const bool known =
+        std::find(gangs_.unplaced.begin(), gangs_.unplaced.end(), key) != gangs_.unplaced.end();
+    if (!known) {
+      EGPU_LOG_WARN(
+          "job %llu step %u: its GPUs' gang windows do not fit beside the others; "
+          "its instances are sliced on their own",
+          static_cast<unsigned long long>(key.first), key.second);
+    }
+  }
+  for (const auto& arb : arbiters_) {
+    std::map<uint64_t, faa::GangWindow> mine;
+    for (const model::Instance* inst : registry_->on_gpu(arb->gpu())) {
+      const auto w = plan.windows.find(inst->id);
+      if (w != plan.windows.end()) mine.emplace(inst->id, w->second);
+    }
+    arb->set_gang_windows(mine);
+  }
+  gangs_ = std::move(plan);
+}
+
+Status Agent::clock_alignment() const {
+  return faa::can_align_across_nodes(clock_, faa::kDefaultAlignTolerance);
+}
+
+}  // namespace egpu::agent
