@@ -1,9 +1,11 @@
 // Kernel launches: one timed op of the duration given by the first kernel
-// parameter; grid, block and shared memory are accepted and ignored.
+// parameter; grid, block and shared memory are accepted and ignored. A
+// collective kernel (collective_launch.h) is a kCollective op.
 #include "driver/cuda_api.h"
 // after cuda.h:
 #include <cstring>
 
+#include "driver/collective_launch.h"
 #include "driver/device_session.h"
 #include "driver/driver_state.h"
 #include "driver/functions.h"
@@ -45,18 +47,28 @@ namespace {
 CUresult launch(CUfunction f, CUstream handle, void** params, void** extra,
                 DefaultStream default_stream) {
   if (const CUresult rc = drv::require_init(); rc != CUDA_SUCCESS) return rc;
-  if (!drv::launchable(f)) return CUDA_ERROR_INVALID_HANDLE;
+  const drv::LaunchKind kind = drv::launch_kind(f);
+  if (kind == drv::LaunchKind::kInvalid) return CUDA_ERROR_INVALID_HANDLE;
   CUstream_st* stream = nullptr;
   if (const CUresult rc = drv::resolve_stream(handle, default_stream, &stream);
       rc != CUDA_SUCCESS) {
     return rc;
   }
   const uint64_t duration = drv::kernel_duration_ns(params, extra);
+  // A captured collective is recorded as a plain kernel of its duration: a
+  // graph runs as one op, which cannot meet peers (a simplification).
   if (drv::capture_if_capturing(stream, duration)) return CUDA_SUCCESS;
   drv::SubmitRequest request;
   request.kind = egpu::simgpu::OpKind::kKernel;
   request.duration_ns = duration;
   request.is_launch = true;
+  if (kind == drv::LaunchKind::kCollective) {
+    if (const auto args = drv::collective_args(params, extra)) {
+      request.kind = egpu::simgpu::OpKind::kCollective;
+      request.group = drv::next_group_key(args->communicator, stream->ctx->physical);
+      request.group_size = args->size;
+    }
+  }
   return drv::submit(stream, request, nullptr);
 }
 

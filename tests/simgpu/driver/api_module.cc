@@ -1,5 +1,6 @@
 // Modules, libraries and functions. Any image is accepted and any name is a
-// kernel: what a kernel does is given by its first parameter (its duration).
+// kernel: what a kernel does is given by its first parameter (its duration);
+// a name of an NCCL-like kernel makes it a collective (collective_launch.h).
 #include "driver/cuda_api.h"
 // after cuda.h:
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "driver/collective_launch.h"
 #include "driver/driver_state.h"
 #include "driver/functions.h"
 #include "driver/handles.h"
@@ -20,6 +22,17 @@ namespace egpu::simgpu::driver {
 bool launchable(CUfunction f) {
   return registry().contains(f, HandleKind::kFunction) ||
          registry().contains(f, HandleKind::kKernel);
+}
+
+LaunchKind launch_kind(CUfunction f) {
+  // `collective` is written before the handle is registered and never after.
+  if (const CUfunc_st* function = registry().find<CUfunc_st>(f)) {
+    return function->collective ? LaunchKind::kCollective : LaunchKind::kKernel;
+  }
+  if (const CUkern_st* kernel = registry().find<CUkern_st>(f)) {
+    return kernel->collective ? LaunchKind::kCollective : LaunchKind::kKernel;
+  }
+  return LaunchKind::kInvalid;
 }
 
 }  // namespace egpu::simgpu::driver
@@ -97,6 +110,7 @@ CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name)
       auto created = std::make_unique<CUfunc_st>();
       created->module = mod;
       created->name = name;
+      created->collective = egpu::simgpu::driver::is_collective_kernel_name(name);
       function = registry().adopt(std::move(created));
     }
     *hfunc = function;
@@ -170,6 +184,7 @@ CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary handle, const char* nam
       auto created = std::make_unique<CUkern_st>();
       created->library = lib;
       created->name = name;
+      created->collective = egpu::simgpu::driver::is_collective_kernel_name(name);
       kernel = registry().adopt(std::move(created));
     }
     *pKernel = kernel;
@@ -187,6 +202,7 @@ CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel handle) {
     if (kernel->function == nullptr) {
       auto created = std::make_unique<CUfunc_st>();
       created->name = kernel->name;
+      created->collective = kernel->collective;
       kernel->function = registry().adopt(std::move(created));
     }
     *pFunc = kernel->function;

@@ -74,7 +74,7 @@ __attribute__((destructor)) void retire_contexts_at_exit() {
     DeviceShared& dev = driver.device(ctx->physical);
     const DeviceLock device_lock(dev, /*timeout_ns=*/1'000'000'000);
     if (!device_lock.held()) continue;  // a liveness sweep will retire it later
-    bring_to_now(dev, monotonic_ns());
+    bring_to_now(dev, monotonic_ns(), driver.board());
     if (context_matches(dev.timeline, ctx->slot, ctx->generation)) {
       retire_and_free(dev, ctx->slot, dev.timeline.now_ns);
     }

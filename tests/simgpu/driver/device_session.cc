@@ -57,6 +57,8 @@ CUresult submit(CUstream_st* stream, const SubmitRequest& request, uint64_t* seq
   op.stream_tag = stream->tag;
   op.ref_slot = request.ref_slot;
   op.ref_generation = request.ref_generation;
+  op.group = request.group;
+  op.group_size = request.group_size;
   for (;;) {
     uint64_t bound_ns = 0;
     bool running = false;
@@ -68,7 +70,7 @@ CUresult submit(CUstream_st* stream, const SubmitRequest& request, uint64_t* seq
         sleep_ns(uint64_t{stall_ms} * 1'000'000);  // test hook: die here holding the lock
       }
       const uint64_t now = monotonic_ns();
-      bring_to_now(dev, now);
+      bring_to_now(dev, now, driver.board());
       DeviceTimeline& tl = dev.timeline;
       if (!context_matches(tl, ctx->slot, ctx->generation)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
       ContextSlot& slot = tl.contexts[ctx->slot];

@@ -20,11 +20,12 @@ namespace egpu::simgpu::driver {
 // bringing the device to now (and sweeping dead processes if forced or due).
 template <class Fn>
 CUresult with_device(uint32_t physical, bool force_liveness, Fn&& fn) {
-  DeviceShared& dev = Driver::get().device(physical);
+  const Driver& driver = Driver::get();
+  DeviceShared& dev = driver.device(physical);
   const DeviceLock lock(dev);
   if (!lock.held()) return CUDA_ERROR_UNKNOWN;
   const uint64_t now = monotonic_ns();
-  bring_to_now(dev, now, force_liveness);
+  bring_to_now(dev, now, driver.board(), force_liveness);
   return fn(dev, now);
 }
 
@@ -34,6 +35,8 @@ struct SubmitRequest {
   uint32_t ref_slot = 0;        // kEventRecord: event slot; kWait: context slot
   uint32_t ref_generation = 0;  // kWait
   uint64_t wait_seq = 0;        // kWait
+  uint64_t group = 0;           // kCollective: rendezvous key (never 0)
+  uint32_t group_size = 0;      // kCollective: members, at least 2
   bool is_launch = false;       // kernel launches honour the debug stall hook
 };
 

@@ -34,6 +34,8 @@ class Driver {
   uint32_t physical_of(int ordinal) const { return visible_[static_cast<size_t>(ordinal)]; }
   int ordinal_of(uint32_t physical) const;
   DeviceShared& device(uint32_t physical) const { return segment_->device(physical); }
+  // Where collectives meet: every advance of a device passes it.
+  CollectiveBoard* board() const { return &segment_->board(); }
 
   const ProcessIdentity& self() const { return self_; }
   const std::string& label() const { return label_; }

@@ -8,4 +8,10 @@ namespace egpu::simgpu::driver {
 
 bool launchable(CUfunction f);
 
+enum class LaunchKind { kInvalid, kKernel, kCollective };
+
+// How `f` launches: not at all (not a live function or kernel), as a plain
+// kernel, or as a collective (its name says so; collective_launch.h).
+LaunchKind launch_kind(CUfunction f);
+
 }  // namespace egpu::simgpu::driver

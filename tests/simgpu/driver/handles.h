@@ -95,6 +95,7 @@ struct CUfunc_st : HandleBase {
   CUfunc_st() : HandleBase(kKind) {}
   CUmod_st* module = nullptr;
   std::string name;
+  bool collective = false;  // launched as a collective (collective_launch.h), from its name
 };
 
 struct CUmod_st : HandleBase {
@@ -109,6 +110,7 @@ struct CUkern_st : HandleBase {
   CUkern_st() : HandleBase(kKind) {}
   CUlib_st* library = nullptr;
   std::string name;
+  bool collective = false;        // as CUfunc_st's
   CUfunc_st* function = nullptr;  // cuKernelGetFunction's answer, registry-owned
 };
 

@@ -69,6 +69,19 @@ void depart(CollectiveBoard& board, uint64_t key) {
   if (++r->departed >= r->size) *r = Rendezvous{};
 }
 
+void repair_board(CollectiveBoard& board) {
+  for (Rendezvous& r : board.entries) {
+    // arrive() writes a whole entry before counting; a keyless or sizeless
+    // one can only be a torn write, and nobody can depart from it.
+    if (r.key == 0 || r.size == 0) {
+      r = Rendezvous{};
+      continue;
+    }
+    if (r.arrived > r.size) r.arrived = r.size;
+    if (r.departed >= r.size) r = Rendezvous{};
+  }
+}
+
 uint32_t rendezvous_in_use(const CollectiveBoard& board) {
   uint32_t n = 0;
   for (const Rendezvous& r : board.entries)

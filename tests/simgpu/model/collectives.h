@@ -41,6 +41,10 @@ std::optional<uint64_t> released_at(const CollectiveBoard& board, uint64_t key);
 // A member's part completed; the last one frees the entry.
 void depart(CollectiveBoard& board, uint64_t key);
 
+// After a process died holding the board's lock: frees half-written entries
+// and clamps counts, so that every entry is one a finished update could leave.
+void repair_board(CollectiveBoard& board);
+
 // Entries in use (tests, stats).
 uint32_t rendezvous_in_use(const CollectiveBoard& board);
 

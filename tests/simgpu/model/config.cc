@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "model/fabric.h"
+
 namespace egpu::simgpu {
 namespace {
 
@@ -101,6 +103,14 @@ std::optional<SimConfig> parse_config(const EnvLookup& env, std::string* error) 
   if (const char* buses = env("SIMGPU_PCI_BUSES"); buses != nullptr && *buses != '\0') {
     if (!parse_buses(buses, &config.pci_bus, error)) return std::nullopt;
   }
+  if (const char* fabric = env("SIMGPU_FABRIC"); fabric != nullptr && *fabric != '\0') {
+    config.fabric_name = fabric;
+    if (!valid_fabric_name(config.fabric_name)) {
+      *error = "SIMGPU_FABRIC='" + config.fabric_name + "': expected /name without further " +
+               "slashes, shorter than " + std::to_string(kFabricNameBytes) + " bytes";
+      return std::nullopt;
+    }
+  }
   for (uint32_t i = static_cast<uint32_t>(config.pci_bus.size()); i < config.device_count; ++i) {
     config.pci_bus.push_back(default_pci_bus(i));
   }
@@ -115,6 +125,7 @@ std::optional<SimConfig> config_from_environment(std::string* error) {
 SegmentConfig to_segment_config(const SimConfig& config) {
   SegmentConfig out{};
   out.device_count = config.device_count;
+  out.shm_mode = config.shm_mode;
   out.memory_bytes = config.memory_bytes;
   out.timeslice_ns = config.timeslice_ns;
   std::memcpy(out.device_name, config.device_name.data(),
@@ -122,6 +133,8 @@ SegmentConfig to_segment_config(const SimConfig& config) {
   for (uint32_t i = 0; i < config.device_count && i < kMaxDevices; ++i) {
     out.pci_bus[i] = config.pci_bus[i];
   }
+  std::memcpy(out.fabric_name, config.fabric_name.data(),
+              std::min(config.fabric_name.size(), sizeof out.fabric_name - 1));
   return out;
 }
 

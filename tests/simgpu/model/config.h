@@ -8,6 +8,8 @@
 //   SIMGPU_PCI_BUSES      hex PCI bus numbers per device, comma separated
 //                         (default: those of tests' dgx-h100-like topology)
 //   SIMGPU_SHM_MODE       octal permissions of a new segment, default 0600
+//   SIMGPU_FABRIC         shm name of a board shared with other segments
+//                         (simulated nodes) for collectives; default none
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,7 @@ struct SimConfig {
   std::string device_name = "NVIDIA H100 80GB HBM3 (simulated)";
   std::vector<uint8_t> pci_bus;  // one per device
   uint32_t shm_mode = 0600;
+  std::string fabric_name;  // empty: collectives meet on the segment's own board
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

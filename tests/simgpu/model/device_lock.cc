@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "model/board_lock.h"
 #include "model/memory_table.h"
 #include "model/process_identity.h"
 #include "model/timeline.h"
@@ -63,8 +64,15 @@ void sweep_dead_contexts(DeviceShared& dev, uint64_t now_ns) {
   dev.last_liveness_check_ns = now_ns;
 }
 
-void bring_to_now(DeviceShared& dev, uint64_t now_ns, bool force_liveness) {
-  advance_timeline(dev.timeline, now_ns);
+void bring_to_now(DeviceShared& dev, uint64_t now_ns, CollectiveBoard* board, bool force_liveness) {
+  if (board != nullptr && has_queued_collective(dev.timeline)) {
+    const BoardLock board_lock(*board);
+    // Not held only if the board is unrecoverable (never, as every holder
+    // that recovers it marks it consistent): collectives then run alone.
+    advance_timeline(dev.timeline, now_ns, board_lock.held() ? board : nullptr);
+  } else {
+    advance_timeline(dev.timeline, now_ns);
+  }
   if (force_liveness || now_ns - dev.last_liveness_check_ns >= kLivenessIntervalNs ||
       now_ns < dev.last_liveness_check_ns) {
     sweep_dead_contexts(dev, dev.timeline.now_ns);

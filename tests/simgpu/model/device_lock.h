@@ -40,8 +40,12 @@ void retire_and_free(DeviceShared& dev, uint32_t slot, uint64_t now_ns);
 // Retires every context whose owner process is gone (other than this one).
 void sweep_dead_contexts(DeviceShared& dev, uint64_t now_ns);
 
-// With the lock held: advances the timeline to now_ns, then sweeps dead
-// contexts if forced or the last sweep is older than kLivenessIntervalNs.
-void bring_to_now(DeviceShared& dev, uint64_t now_ns, bool force_liveness = false);
+// With the lock held: advances the timeline to now_ns, collectives meeting
+// on `board` (its lock is taken here, inside the device lock, only while a
+// collective is queued), then sweeps dead contexts if forced or the last
+// sweep is older than kLivenessIntervalNs. Every process of a segment must
+// pass the same board (Segment::board()); nullptr runs collectives as kernels.
+void bring_to_now(DeviceShared& dev, uint64_t now_ns, CollectiveBoard* board,
+                  bool force_liveness = false);
 
 }  // namespace egpu::simgpu

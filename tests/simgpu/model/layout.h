@@ -14,7 +14,7 @@
 namespace egpu::simgpu {
 
 inline constexpr uint64_t kSegmentMagic = 0x53494d4750555347ull;  // "SIMGPUSG"
-inline constexpr uint32_t kLayoutVersion = 5;                     // 5: collectives
+inline constexpr uint32_t kLayoutVersion = 6;  // 5: collectives, 6: their board and fabric
 inline constexpr uint32_t kMaxDevices = 16;
 inline constexpr uint32_t kMaxContexts = 64;        // per device; slot sets are uint64_t bitmasks
 inline constexpr uint32_t kQueueDepth = 1024;       // ops per context, like a bounded pushbuffer
@@ -22,7 +22,8 @@ inline constexpr uint32_t kEventSlots = 2048;       // event timestamps per cont
 inline constexpr uint32_t kMaxAllocations = 16384;  // live allocations per device
 inline constexpr uint32_t kLabelBytes = 32;
 inline constexpr uint32_t kDeviceNameBytes = 96;
-inline constexpr uint32_t kMaxRendezvous = 256;  // collectives in flight, all devices
+inline constexpr uint32_t kMaxRendezvous = 256;   // collectives in flight, all devices
+inline constexpr uint32_t kFabricNameBytes = 64;  // shm name of a shared board, NUL included
 
 // Device addresses: device d allocates from [(d + 1) << 40, (d + 2) << 40);
 // virtual-address reservations (cuMemAddressReserve) from kVaBase upwards.
@@ -182,11 +183,15 @@ struct DeviceShared {
 
 struct SegmentConfig {
   uint32_t device_count;
-  uint32_t reserved;
+  uint32_t shm_mode;      // of the segment, and of the fabric it creates
   uint64_t memory_bytes;  // per device
   uint64_t timeslice_ns;
   char device_name[kDeviceNameBytes];
   uint8_t pci_bus[kMaxDevices];
+  // SIMGPU_FABRIC of the creator: the shm name of the board collectives meet
+  // on, shared with other segments (simulated nodes); empty: the segment's own.
+  // In the segment, so every process of it (stats too) uses the same board.
+  char fabric_name[kFabricNameBytes];
 };
 
 struct SegmentHeader {
@@ -198,8 +203,22 @@ struct SegmentHeader {
   uint64_t total_bytes;
   uint64_t devices_offset;
   uint64_t created_ns;
-  uint64_t next_va;  // bump pointer for address reservations (atomic)
+  uint64_t next_va;       // bump pointer for address reservations (atomic)
+  uint64_t board_offset;  // of this node's CollectiveBoard, after the devices
   SegmentConfig config;
+};
+
+// A segment holding only a board (SIMGPU_FABRIC), created like the device
+// segment: the creator sets `initialised` last, others wait for it.
+inline constexpr uint64_t kFabricMagic = 0x53494d4746414252ull;  // "SIMGFABR"
+
+struct FabricHeader {
+  uint64_t magic;
+  uint32_t layout_version;
+  uint32_t initialised;
+  int32_t creator_pid;
+  uint32_t reserved;
+  CollectiveBoard board;
 };
 
 static_assert(std::is_trivially_copyable_v<Op>);

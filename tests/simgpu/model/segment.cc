@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "model/board_lock.h"
 #include "model/memory_table.h"
 #include "model/process_identity.h"
 #include "model/timeline.h"
@@ -27,6 +28,12 @@ size_t round_up(size_t n, size_t to) {
 
 size_t devices_offset() {
   return round_up(sizeof(SegmentHeader), kPage);
+}
+
+// The board follows the devices, so the header (what attachers read first,
+// of any layout version) stays small.
+size_t board_offset(uint32_t device_count) {
+  return round_up(devices_offset() + sizeof(DeviceShared) * device_count, kPage);
 }
 
 std::string errno_text(const char* what, const std::string& name) {
@@ -101,7 +108,15 @@ Outcome create(const SimConfig& config, void** base, size_t* bytes, std::string*
   header->devices_offset = devices_offset();
   header->created_ns = monotonic_ns();
   header->next_va = kVaBase;
+  header->board_offset = board_offset(config.device_count);
   header->config = to_segment_config(config);
+  auto* board = reinterpret_cast<CollectiveBoard*>(static_cast<char*>(map) + header->board_offset);
+  if (!init_shared_board(*board)) {
+    *error = "pthread_mutex_init failed for the collective board";
+    ::munmap(map, size);
+    ::shm_unlink(config.shm_name.c_str());
+    return Outcome::kFailed;
+  }
   auto* devices = reinterpret_cast<DeviceShared*>(static_cast<char*>(map) + devices_offset());
   for (uint32_t i = 0; i < config.device_count; ++i) {
     if (!init_device(devices[i], i, header->config, header->created_ns)) {
@@ -163,7 +178,8 @@ Outcome attach_existing(const std::string& name, bool may_unlink_stale, void** b
     if (header->magic != kSegmentMagic || header->layout_version != kLayoutVersion ||
         header->devices_offset != header_bytes || header->config.device_count == 0 ||
         header->config.device_count > kMaxDevices ||
-        header->total_bytes != segment_bytes(header->config.device_count)) {
+        header->total_bytes != segment_bytes(header->config.device_count) ||
+        header->board_offset != board_offset(header->config.device_count)) {
       *error = "shm segment " + name + " has another layout (an older simgpu?); remove it with " +
                "simgpu-stat --shm " + name + " --unlink";
       ::munmap(header_map, header_bytes);
@@ -198,7 +214,7 @@ Outcome attach_existing(const std::string& name, bool may_unlink_stale, void** b
 }  // namespace
 
 size_t segment_bytes(uint32_t device_count) {
-  return round_up(devices_offset() + sizeof(DeviceShared) * device_count, kPage);
+  return round_up(board_offset(device_count) + sizeof(CollectiveBoard), kPage);
 }
 
 Segment::Segment(std::string name, void* base, size_t bytes, bool created_here)
@@ -213,13 +229,13 @@ std::unique_ptr<Segment> Segment::open_or_create(const SimConfig& config, std::s
     void* base = nullptr;
     size_t bytes = 0;
     Outcome outcome = create(config, &base, &bytes, error);
-    if (outcome == Outcome::kDone) {
-      return std::unique_ptr<Segment>(new Segment(config.shm_name, base, bytes, true));
+    bool created = outcome == Outcome::kDone;
+    if (outcome == Outcome::kRetry) {
+      outcome = attach_existing(config.shm_name, true, &base, &bytes, error);
     }
-    if (outcome == Outcome::kFailed) return nullptr;
-    outcome = attach_existing(config.shm_name, true, &base, &bytes, error);
     if (outcome == Outcome::kDone) {
-      return std::unique_ptr<Segment>(new Segment(config.shm_name, base, bytes, false));
+      std::unique_ptr<Segment> segment(new Segment(config.shm_name, base, bytes, created));
+      return segment->attach_fabric(error) ? std::move(segment) : nullptr;
     }
     if (outcome == Outcome::kFailed) return nullptr;
   }
@@ -231,7 +247,21 @@ std::unique_ptr<Segment> Segment::attach(const std::string& name, std::string* e
   void* base = nullptr;
   size_t bytes = 0;
   if (attach_existing(name, false, &base, &bytes, error) != Outcome::kDone) return nullptr;
-  return std::unique_ptr<Segment>(new Segment(name, base, bytes, false));
+  std::unique_ptr<Segment> segment(new Segment(name, base, bytes, false));
+  return segment->attach_fabric(error) ? std::move(segment) : nullptr;
+}
+
+bool Segment::attach_fabric(std::string* error) {
+  const SegmentConfig& c = config();
+  const std::string fabric(c.fabric_name, strnlen(c.fabric_name, sizeof c.fabric_name));
+  if (fabric.empty()) return true;
+  fabric_ = Fabric::open_or_create(fabric, c.shm_mode, error);
+  return fabric_ != nullptr;
+}
+
+CollectiveBoard& Segment::board() const {
+  if (fabric_) return fabric_->board();
+  return *reinterpret_cast<CollectiveBoard*>(static_cast<char*>(base_) + header().board_offset);
 }
 
 DeviceShared& Segment::device(uint32_t index) const {

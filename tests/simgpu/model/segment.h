@@ -15,6 +15,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "model/fabric.h"
 #include "model/layout.h"
 
 namespace egpu::simgpu {
@@ -39,6 +40,9 @@ class Segment {
   const SegmentConfig& config() const { return header().config; }
   uint32_t device_count() const { return header().config.device_count; }
   DeviceShared& device(uint32_t index) const;
+  // Where this segment's collectives meet: its fabric's board if the
+  // creator named one (SIMGPU_FABRIC), else its own.
+  CollectiveBoard& board() const;
 
   // A fresh virtual-address range (cuMemAddressReserve), unique across
   // processes; 0 when the range is exhausted.
@@ -46,11 +50,14 @@ class Segment {
 
  private:
   Segment(std::string name, void* base, size_t bytes, bool created_here);
+  // Maps the fabric the header names, if any; false (with *error) on failure.
+  bool attach_fabric(std::string* error);
 
   std::string name_;
   void* base_;
   size_t bytes_;
   bool created_here_;
+  std::unique_ptr<Fabric> fabric_;
 };
 
 bool unlink_segment(const std::string& name);

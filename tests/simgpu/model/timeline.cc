@@ -311,6 +311,16 @@ void advance_timeline(DeviceTimeline& tl, uint64_t to_ns, CollectiveBoard* board
   tl.now_ns = to;
 }
 
+bool has_queued_collective(const DeviceTimeline& tl) {
+  for (uint64_t mask = tl.pending_mask; mask != 0; mask &= mask - 1) {
+    const ContextSlot& c = tl.contexts[std::countr_zero(mask)];
+    for (uint64_t i = c.head; i != c.tail; ++i) {
+      if (is_collective(c.ops[i % kQueueDepth])) return true;
+    }
+  }
+  return false;
+}
+
 bool seq_completed(const DeviceTimeline& tl, uint32_t slot, uint64_t seq) {
   return slot >= kMaxContexts || tl.contexts[slot].completed_seq >= seq;
 }
@@ -319,8 +329,11 @@ uint64_t completion_lower_bound_ns(const DeviceTimeline& tl, uint32_t slot, uint
   if (slot >= kMaxContexts) return 0;
   const ContextSlot& c = tl.contexts[slot];
   if (c.completed_seq >= seq) return 0;
+  // Peers' arrivals are seen only when this device is evaluated, and a part
+  // released in the past completes at that look: look every poll interval,
+  // however much work is queued, so peers' next parts are not held up.
+  if (waits_for_peers(c, seq)) return kCollectivePollNs;
   const uint64_t own = queued_work_ns(c, seq, UINT64_MAX);
-  const uint64_t floor = waits_for_peers(c, seq) ? kCollectivePollNs : 0;
   uint64_t wait = 0;
   const int holder = tl.running;
   if (own > 0 && holder >= 0 && static_cast<uint32_t>(holder) != slot &&
@@ -329,7 +342,7 @@ uint64_t completion_lower_bound_ns(const DeviceTimeline& tl, uint32_t slot, uint
         tl.slice_used_ns < tl.timeslice_ns ? tl.timeslice_ns - tl.slice_used_ns : 0;
     wait = std::min(slice_left, queued_work_ns(tl.contexts[holder], UINT64_MAX, slice_left));
   }
-  return std::max(own + wait, floor);
+  return own + wait;
 }
 
 void repair_timeline(DeviceTimeline& tl) {

@@ -41,6 +41,10 @@ uint64_t enqueue_op(DeviceTimeline& tl, uint32_t slot, Op op);
 // `board` (its lock held by the caller); without one they run as kernels.
 void advance_timeline(DeviceTimeline& tl, uint64_t to_ns, CollectiveBoard* board = nullptr);
 
+// Whether any queue holds a collective: only then does an advance need the
+// board (no op arrives during an advance, so none can appear in it).
+bool has_queued_collective(const DeviceTimeline& tl);
+
 bool seq_completed(const DeviceTimeline& tl, uint32_t slot, uint64_t seq);
 
 // How often a waiter looks again while its op waits for a collective's
@@ -49,10 +53,9 @@ inline constexpr uint64_t kCollectivePollNs = 100'000;
 
 // A lower bound of the device time from tl.now_ns until op `seq` of `slot`
 // completes: its own remaining work plus what the running context may still
-// use of its slice. While a collective before it waits for its peers it is a
-// poll interval instead, at least kCollectivePollNs (which may pass the
-// completion: peers' arrivals are seen only at a look). Waiters sleep this
-// long before they look again.
+// use of its slice. While a collective before it waits for its peers it is
+// kCollectivePollNs instead (which may pass the completion: peers' arrivals
+// are seen only at a look). Waiters sleep this long before they look again.
 uint64_t completion_lower_bound_ns(const DeviceTimeline& tl, uint32_t slot, uint64_t seq);
 
 // Recomputes derived fields after an interrupted update (a process died

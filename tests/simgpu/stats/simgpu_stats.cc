@@ -102,7 +102,8 @@ StatsSample StatsReader::sample() {
   out.timeslice_ns = segment_->config().timeslice_ns;
   for (uint32_t i = 0; i < n; ++i) {
     if (!locks[i]->held()) continue;
-    bring_to_now(segment_->device(i), out.device_clock_ns, /*force_liveness=*/true);
+    bring_to_now(segment_->device(i), out.device_clock_ns, &segment_->board(),
+                 /*force_liveness=*/true);
     copy_device(*segment_, i, &out);
   }
   return out;

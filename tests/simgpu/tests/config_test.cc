@@ -84,6 +84,20 @@ TEST(Config, SegmentCopyKeepsTheValues) {
   EXPECT_EQ(s.pci_bus[1], 0x43);
 }
 
+TEST(Config, FabricNameIsCheckedAndKeptInTheSegment) {
+  std::string error;
+  const auto c = parse({{"SIMGPU_FABRIC", "/simgpu-fabric-a"}}, &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->fabric_name, "/simgpu-fabric-a");
+  EXPECT_STREQ(to_segment_config(*c).fabric_name, "/simgpu-fabric-a");
+  EXPECT_STREQ(to_segment_config(*parse({}, &error)).fabric_name, "");
+  for (const char* bad : {"no-slash", "/a/b", "/"}) {
+    EXPECT_FALSE(parse({{"SIMGPU_FABRIC", bad}}, &error)) << bad;
+    EXPECT_NE(error.find("SIMGPU_FABRIC"), std::string::npos);
+  }
+  EXPECT_FALSE(parse({{"SIMGPU_FABRIC", "/" + std::string(kFabricNameBytes, 'x')}}, &error));
+}
+
 TEST(DeviceIdentity, MatchesTheEmulatedTopologies) {
   EXPECT_EQ(uuid_string(0, 0x1b), "GPU-5eed0000-0000-4000-8000-00000000001b");
   EXPECT_EQ(uuid_string(7, 0xdf), "GPU-5eed0007-0000-4000-8000-0000000000df");

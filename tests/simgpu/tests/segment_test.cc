@@ -185,7 +185,7 @@ TEST(Segment, StaleSegmentOfDeadProcessesIsUsable) {
   const DeviceLock lock(dev);
   EXPECT_FALSE(lock.recovered());
   EXPECT_EQ(dev.memory.used_bytes, uint64_t{100} << 20);
-  bring_to_now(dev, monotonic_ns());
+  bring_to_now(dev, monotonic_ns(), &seg->board());
   EXPECT_EQ(dev.memory.used_bytes, 0u);
   EXPECT_EQ(dev.timeline.contexts[0].state, static_cast<uint32_t>(ContextState::kRetired));
   EXPECT_EQ(dev.timeline.pending_mask, 0u);

@@ -30,7 +30,7 @@ TEST(Stats, SampleAdvancesTheDeviceAndReportsContexts) {
     DeviceShared& dev = seg->device(1);
     const DeviceLock lock(dev);
     const uint64_t now = monotonic_ns();
-    bring_to_now(dev, now);
+    bring_to_now(dev, now, &seg->board());
     const int slot = claim_context(dev.timeline, self_identity(), "stats-test", now);
     ASSERT_GE(slot, 0);
     Op op{};

@@ -20,6 +20,8 @@ class GpuSession {
   const std::string& device_name() const { return device_name_; }
   CUstream stream() const { return stream_.get(); }
   CUfunction spin_function() const { return spin_function_; }
+  // Another kernel of the embedded image (kernels/spin.cu), by name.
+  CUfunction function(const char* name) const { return module_.function(name); }
   void synchronize() const { stream_.synchronize(); }
 
  private:

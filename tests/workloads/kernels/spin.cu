@@ -19,3 +19,21 @@ extern "C" __global__ void egpu_spin(unsigned long long ns, unsigned long long i
     egpu_spin_sink = x;
   }
 }
+
+// ddp-like's all-reduce. On the simulated driver its name makes it a
+// collective: parameters (duration ns, communicator id, ranks), it waits for
+// every rank's launch, then runs `ns`. On a real GPU it only spins like
+// egpu_spin: the ranks are not connected (no NCCL), so it does not wait.
+extern "C" __global__ void simgpu_collective_allreduce(unsigned long long ns,
+                                                       unsigned long long comm, unsigned int ranks,
+                                                       unsigned long long iters) {
+  unsigned long long x = ns ^ comm ^ ranks ^ (0x9e3779b97f4a7c15ULL + threadIdx.x);
+  for (unsigned long long i = 0; i < iters; ++i) {
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x << 7;
+  }
+  if (x == 0x2545f4914f6cdd1dULL) {
+    egpu_spin_sink = x;
+  }
+}
