@@ -177,8 +177,7 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
         !s) {
       EGPU_LOG_WARN("GPU %u: cannot recover instance %llu: %s", gpu,
                     static_cast<unsigned long long>(inst.id), s.error().c_str());
-      std::vector<model::Instance> gone;
-      (void)registry_->remove(0, inst.job_id, inst.step_id, &gone);
+      registry_->erase(inst.id);  // the step's instances on other GPUs are recovered apart
       continue;
     }
     if (Status s = watch_kicks(gpu, inst.id); !s) return s;

@@ -46,9 +46,10 @@ class Agent {
   const ControlServer* control() const { return control_.get(); }
   const LatencyControl& latency() const { return latency_; }
   const model::GangPlan& gangs() const { return gangs_; }
-  // This node's clock as of the last gang plan, and whether a multi-node
-  // step's windows open together with its other nodes' (an error when not).
-  const faa::ClockQuality& clock() const { return clock_; }
+  // This node's clock now (clock_quality.h), and whether it is good enough
+  // for a multi-node step's windows to open with its other nodes' (an error
+  // saying why not).
+  faa::ClockQuality clock() const;
   Status clock_alignment() const;
 
  private:
@@ -153,7 +154,6 @@ class Agent {
   int64_t latency_last_ns_ = 0;
   std::vector<EventHandle> signals_;
   model::GangPlan gangs_;
-  faa::ClockQuality clock_;
 };
 
 }  // namespace egpu::agent

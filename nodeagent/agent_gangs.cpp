@@ -14,9 +14,11 @@ void Agent::apply_gangs() {
   const faa::Nanos period = static_cast<faa::Nanos>(config_.gang_period_ms) * faa::kMillisecond;
   model::GangPlan plan;
   if (period > 0) {
+    // Shares without the latency control's loans: a loan changes a rank's
+    // FAA target for a while, not the gang's windows on every GPU.
     std::map<uint64_t, double> shares;
     for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
-      for (const auto& [id, target] : targets(gpu))
+      for (const auto& [id, target] : registry_->faa_targets(gpu))
         shares[id] = target.first;
     plan = model::plan_gangs(registry_->all(), shares, period);
     // Windows open at wall-clock multiples of the period: the same instants
@@ -24,7 +26,6 @@ void Agent::apply_gangs() {
     const faa::Nanos epoch = wall_aligned_epoch(period);
     for (auto& [id, window] : plan.windows)
       window.epoch = epoch;
-    clock_ = read_clock_quality();
   }
   for (const auto& key : plan.unplaced) {
     const bool known =
@@ -47,8 +48,12 @@ void Agent::apply_gangs() {
   gangs_ = std::move(plan);
 }
 
+faa::ClockQuality Agent::clock() const {
+  return read_clock_quality();
+}
+
 Status Agent::clock_alignment() const {
-  return faa::can_align_across_nodes(clock_, faa::kDefaultAlignTolerance);
+  return faa::can_align_across_nodes(clock(), faa::kDefaultAlignTolerance);
 }
 
 }  // namespace egpu::agent

@@ -119,11 +119,13 @@ std::string status_json(const Agent& agent, uid_t caller) {
                    {"fail_mode", to_string(agent.config().fail_mode)},
                    {"default_mode", to_string(agent.config().default_mode)},
                    {"gang_period_ms", agent.config().gang_period_ms}};
-  // Whether a step's windows on this node open with its other nodes'.
-  const Status aligned = agent.clock_alignment();
-  root["clock"] = {{"synchronized", agent.clock().synchronized},
-                   {"error_us", static_cast<double>(agent.clock().error_bound) / 1e3},
-                   {"aligns_across_nodes", aligned.ok()},
+  // Whether this clock lets a step's windows here open with its other
+  // nodes' (they also need the same gangs placed alike on each node).
+  const faa::ClockQuality clock = agent.clock();
+  const Status aligned = faa::can_align_across_nodes(clock, faa::kDefaultAlignTolerance);
+  root["clock"] = {{"synchronized", clock.synchronized},
+                   {"error_us", static_cast<double>(clock.error_bound) / 1e3},
+                   {"within_tolerance", aligned.ok()},
                    {"reason", aligned.ok() ? json(nullptr) : json(aligned.error())}};
   json gpus = json::array();
   for (const auto& arb : agent.arbiters()) {

@@ -30,11 +30,6 @@ uint64_t instance_device_ns(const Attachment& a) {
   return shm::attached_device_ns(*a.instance);
 }
 
-void sync_limit(GpuBinding& b, const Attachment& a) {
-  const int64_t limit = shm::inflight_bound(*a.gpu);
-  if (limit > 0 && limit != b.pacer().inflight_limit_ns()) b.pacer().set_inflight_limit_ns(limit);
-}
-
 void stop_duty_cycle(GpuBinding& b) {
   std::lock_guard lock(b.duty_mutex());
   b.duty().stop();
@@ -104,6 +99,7 @@ void wait_inflight(GpuBinding& b, const Attachment& a) {
   for (;;) {
     const int64_t now = launch_clock_ns();
     add_charge(a, pacer.poll_all(now, token));
+    sync_inflight_bound(b, a);  // a gang boundary passed: the bound widens again
     const int64_t queued = pacer.queued_ns();
     if (queued < pacer.inflight_limit_ns()) break;
     if (queued < lowest) {
@@ -132,7 +128,7 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
   for (;;) {
     const int64_t now = launch_clock_ns();
     b.set_next_check_ns(now + kCheckPeriodNs);
-    sync_limit(b, *a);
+    sync_inflight_bound(b, *a);
     const bool restarted = shm::agent_epoch(*a->gpu) != a->epoch;
     if (restarted || !shm::agent_alive(*a->gpu, monotonic_ns())) {
       Attachment* fresh = s.reattach(b, a, now);

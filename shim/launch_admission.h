@@ -24,6 +24,15 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a);
 // is under the limit, polling its streams' markers.
 void wait_inflight(GpuBinding& b, const Attachment& a);
 
+// Follows the in-flight bound the agent publishes. It moves while a gang
+// window's boundary nears (each look tightens it to the time left), so it is
+// read on every launch: a bound seen late lets queued work run past the
+// boundary into the next holder's time.
+inline void sync_inflight_bound(GpuBinding& b, const Attachment& a) {
+  const int64_t limit = shm::inflight_bound(*a.gpu);
+  if (limit > 0 && limit != b.pacer().inflight_limit_ns()) b.pacer().set_inflight_limit_ns(limit);
+}
+
 // Adds measured or estimated device time to the process's slot.
 inline void add_charge(const Attachment& a, const pacing::Charge& c) {
   a.me.add_device_ns(c.total());

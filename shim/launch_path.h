@@ -38,6 +38,7 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
     // A launch that opens a burst of work: its wait at the gate is part of it.
     const bool opening = b->burst().opening();
     const uint64_t throttled_before = opening ? a->me.throttled_ns() : 0;
+    sync_inflight_bound(*b, *a);
     // An orphan (its slot given to another instance) is caught by the
     // periodic check, within kCheckPeriodNs: not a load on every launch.
     if (shm::slice_holder(*a->gpu) != a->gpu_slot || !b->pacer().under_limit() ||

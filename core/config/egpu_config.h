@@ -45,8 +45,9 @@ struct EgpuConfig {
   // Gangs: a step's instances on several GPUs of the node hold their slices
   // together, in windows this long a period (their share of it) at one
   // offset on the wall clock, so collectives find their peers running and
-  // nodes whose clocks agree open them together. 0 = sliced independently.
-  int gang_period_ms = 20;
+  // nodes whose clocks agree open them together. 0 = sliced independently
+  // (the default: see etc/egpu.conf for what a hostile rank can take).
+  int gang_period_ms = 0;
   // Metrics: Prometheus text over HTTP on a loopback address; empty = off.
   std::string metrics_address;
   // Logging.

@@ -287,11 +287,18 @@ std::optional<Decision> ArbiterPolicy::start_handover(Nanos now, const Grant& gr
   if (preempted || !grant.holder || !published_ || *grant.holder == *published_) {
     return std::nullopt;
   }
+  // A gang member's window opens now on every GPU of its gang: waiting for
+  // this GPU's tail (which a co-tenant may claim is long) would start it
+  // late here only. What overlaps is trimmed from both charges.
   const auto old = members_.find(*published_);
   if (old == members_.end() || old->second.inflight_ns <= settings_.handover_tail_ns) {
     return std::nullopt;
   }
+  if (in_gang_window(*grant.holder, now)) return std::nullopt;
   successor_ = grant.holder;
+  // The tail drains while the successor waits: held against it, whatever
+  // the last grant found (a gang member's window hid the others).
+  contended_ = true;
   drain_started_ns_ = now;
   drain_until_ns_ =
       now + std::min(old->second.inflight_ns, settings_.max_drain_ns) + settings_.drain_slack_ns;
@@ -343,7 +350,13 @@ Decision ArbiterPolicy::granted(Nanos now, const Grant& grant) {
     if (m.asking && grant.holder != id) ++d.waiters;
   }
   const bool others_asking = d.waiters > 0;
-  contended_ = others_asking;
+  // Contention for the held-time floor counts who wants the GPU before gang
+  // windows hide them: a rank in its window holds it against co-tenants, so
+  // one that claims work it does not report is charged there too.
+  bool others_want = others_asking;
+  for (const auto& [id, m] : members_)
+    others_want = others_want || (m.wants && grant.holder != id);
+  contended_ = others_want;
   waiters_ = d.waiters;
   Nanos next = grant.until;
   // A contended holder is checked often so an idle one yields early; any

@@ -139,6 +139,9 @@ class ArbiterPolicy {
   Nanos next_gang_boundary(Nanos now) const;
   // How far ahead of its share FAA finds the instance (achieved - target).
   double ahead(InstanceId id, Nanos now) const;
+  bool in_gang_window(InstanceId id, Nanos now) const;
+  // The member's window, unless it is not trusted with one now.
+  static const GangWindow* window_of(const Member& m, Nanos now);
 
   PolicySettings settings_;
   SliceScheduler scheduler_;
@@ -156,7 +159,7 @@ class ArbiterPolicy {
   Nanos drain_until_ns_ = 0;             // the tail estimate's deadline
   Nanos drain_started_ns_ = 0;           // when that drain began (MaxDrain counts from it)
   Nanos inflight_bound_ns_ = 0;
-  Nanos gang_bound_ns_ = kNever;  // the time to the next gang boundary, when within the bound
+  Nanos gang_bound_ns_ = kNever;  // the time to the next boundary of a gang member that wants
   Nanos loose_bound_ns_ = 0;      // the deeper bound before it last tightened
   Nanos loose_until_ns_ = 0;      // until then, queues up to it are no long kernel
 };

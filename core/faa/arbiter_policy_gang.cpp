@@ -16,12 +16,16 @@ namespace {
 // bound the shims enforce at launch).
 constexpr Nanos kMinBoundaryLook = 100 * kMicrosecond;
 
-// A member this far ahead of its share (FAA's decayed deviation) does not
-// get its window: a window is a promise of time, not a way around FAA. A
-// rank that keeps launching a long kernel just before its window ends
-// takes the co-tenants' time after it, as long kernels do; it is charged
-// for it, and skipped windows give that time back.
-constexpr double kMaxAheadForWindow = 0.05;
+// A window is a promise of time, not a way around FAA, either way. A member
+// this far ahead of its share (FAA's decayed deviation) does not get its
+// window: a rank that keeps launching a long kernel just before its window
+// ends takes the co-tenants' time after it; it is charged for it, and
+// skipped windows give that time back. A co-tenant this far ahead (its long
+// kernels ran into the rank's windows) does not keep the rank out of the
+// time between windows: the rank asks there too, and FAA decides. Only
+// being ahead counts, never being behind: a job lowers its own reports at
+// will (the held-time floor bounds what that buys), so "behind" is a claim.
+constexpr double kWindowDeviationLimit = 0.05;
 
 }  // namespace
 
@@ -46,12 +50,15 @@ void ArbiterPolicy::apply_gang_windows(Nanos now) {
   std::optional<InstanceId> open;
   bool others_want = false;
   gang_bound_ns_ = kNever;
-  for (const auto& [id, m] : members_)
-    others_want = others_want || (m.wants && !m.gang);
   for (const auto& [id, m] : members_) {
-    if (!m.gang || !m.wants) continue;
-    const WindowPhase w = window_at(*m.gang, now);
-    if (w.open && ahead(id, now) <= kMaxAheadForWindow) {
+    others_want = others_want || (m.wants && window_of(m, now) == nullptr &&
+                                  ahead(id, now) <= kWindowDeviationLimit);
+  }
+  for (const auto& [id, m] : members_) {
+    const GangWindow* gang = window_of(m, now);
+    if (gang == nullptr || !m.wants) continue;
+    const WindowPhase w = window_at(*gang, now);
+    if (w.open && ahead(id, now) <= kWindowDeviationLimit) {
       open = open.value_or(id);  // placement keeps windows on one GPU apart
     }
     gang_bound_ns_ = std::min(gang_bound_ns_, (w.open ? w.end : w.start) - now);
@@ -60,14 +67,25 @@ void ArbiterPolicy::apply_gang_windows(Nanos now) {
     bool asking = m.wants;
     if (open) {
       asking = asking && id == *open;
-    } else if (m.gang) {
-      asking = asking && !others_want;  // outside its window: idle time only
+    } else if (window_of(m, now) != nullptr) {
+      asking = asking && !others_want;  // outside its window: what others leave
     }
     if (asking != m.asking) {
       (void)scheduler_.set_asking(id, asking, now);
       m.asking = asking;
     }
   }
+}
+
+const GangWindow* ArbiterPolicy::window_of(const Member& m, Nanos /*now*/) {
+  return m.gang ? &*m.gang : nullptr;
+}
+
+bool ArbiterPolicy::in_gang_window(InstanceId id, Nanos now) const {
+  const auto it = members_.find(id);
+  if (it == members_.end()) return false;
+  const GangWindow* w = window_of(it->second, now);
+  return w != nullptr && window_at(*w, now).open;
 }
 
 double ArbiterPolicy::ahead(InstanceId id, Nanos now) const {
@@ -79,8 +97,9 @@ Nanos ArbiterPolicy::next_gang_boundary(Nanos now) const {
   const Nanos lead = inflight_bound_ns_;
   Nanos next = kNever;
   for (const auto& [id, m] : members_) {
-    if (!m.gang || !m.wants) continue;
-    const WindowPhase w = window_at(*m.gang, now);
+    const GangWindow* gang = window_of(m, now);
+    if (gang == nullptr || !m.wants) continue;
+    const WindowPhase w = window_at(*gang, now);
     const Nanos boundary = w.open ? w.end : w.start;
     const Nanos left = boundary - now;
     const Nanos look = left > lead ? boundary - lead

@@ -51,7 +51,6 @@ Nanos window_length(double share, Nanos period);
 // One gang to place: the GPUs (node-local indices) its members hold and its
 // window length (the same on all of them: its members have the same share).
 struct GangRequest {
-  uint64_t gang = 0;
   std::vector<uint32_t> gpus;
   Nanos length = 0;
 };
@@ -70,11 +69,12 @@ struct ClockQuality {
   Nanos error_bound = 0;      // estimated error (adjtimex esterror)
 };
 
-// Windows of a step on several nodes are aligned only when each node's clock
-// is synchronized and its error is within `tolerance` (an error of e shifts
-// a window by up to e against a peer's, and the peers' collectives wait that
-// long); otherwise the node's members are sliced independently and the agent
-// says why.
+// Windows of a step on several nodes open together only as far as the
+// nodes' clocks agree: an error of e shifts a window by up to e against a
+// peer's, and the peers' collectives spin that long. OK when the clock is
+// synchronized and its error is within `tolerance`; otherwise the error says
+// why, for the agent's status (its windows stay on its own clock: a node's
+// GPUs are aligned whatever the clock).
 inline constexpr Nanos kDefaultAlignTolerance = 500 * kMicrosecond;
 Status can_align_across_nodes(const ClockQuality& clock, Nanos tolerance);
 

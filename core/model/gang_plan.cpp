@@ -17,7 +17,6 @@ GangPlan plan_gangs(const std::vector<const Instance*>& instances,
     if (insts.size() < 2) continue;
     double share = 1.0;
     faa::GangRequest r;
-    r.gang = requests.size();
     for (const Instance* inst : insts) {
       const auto s = shares.find(inst->id);
       share = std::min(share, s == shares.end() ? 0.0 : s->second);

@@ -89,13 +89,12 @@ int cmd_status(const Globals& g, const std::vector<std::string>& args) {
               s["agent"].value("fail_mode", std::string("?")).c_str());
   if (s.contains("clock") && s["agent"].value("gang_period_ms", 0) > 0) {
     const json& c = s["clock"];
-    std::printf(
-        "gangs: period %d ms; clock %s, estimated error %.0f us%s%s\n",
-        s["agent"].value("gang_period_ms", 0),
-        c.value("synchronized", false) ? "synchronized" : "not synchronized",
-        c.value("error_us", 0.0),
-        c.value("aligns_across_nodes", false) ? "" : ": multi-node steps not aligned, ",
-        c.value("aligns_across_nodes", false) ? "" : c.value("reason", std::string()).c_str());
+    std::printf("gangs: period %d ms; clock %s, estimated error %.0f us%s%s\n",
+                s["agent"].value("gang_period_ms", 0),
+                c.value("synchronized", false) ? "synchronized" : "not synchronized",
+                c.value("error_us", 0.0),
+                c.value("within_tolerance", false) ? "" : ": multi-node steps not aligned, ",
+                c.value("within_tolerance", false) ? "" : c.value("reason", std::string()).c_str());
   }
   for (const auto& gpu : s.value("gpus", json::array())) {
     const std::string holder =

@@ -1,7 +1,7 @@
 // egpu-bench: the figures of scripts/bench, measured on the simulated GPU with
 // the real agent and shim. Prints ONE JSON object on stdout; progress and
 // harness messages go to stderr. Figures only: nothing is asserted here.
-//   egpu-bench [--quick] [--only fast-path,throughput,agent-cpu,precision]
+//   egpu-bench [--quick] [--only fast-path,throughput,agent-cpu,precision,gang]
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +14,7 @@
 #include "agent_cpu_bench.h"
 #include "failure_listener.h"
 #include "fast_path_bench.h"
+#include "gang_scenario.h"
 #include "precision_bench.h"
 #include "round_stats.h"
 #include "throughput_bench.h"
@@ -22,7 +23,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::set<std::string> kParts = {"fast-path", "throughput", "agent-cpu", "precision"};
+const std::set<std::string> kParts = {"fast-path", "throughput", "agent-cpu", "precision", "gang"};
 
 struct Options {
   bool quick = false;
@@ -32,7 +33,7 @@ struct Options {
 int usage(FILE* out, int code) {
   std::fprintf(out,
                "usage: egpu-bench [--quick] [--only PART[,PART...]]\n"
-               "  PART: fast-path, throughput, agent-cpu, precision (default: all)\n"
+               "  PART: fast-path, throughput, agent-cpu, precision, gang (default: all)\n"
                "  --quick: fewer rounds and shorter runs (for a smoke test)\n");
   return code;
 }
@@ -109,6 +110,35 @@ int main(int argc, char** argv) {
     egpu::integration::ScenarioTiming t;
     if (options.quick) t = {1000ms, 3000ms};
     out["precision"] = egpu::bench::run_precision_bench(t);
+  });
+
+  timed("gang", [&] {
+    // A ddp-like step's two ranks at 50% of two GPUs beside greedy
+    // co-tenants, against the same step alone on the two whole GPUs.
+    egpu::integration::GangSetup alone_setup{.gang = true, .rank_units = 100, .cotenants = false};
+    egpu::integration::GangSetup gang_setup;
+    egpu::integration::GangSetup independent_setup{.gang = false};
+    if (options.quick) {
+      for (auto* s : {&alone_setup, &gang_setup, &independent_setup})
+        s->measure = 3000ms;
+    }
+    const auto alone = egpu::integration::run_gang_step(alone_setup);
+    const auto gang = egpu::integration::run_gang_step(gang_setup);
+    const auto independent = egpu::integration::run_gang_step(independent_setup);
+    const auto ratio = [&](const egpu::integration::GangRun& r) {
+      return egpu::bench::rounded(egpu::integration::gang_iteration_ratio(r, alone, 50), 3);
+    };
+    out["gang_iteration_ratio"] = ratio(gang);
+    out["independent_iteration_ratio"] = ratio(independent);
+    out["gang_cotenant_worst_window_pp"] = egpu::bench::rounded(gang.cotenant_worst_window_pp, 2);
+    details["gang"] = {
+        {"alone_iterations_per_s", egpu::bench::rounded(alone.iterations_per_s, 1)},
+        {"gang_iterations_per_s", egpu::bench::rounded(gang.iterations_per_s, 1)},
+        {"independent_iterations_per_s", egpu::bench::rounded(independent.iterations_per_s, 1)},
+        {"gang_cotenant_share", egpu::bench::rounded(gang.cotenant_share, 3)},
+        {"independent_cotenant_share", egpu::bench::rounded(independent.cotenant_share, 3)},
+        {"independent_cotenant_worst_window_pp",
+         egpu::bench::rounded(independent.cotenant_worst_window_pp, 2)}};
   });
 
   if (out.contains("shim_fast_path_ns_per_launch") || out.contains("full_share_throughput_ratio")) {

@@ -55,7 +55,7 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   EXPECT_EQ(c->socket_path, "/run/egpu/agent.sock");
   EXPECT_EQ(c->inflight_us, 2000);
   EXPECT_EQ(c->inflight_alone_us, 20000);
-  EXPECT_EQ(c->gang_period_ms, 20);
+  EXPECT_EQ(c->gang_period_ms, 0);  // gangs are the site's choice
 }
 
 TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {

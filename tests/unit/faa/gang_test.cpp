@@ -58,11 +58,8 @@ TEST(GangWindow, LengthFollowsTheShare) {
 TEST(GangWindow, PlacementKeepsWindowsOnOneGpuApart) {
   const Nanos p = 20 * kMs;
   // A on GPUs 0,1; B on 1,2; C on 0,2; D on 3 alone; E does not fit on 0.
-  const std::vector<GangRequest> gangs{{1, {0, 1}, 8 * kMs},
-                                       {2, {1, 2}, 6 * kMs},
-                                       {3, {0, 2}, 5 * kMs},
-                                       {4, {3}, 20 * kMs},
-                                       {5, {0}, 8 * kMs}};
+  const std::vector<GangRequest> gangs{
+      {{0, 1}, 8 * kMs}, {{1, 2}, 6 * kMs}, {{0, 2}, 5 * kMs}, {{3}, 20 * kMs}, {{0}, 8 * kMs}};
   const auto placed = place_gangs(gangs, p);
   ASSERT_EQ(placed.size(), gangs.size());
   EXPECT_EQ(placed[0], 0);
@@ -75,7 +72,7 @@ TEST(GangWindow, PlacementKeepsWindowsOnOneGpuApart) {
   for (int round = 0; round < 500; ++round) {
     std::vector<GangRequest> random;
     for (uint64_t g = 0; g < 6; ++g) {
-      GangRequest r{g, {}, static_cast<Nanos>(rng() % 12 + 1) * kMs};
+      GangRequest r{{}, static_cast<Nanos>(rng() % 12 + 1) * kMs};
       for (uint32_t gpu = 0; gpu < 4; ++gpu)
         if (rng() % 2 == 0) r.gpus.push_back(gpu);
       random.push_back(r);

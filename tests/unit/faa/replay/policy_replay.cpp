@@ -159,17 +159,15 @@ bool PolicyReplay::run_one(std::size_t i) {
       return true;
     case Step::Kind::kExit:
       p.state = State::kExited;
-      for (auto it = g.device.begin(); it != g.device.end();) {
-        if (it->owner != i) {
-          ++it;
-          continue;
-        }
-        const bool head = it == g.device.begin();
-        if (head && now_ > g.kernel_started) {  // aborted where it runs
+      {
+        const bool ran_head = !g.device.empty() && g.device.front().owner == i;
+        if (ran_head && now_ > g.kernel_started) {  // aborted where it runs
           p.ran.emplace_back(g.kernel_started, now_);
         }
-        it = g.device.erase(it);
-        if (head && !g.device.empty()) start_head(g, now_);
+        // All its work goes first: none of its collectives' parts may start
+        // (and count as arrived) on the way.
+        std::erase_if(g.device, [i](const Kernel& k) { return k.owner == i; });
+        if (ran_head && !g.device.empty()) start_head(g, now_);
       }
       p.queued = 0;
       p.unreported = 0;
