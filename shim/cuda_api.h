@@ -12,6 +12,16 @@
 #endif
 #include <cuda.h>
 
+// Per-thread ABI names cuda.h's internal view does not declare.
+extern "C" CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream,
+                                                         CUstreamCaptureMode mode);
+extern "C" CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                             const CUgraphNode* dependencies,
+                                                             const CUgraphEdgeData* dependencyData,
+                                                             size_t numDependencies,
+                                                             CUstreamCaptureMode mode);
+extern "C" CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph);
+
 // The versioned name cuda.h only #defines (the internal view declares the old one).
 extern "C" CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle,
                                                   unsigned int Flags);

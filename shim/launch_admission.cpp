@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/util/clock.h"
+#include "shim/capture_state.h"
 #include "shim/fast_clock.h"
 #include "shim/gate.h"
 #include "shim/log.h"
@@ -76,7 +77,9 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
       waited = true;
     }
     // Poll the markers meanwhile so the device time the bucket reads advances.
-    add_charge(a, b.pacer().poll_all(launch_clock_ns(), thread_token()));
+    if (!capture_state().events_forbidden()) {
+      add_charge(a, b.pacer().poll_all(launch_clock_ns(), thread_token()));
+    }
     sleep_on_grant(a, std::min<int64_t>(wait, kMaxFutexWaitNs));
   }
   if (waited) {
@@ -89,7 +92,8 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
 
 void wait_inflight(GpuBinding& b, const Attachment& a) {
   pacing::DevicePacer& pacer = b.pacer();
-  if (pacer.under_limit()) return;
+  // Its events cannot be queried while a capture forbids it (capture_state.h).
+  if (pacer.under_limit() || capture_state().events_forbidden()) return;
   const NoCancelScope no_cancel;
   const uint64_t token = thread_token();
   const int64_t start = launch_clock_ns();
@@ -163,7 +167,9 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
     // While this process's tail drains, publish what is left of it: the
     // agent starts the next holder once it is (nearly) done.
     const auto drain = [&b, a, last = b.pacer().queued_ns()]() mutable {
-      add_charge(*a, b.pacer().poll_all(launch_clock_ns(), thread_token()));
+      if (!capture_state().events_forbidden()) {
+        add_charge(*a, b.pacer().poll_all(launch_clock_ns(), thread_token()));
+      }
       const int64_t queued = b.pacer().queued_ns();
       publish_inflight(*a, queued);
       note_tail(*a, last, queued);

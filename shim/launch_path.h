@@ -5,6 +5,7 @@
 #pragma once
 
 #include "shim/call_counters.h"
+#include "shim/capture_state.h"
 #include "shim/fast_clock.h"
 #include "shim/launch_admission.h"
 #include "shim/log.h"
@@ -19,6 +20,8 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
   ProcessState* s = process_state();
   note_call(id);
   if (s == nullptr || !s->usable()) return launch();
+  // Into a capturing stream: a graph node, nothing runs (capture_state.h).
+  if (capture_state().capturing(stream)) return launch();
   bool launched = false;
   CUresult result = CUDA_ERROR_UNKNOWN;
   try {
@@ -46,7 +49,9 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
       a = admit_launch(*s, *b, a);
       if (a == nullptr) return CUDA_ERROR_NOT_PERMITTED;  // orphaned
     }
-    pacing::StreamPacer* paced = find_stream_pacer(*b, stream, zero_means);
+    // No events while a capture forbids them: gated, not paced.
+    pacing::StreamPacer* paced =
+        capture_state().events_forbidden() ? nullptr : find_stream_pacer(*b, stream, zero_means);
     pacing::Charge charge;
     if (paced != nullptr) {
       std::lock_guard lock(paced->lock());

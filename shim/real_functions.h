@@ -22,6 +22,14 @@
   X(cuLaunchCooperativeKernelMultiDevice) \
   X(cuGraphLaunch)                        \
   X(cuGraphLaunch_ptsz)                   \
+  X(cuStreamBeginCapture)                 \
+  X(cuStreamBeginCapture_ptsz)            \
+  X(cuStreamBeginCapture_v2)              \
+  X(cuStreamBeginCapture_v2_ptsz)         \
+  X(cuStreamBeginCaptureToGraph)          \
+  X(cuStreamBeginCaptureToGraph_ptsz)     \
+  X(cuStreamEndCapture)                   \
+  X(cuStreamEndCapture_ptsz)              \
   X(cuCtxSynchronize)                     \
   X(cuCtxSynchronize_v2)                  \
   X(cuStreamSynchronize)                  \

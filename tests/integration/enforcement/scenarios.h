@@ -37,7 +37,11 @@ const Scenario& sync_against_greedy_scenario();
 // A GEMM-heavy training loop against a greedy job, 50/50: the shape that a
 // per-launch average misjudges at handovers (behaviour_test.cpp asserts on it).
 const Scenario& gemm_training_scenario();
-// The precision cases, the sync case and the GEMM case, in the bench's order.
+// A training loop replayed as a CUDA graph (captured under the shim) against
+// a greedy job, 50/50 (behaviour_test.cpp asserts on it).
+const Scenario& graph_training_scenario();
+// The precision cases, the sync case, the GEMM case and the graph case, in
+// the bench's order.
 std::vector<Scenario> bench_scenarios();
 // The scenario called `name` among bench_scenarios(), or nullptr.
 const Scenario* find_scenario(std::string_view name);

@@ -93,9 +93,12 @@ class ShimProcess : public ::testing::Test {
 
   // Runs the probe and returns its JSON summary (the last line of stdout).
   nlohmann::json run_probe(const std::string& path, std::vector<std::string> env,
-                           bool dlopen_only = false, ProgramRun* run_out = nullptr) {
-    ProgramRun run = run_program(
-        {probe(dlopen_only), "--path", path, "--launches", std::to_string(kLaunches)}, env);
+                           bool dlopen_only = false, ProgramRun* run_out = nullptr,
+                           std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{probe(dlopen_only), "--path", path, "--launches",
+                                  std::to_string(kLaunches)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ProgramRun run = run_program(argv, env);
     if (run_out != nullptr) *run_out = run;
     EXPECT_EQ(run.exit_code, 0) << "stderr: " << run.err;
     const size_t start = run.out.rfind('{');
@@ -203,6 +206,19 @@ INSTANTIATE_TEST_SUITE_P(Paths, Interposition,
                            }
                            return name;
                          });
+
+// Stream capture reached the runtime's way (cuGetProcAddress) goes through
+// the shim's wrappers, and a graph captured and replayed under it works:
+// the captured launches reach the launch wrapper too (and pass through).
+TEST_F(ShimProcess, CaptureThroughProcAddressReachesTheShimAndTheGraphReplays) {
+  auto env = base_env();
+  env.push_back("EGPU_DEBUG=1");
+  const auto summary = run_probe("dlsym-launch", env, true, nullptr, {"--capture", "1"});
+  EXPECT_EQ(summary.value("cuStreamBeginCapture_v2", -1LL), 1) << summary.dump();
+  EXPECT_EQ(summary.value("cuStreamEndCapture", -1LL), 1) << summary.dump();
+  EXPECT_EQ(summary.value("cuGraphLaunch", -1LL), 2) << summary.dump();
+  EXPECT_EQ(summary.value("cuLaunchKernel", -1LL), kLaunches) << summary.dump();
+}
 
 TEST_F(ShimProcess, WithoutTheShimNothingIsCounted) {
   // The control: the same program without LD_PRELOAD has no shim to count.

@@ -1,15 +1,19 @@
 // ml-like: training iterations. Each is a burst of many short kernels (a fixed,
 // seeded "model" of forward and backward kernels), queued asynchronously with up
 // to --queue-ahead iterations in flight (tracked with events); each iteration
-// end is waited for, then a small CPU phase runs.
+// end is waited for, then a small CPU phase runs. With --graph the
+// iteration's kernels are captured once into a CUDA graph and each iteration
+// replays it with one cuGraphLaunch, as PyTorch's CUDA graphs do.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cuda_check.h"
 #include "cuda_handles.h"
 #include "latency_stats.h"
 #include "workload.h"
@@ -32,6 +36,34 @@ struct MlOptions {
   std::uint64_t queue_ahead = 2;
   double cpu_us = 300;
   std::uint64_t max_iterations = 0;
+  bool graph = false;
+};
+
+// The iteration captured from the workload's stream and instantiated.
+class IterationGraph {
+ public:
+  IterationGraph(const WorkloadContext& context, const std::vector<std::uint64_t>& model) {
+    using egpu::workload::cuda_check;
+    CUstream stream = context.session.stream();
+    cuda_check(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
+    for (std::uint64_t ns : model)
+      context.spin.launch(ns);
+    cuda_check(cuStreamEndCapture(stream, &graph_), "cuStreamEndCapture");
+    cuda_check(cuGraphInstantiate(&exec_, graph_, 0), "cuGraphInstantiate");
+  }
+  ~IterationGraph() {
+    if (exec_ != nullptr) cuGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cuGraphDestroy(graph_);
+  }
+  IterationGraph(const IterationGraph&) = delete;
+  IterationGraph& operator=(const IterationGraph&) = delete;
+  void launch(CUstream stream) const {
+    egpu::workload::cuda_check(cuGraphLaunch(exec_, stream), "cuGraphLaunch");
+  }
+
+ private:
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
 };
 
 // The kernels of one iteration, in ns; the same every iteration, like a model.
@@ -67,6 +99,8 @@ WorkloadResult run_ml(const MlOptions& options, const WorkloadContext& context) 
   auto last_end = Clock::now();
   const auto cpu_phase = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::micro>(options.cpu_us));
+  std::optional<IterationGraph> graph;
+  if (options.graph) graph.emplace(context, model);
 
   auto wait_oldest = [&] {
     in_flight.front().synchronize();
@@ -85,8 +119,12 @@ WorkloadResult run_ml(const MlOptions& options, const WorkloadContext& context) 
     // Host work between iterations (data loading, optimizer bookkeeping); it
     // sleeps so it does not take a core of the shared test machine.
     if (!egpu::workload::sleep_for(cpu_phase)) break;
-    for (std::uint64_t ns : model)
-      context.spin.launch(ns);
+    if (graph) {
+      graph->launch(context.session.stream());
+    } else {
+      for (std::uint64_t ns : model)
+        context.spin.launch(ns);
+    }
     if (spare.empty()) spare.emplace_back();
     spare.back().record(context.session.stream());
     in_flight.push_back(std::move(spare.back()));
@@ -106,6 +144,7 @@ WorkloadResult run_ml(const MlOptions& options, const WorkloadContext& context) 
                    {"kernels_per_iteration", model.size()},
                    {"iteration_device_ms", static_cast<double>(iteration_ns) * 1e-6},
                    {"queue_ahead", options.queue_ahead},
+                   {"graph", options.graph},
                    {"cpu_us", options.cpu_us},
                    {"iteration_ms", to_json(egpu::workload::compute_percentiles(iteration_ms))}};
   return result;
@@ -135,6 +174,8 @@ int main(int argc, char** argv) {
     parser.add_double("cpu-us", &options.cpu_us, "CPU phase per iteration in us (default 300)");
     parser.add_u64("iterations", &options.max_iterations,
                    "stop after N iterations, 0 = no limit (default 0)");
+    parser.add_flag("graph", &options.graph,
+                    "capture an iteration into a CUDA graph once, replay it with cuGraphLaunch");
   };
   spec.validate = [&options] {
     if (options.kernel_us_min < 0 || options.kernel_us_max < options.kernel_us_min) {

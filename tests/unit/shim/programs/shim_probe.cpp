@@ -9,6 +9,8 @@
 // dlsym-procaddr, dlsym-launch, rtld-default. Prints one JSON line with the shim's wrapper
 // call counters (-1 when no shim is loaded). --fork 1: after the launches,
 // fork a child that calls into the driver API and exits; report its status.
+// --capture 1: the launches are captured into a CUDA graph (capture reached
+// through cuGetProcAddress, as the runtime does), which is then replayed twice.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -54,11 +56,13 @@ int main(int argc, char** argv) {
   int launches = 10;
   unsigned long long alloc_mb = 0;
   bool fork_child = false;
+  bool capture = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--path") == 0) path = argv[i + 1];
     if (std::strcmp(argv[i], "--launches") == 0) launches = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--alloc-mb") == 0) alloc_mb = std::strtoull(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--fork") == 0) fork_child = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--capture") == 0) capture = std::atoi(argv[i + 1]) != 0;
   }
   g_driver = dlopen("libcuda.so.1", RTLD_NOW);
   if (g_driver == nullptr) {
@@ -143,10 +147,36 @@ int main(int argc, char** argv) {
     return 4;
   }
 
+  using BeginCapture = CUresult (*)(CUstream, CUstreamCaptureMode);
+  using EndCapture = decltype(&cuStreamEndCapture);
+  BeginCapture begin_capture = nullptr;
+  EndCapture end_capture = nullptr;
+  if (capture) {
+    const auto gpa = lookup<decltype(&cuGetProcAddress_v2)>("cuGetProcAddress_v2");
+    void* fn = nullptr;
+    check(gpa("cuStreamBeginCapture", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status),
+          "cuGetProcAddress_v2(cuStreamBeginCapture)");
+    begin_capture = reinterpret_cast<BeginCapture>(fn);
+    check(gpa("cuStreamEndCapture", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status),
+          "cuGetProcAddress_v2(cuStreamEndCapture)");
+    end_capture = reinterpret_cast<EndCapture>(fn);
+    check(begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
+  }
   unsigned long long ns = 1000;
   void* params[] = {&ns};
   for (int i = 0; i < launches; ++i) {
     check(launch(kernel, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel");
+  }
+  if (capture) {
+    CUgraph graph = nullptr;
+    check(end_capture(stream, &graph), "cuStreamEndCapture");
+    CUgraphExec exec = nullptr;
+    check(lookup<decltype(&cuGraphInstantiateWithFlags)>("cuGraphInstantiateWithFlags")(&exec,
+                                                                                        graph, 0),
+          "cuGraphInstantiateWithFlags");
+    const auto graph_launch = lookup<decltype(&cuGraphLaunch)>("cuGraphLaunch");
+    check(graph_launch(exec, stream), "cuGraphLaunch");
+    check(graph_launch(exec, stream), "cuGraphLaunch");
   }
   check(ctx_sync(), "cuCtxSynchronize");
 
@@ -177,9 +207,11 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"path\":\"%s\",\"launches\":%d,\"cuLaunchKernel\":%lld,"
       "\"cuLaunchKernel_ptsz\":%lld,\"cuGetProcAddress_v2\":%lld,\"cuGetProcAddress\":%lld,"
+      "\"cuStreamBeginCapture_v2\":%lld,\"cuStreamEndCapture\":%lld,\"cuGraphLaunch\":%lld,"
       "\"total\":%llu}\n",
       path.c_str(), launches, wrapper_calls("cuLaunchKernel"), wrapper_calls("cuLaunchKernel_ptsz"),
       wrapper_calls("cuGetProcAddress_v2"), wrapper_calls("cuGetProcAddress"),
-      static_cast<unsigned long long>(total_bytes));
+      wrapper_calls("cuStreamBeginCapture_v2"), wrapper_calls("cuStreamEndCapture"),
+      wrapper_calls("cuGraphLaunch"), static_cast<unsigned long long>(total_bytes));
   return 0;
 }

@@ -1,0 +1,87 @@
+// Stream capture (CUDA graphs): the shim learns which streams capture, so
+// their launches pass through and its own events stay out of the way
+// (capture_state.h). The capture itself is the driver's, unchanged.
+#include "shim/call_counters.h"
+#include "shim/capture_state.h"
+#include "shim/real_functions.h"
+
+using egpu::shim::capture_state;
+using egpu::shim::note_call;
+using egpu::shim::RealId;
+
+namespace {
+
+CUresult begun(CUresult rc, CUstream stream, CUstreamCaptureMode mode) {
+  if (rc == CUDA_SUCCESS) capture_state().begin(stream, mode);
+  return rc;
+}
+
+// A capture ends with EndCapture whatever it returns (an invalidated
+// capture ends with an error and no graph).
+CUresult ended(CUresult rc, CUstream stream) {
+  capture_state().end(stream);
+  return rc;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream) {
+  EGPU_REAL_OR_RETURN(cuStreamBeginCapture);
+  note_call(RealId::cuStreamBeginCapture);
+  return begun(real(hStream), hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream) {
+  EGPU_REAL_OR_RETURN(cuStreamBeginCapture_ptsz);
+  note_call(RealId::cuStreamBeginCapture_ptsz);
+  return begun(real(hStream), hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  EGPU_REAL_OR_RETURN(cuStreamBeginCapture_v2);
+  note_call(RealId::cuStreamBeginCapture_v2);
+  return begun(real(hStream, mode), hStream, mode);
+}
+
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
+  EGPU_REAL_OR_RETURN(cuStreamBeginCapture_v2_ptsz);
+  note_call(RealId::cuStreamBeginCapture_v2_ptsz);
+  return begun(real(hStream, mode), hStream, mode);
+}
+
+CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                             const CUgraphNode* dependencies,
+                                             const CUgraphEdgeData* dependencyData,
+                                             size_t numDependencies, CUstreamCaptureMode mode) {
+  EGPU_REAL_OR_RETURN(cuStreamBeginCaptureToGraph);
+  note_call(RealId::cuStreamBeginCaptureToGraph);
+  return begun(real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream,
+               mode);
+}
+
+CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                  const CUgraphNode* dependencies,
+                                                  const CUgraphEdgeData* dependencyData,
+                                                  size_t numDependencies,
+                                                  CUstreamCaptureMode mode) {
+  EGPU_REAL_OR_RETURN(cuStreamBeginCaptureToGraph_ptsz);
+  note_call(RealId::cuStreamBeginCaptureToGraph_ptsz);
+  return begun(real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream,
+               mode);
+}
+
+CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
+  EGPU_REAL_OR_RETURN(cuStreamEndCapture);
+  note_call(RealId::cuStreamEndCapture);
+  return ended(real(hStream, phGraph), hStream);
+}
+
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
+  EGPU_REAL_OR_RETURN(cuStreamEndCapture_ptsz);
+  note_call(RealId::cuStreamEndCapture_ptsz);
+  return ended(real(hStream, phGraph), hStream);
+}
+
+}  // extern "C"
