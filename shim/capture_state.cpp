@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "shim/real_functions.h"
+
 namespace egpu::shim {
 
 thread_local int CaptureState::thread_unsafe_ = 0;
@@ -39,9 +41,20 @@ void CaptureState::end(CUstream stream) {
 
 bool CaptureState::find(CUstream stream) const {
   if (is_default_stream(stream)) return false;
-  const std::lock_guard lock(mu_);
-  return std::any_of(streams_.begin(), streams_.end(),
-                     [stream](const Open& o) { return o.stream == stream; });
+  {
+    const std::lock_guard lock(mu_);
+    if (std::any_of(streams_.begin(), streams_.end(),
+                    [stream](const Open& o) { return o.stream == stream; })) {
+      return true;
+    }
+  }
+  // A stream that joined a capture (it waited on an event recorded in a
+  // capturing stream: fork-join capture) captures too; asking the driver is
+  // legal during capture, and only done while one is open.
+  const auto is_capturing = EGPU_REAL(cuStreamIsCapturing);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return is_capturing != nullptr && is_capturing(stream, &status) == CUDA_SUCCESS &&
+         status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
 CaptureState& capture_state() {

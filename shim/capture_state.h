@@ -7,7 +7,9 @@
 // process (or one in thread-local mode on this thread), CUDA refuses event
 // queries as unsafe and invalidates the capture: the shim then records and
 // queries no events at all, and launches on other streams are gated but not
-// paced until it ends.
+// paced until it ends. (A job could keep a capture open to run unpaced; it
+// can as well patch the shim in its own memory: the shim paces cooperating
+// programs, the agent's gate and charges are the boundary.)
 #pragma once
 
 #include "shim/cuda_api.h"

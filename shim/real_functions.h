@@ -98,6 +98,7 @@
   X(cuEventQuery)                \
   X(cuEventElapsedTime)          \
   X(cuEventElapsedTime_v2)       \
+  X(cuStreamIsCapturing)         \
   X(cuCtxGetCurrent)             \
   X(cuCtxGetDevice)              \
   X(cuCtxGetLimit)               \
