@@ -1,4 +1,4 @@
-# tests/gpu/torch_cases.sh: cases (d) and (e) of tests/gpu/validate, the
+# tests/gpu/torch_cases.sh: cases (d), (d') and (e) of tests/gpu/validate, the
 # PyTorch programs (torch_mlp.py, torch_serve.py). Sourced by validate, whose
 # helpers (say, start, finish, create, remove, ctl, row, json_get, shares,
 # pct, agent_view) and settings ($work, $here, $seconds, $simulate, $greedy)
@@ -29,32 +29,54 @@ else
   start t-alone 61 -- python3 "$here/torch_mlp.py" "${torch_args[@]}" --label alone
   finish t-alone || true
   remove 61
+  # torch (job $2) at 50 against the driver-API greedy (job $3) at 50; $1
+  # names the run, the rest are torch_mlp.py options. Leaves $work/$1.shares.
+  torch_vs_greedy() {
+    local name=$1 torch_job=$2 greedy_job=$3
+    shift 3
+    create "$torch_job" 50 >/dev/null
+    create "$greedy_job" 50 >/dev/null
+    start "$name" "$torch_job" EGPU_DEBUG=1 -- python3 "$here/torch_mlp.py" \
+      --duration-s $((seconds + 3)) --warmup-s 3 --progress --label "$name" "$@"
+    # The greedy starts once torch counts (after its start-up and warm-up).
+    for _ in $(seq 600); do
+      grep -q 'iterations=' "$work/$name.progress" 2>/dev/null && break
+      kill -0 "${pid_of[$name]}" 2>/dev/null || break
+      sleep 0.2
+    done
+    # shellcheck disable=SC2046
+    start "$name-greedy" "$greedy_job" -- "$greedy" --duration-s "$seconds" $(greedy_args) \
+      --label greedy
+    view=$(agent_view "$name" "torch=$torch_job" "greedy=$greedy_job")
+    finish "$name" "$name-greedy" || true
+    remove "$torch_job" "$greedy_job"
+    shares "torch:0:$work/$name.progress" "greedy:1000:$work/$name-greedy.progress" \
+      >"$work/$name.shares"
+  }
   say "(d) torch MLP at 50 vs driver-API greedy at 50"
-  create 71 50 >/dev/null
-  create 72 50 >/dev/null
-  start t-shared 71 EGPU_DEBUG=1 -- python3 "$here/torch_mlp.py" --duration-s $((seconds + 3)) \
-    --warmup-s 3 --progress --label shared
-  # The greedy starts once torch counts (after its start-up and warm-up).
-  for _ in $(seq 600); do
-    grep -q 'iterations=' "$work/t-shared.progress" 2>/dev/null && break
-    kill -0 "${pid_of[t-shared]}" 2>/dev/null || break
-    sleep 0.2
-  done
-  # shellcheck disable=SC2046
-  start t-greedy 72 -- "$greedy" --duration-s "$seconds" $(greedy_args) --label greedy
-  view=$(agent_view t "torch=71" "greedy=72")
-  finish t-shared t-greedy || true
-  remove 71 72
-  shares "torch:0:$work/t-shared.progress" "greedy:1000:$work/t-greedy.progress" >"$work/t.shares"
-  plain=$(json_get "$work/t-plain.json" it_per_s 0)
-  alone=$(json_get "$work/t-alone.json" it_per_s 0)
-  shared_rate=$(json_get "$work/t.shares" programs.torch.rate 0)
-  torch_share=$(awk -v s="$shared_rate" -v a="$alone" 'BEGIN { if (a > 0) print s / a; else print "" }')
+  torch_vs_greedy t-shared 71 72
+  mv "$work/t-shared.shares" "$work/t.shares"
   row --case "torch MLP alone" --status info \
     --notes "$plain it/s without egpu, $alone it/s in its instance alone ($(awk -v p="$plain" -v a="$alone" 'BEGIN { if (p > 0) printf "%.3f", a / p; else print "?" }') of it)"
   row --case "torch MLP vs greedy 50/50" --targets "torch=50,greedy=50" \
     --achieved "torch=$(pct "$torch_share"),greedy=$(pct "$(json_get "$work/t.shares" programs.greedy.fraction '')")" \
     --notes "torch $shared_rate it/s shared vs $alone alone (share = the ratio); $(window_note "$work/t.shares"); $view; torch launches via shim: $(json_get "$work/t-shared.json" shim.calls.launch_wrappers_total '?')"
+
+  # (d') the same training step captured once as a CUDA graph and replayed
+  # (torch.compile "reduce-overhead"): capture must work under the shim and
+  # each replay be gated and charged like the eager step.
+  say "(d') torch MLP as a CUDA graph at 50 vs greedy at 50"
+  torch_vs_greedy t-graph 73 74 --cuda-graph
+  graph_rate=$(json_get "$work/t-graph.shares" programs.torch.rate 0)
+  graph_share=$(awk -v s="$graph_rate" -v a="$alone" 'BEGIN { if (a > 0) print s / a; else print "" }')
+  if [[ $(json_get "$work/t-graph.json" cuda_graph false) != true ]]; then
+    row --case "torch MLP as a CUDA graph vs greedy 50/50" --status error \
+      --notes "no summary from the graph run (capture failed?): $(tail -n 2 "$work/t-graph.progress" 2>/dev/null | tr '\n' ' ')"
+  else
+    row --case "torch MLP as a CUDA graph vs greedy 50/50" --targets "torch=50,greedy=50" \
+      --achieved "torch=$(pct "$graph_share"),greedy=$(pct "$(json_get "$work/t-graph.shares" programs.greedy.fraction '')")" \
+      --notes "graph replays $graph_rate it/s shared (eager alone $alone); $(window_note "$work/t-graph.shares"); $view; via shim: $(json_get "$work/t-graph.json" shim.calls.cuGraphLaunch '?') cuGraphLaunch, $(json_get "$work/t-graph.json" shim.calls.cuStreamBeginCapture_v2 '?') capture"
+  fi
 
 fi
 

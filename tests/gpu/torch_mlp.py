@@ -7,7 +7,9 @@ time the process got. Warm-up iterations (cuBLAS set-up, allocator growth) are
 not counted. Prints one JSON object on stdout; with --progress a line
 "torch-mlp[pid] t=<s>s iterations=<n>" on stderr every second (counted
 iterations only). With the egpu shim preloaded and EGPU_DEBUG=1 the summary
-carries the shim's per-wrapper call counters.
+carries the shim's per-wrapper call counters. With --cuda-graph a whole
+training step is captured once into a CUDA graph (torch.cuda.graph) and each
+iteration replays it, as torch.compile "reduce-overhead" does.
 """
 import argparse
 import ctypes
@@ -27,7 +29,8 @@ def shim_counters():
     count.argtypes = [ctypes.c_char_p]
     names = ["cuGetProcAddress", "cuGetProcAddress_v2", "cuLaunchKernel", "cuLaunchKernel_ptsz",
              "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cuMemAlloc_v2", "cuMemAllocAsync",
-             "cuMemGetInfo_v2"]
+             "cuMemGetInfo_v2", "cuGraphLaunch", "cuStreamBeginCapture_v2",
+             "cuStreamEndCapture"]
     calls = {name: int(count(name.encode())) for name in names}
     calls["launch_wrappers_total"] = sum(v for k, v in calls.items() if k.startswith("cuLaunch"))
     return {"loaded": True, "calls": calls}
@@ -42,6 +45,8 @@ def main():
     parser.add_argument("--batch", type=int, default=8192)
     parser.add_argument("--label", default="torch")
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="capture a training step once, replay it each iteration")
     args = parser.parse_args()
 
     import torch  # imported late: --help works without torch
@@ -66,6 +71,25 @@ def main():
         loss.backward()
         opt.step()
         return loss.item()  # waits for the iteration, as logging the loss does
+
+    if args.cuda_graph:
+        # torch's recipe: warm up on a side stream, then capture one step.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            static_loss = torch.nn.functional.mse_loss(model(x), y)
+            static_loss.backward()
+            opt.step()
+
+        def step():  # noqa: F811 (the replayed step replaces the eager one)
+            graph.replay()
+            return static_loss.item()
 
     warm_end = time.monotonic() + args.warmup_s
     warm_iterations = 0
@@ -92,6 +116,7 @@ def main():
         "device_name": torch.cuda.get_device_name(device),
         "torch": torch.__version__,
         "width": args.width, "depth": args.depth, "batch": args.batch,
+        "cuda_graph": args.cuda_graph,
         "warmup_iterations": warm_iterations,
         "iterations": iterations,
         "wall_s": round(wall_s, 4),
