@@ -11,13 +11,16 @@ using egpu::shim::RealId;
 
 namespace {
 
-CUresult begun(CUresult rc, CUstream stream, CUstreamCaptureMode mode) {
-  if (rc == CUDA_SUCCESS) capture_state().begin(stream, mode);
+// Registered before the driver opens the capture (no thread may query an
+// event from then on), undone if it refused.
+template <typename Begin>
+CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, Begin&& real_begin) {
+  capture_state().begin(stream, mode);
+  const CUresult rc = real_begin();
+  if (rc != CUDA_SUCCESS) capture_state().undo(stream);
   return rc;
 }
 
-// A capture ends with EndCapture whatever it returns (an invalidated
-// capture ends with an error and no graph).
 CUresult ended(CUresult rc, CUstream stream) {
   capture_state().end(stream);
   return rc;
@@ -30,25 +33,25 @@ extern "C" {
 CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCapture);
   note_call(RealId::cuStreamBeginCapture);
-  return begun(real(hStream), hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, [&] { return real(hStream); });
 }
 
 CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCapture_ptsz);
   note_call(RealId::cuStreamBeginCapture_ptsz);
-  return begun(real(hStream), hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, [&] { return real(hStream); });
 }
 
 CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCapture_v2);
   note_call(RealId::cuStreamBeginCapture_v2);
-  return begun(real(hStream, mode), hStream, mode);
+  return begin_capture(hStream, mode, [&] { return real(hStream, mode); });
 }
 
 CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCapture_v2_ptsz);
   note_call(RealId::cuStreamBeginCapture_v2_ptsz);
-  return begun(real(hStream, mode), hStream, mode);
+  return begin_capture(hStream, mode, [&] { return real(hStream, mode); });
 }
 
 CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
@@ -57,8 +60,9 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
                                              size_t numDependencies, CUstreamCaptureMode mode) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCaptureToGraph);
   note_call(RealId::cuStreamBeginCaptureToGraph);
-  return begun(real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream,
-               mode);
+  return begin_capture(hStream, mode, [&] {
+    return real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
+  });
 }
 
 CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
@@ -68,8 +72,9 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
                                                   CUstreamCaptureMode mode) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCaptureToGraph_ptsz);
   note_call(RealId::cuStreamBeginCaptureToGraph_ptsz);
-  return begun(real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream,
-               mode);
+  return begin_capture(hStream, mode, [&] {
+    return real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
+  });
 }
 
 CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {

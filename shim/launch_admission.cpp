@@ -102,6 +102,7 @@ void wait_inflight(GpuBinding& b, const Attachment& a) {
   int64_t lowest = pacer.queued_ns();
   for (;;) {
     const int64_t now = launch_clock_ns();
+    if (capture_state().events_forbidden()) break;  // a capture opened meanwhile
     add_charge(a, pacer.poll_all(now, token));
     sync_inflight_bound(b, a);  // a gang boundary passed: the bound widens again
     const int64_t queued = pacer.queued_ns();

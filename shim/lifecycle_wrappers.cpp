@@ -1,6 +1,7 @@
 // Streams and contexts ending: their pacing state must go with them (a
 // destroyed context's events are invalid, and its handles may be reused).
 #include "shim/call_counters.h"
+#include "shim/capture_state.h"
 #include "shim/context_limits.h"
 #include "shim/launch_admission.h"
 #include "shim/log.h"
@@ -56,6 +57,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamDestroy);
   note_call(RealId::cuStreamDestroy);
   egpu::shim::forget_stream(hStream);
+  egpu::shim::capture_state().forget(hStream);
   return real(hStream);
 }
 
@@ -63,6 +65,7 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamDestroy_v2);
   note_call(RealId::cuStreamDestroy_v2);
   egpu::shim::forget_stream(hStream);
+  egpu::shim::capture_state().forget(hStream);
   return real(hStream);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "shim/call_counters.h"
+#include "shim/capture_state.h"
 #include "shim/fast_clock.h"
 #include "shim/launch_admission.h"
 #include "shim/log.h"
@@ -39,7 +40,9 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
   try {
     GpuBinding* b = s->current_binding();
     a = b != nullptr ? b->attachment() : nullptr;
-    if (a == nullptr) {
+    // No attachment, or a capture forbids events (capture_state.h): the
+    // call goes through without the pacer's markers.
+    if (a == nullptr || capture_state().events_forbidden()) {
       called = true;
       return result = sync();
     }
