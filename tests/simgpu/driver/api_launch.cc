@@ -25,15 +25,7 @@ uint64_t kernel_duration_ns(void** kernel_params, void** extra) {
     std::memcpy(&ns, kernel_params[0], sizeof ns);
     return ns;
   }
-  if (extra == nullptr) return 0;
-  const void* buffer = nullptr;
-  size_t size = 0;
-  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != nullptr) {
-      std::memcpy(&size, extra[i + 1], sizeof size);
-    }
-  }
+  const auto [buffer, size] = param_buffer(extra);
   if (buffer == nullptr || size < sizeof(uint64_t)) return 0;
   uint64_t ns = 0;
   std::memcpy(&ns, buffer, sizeof ns);

@@ -17,8 +17,10 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser: every input bit moves eve
   return x ^ (x >> 31);
 }
 
-// The launch's parameter buffer (CU_LAUNCH_PARAM_BUFFER_POINTER) and its size.
+}  // namespace
+
 std::pair<const char*, size_t> param_buffer(void** extra) {
+  if (extra == nullptr) return {nullptr, 0};
   const void* buffer = nullptr;
   size_t size = 0;
   for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
@@ -29,8 +31,6 @@ std::pair<const char*, size_t> param_buffer(void** extra) {
   }
   return {static_cast<const char*>(buffer), buffer == nullptr ? 0 : size};
 }
-
-}  // namespace
 
 bool is_collective_kernel_name(std::string_view name) {
   return name.starts_with("ncclDevKernel") || name.starts_with("simgpu_collective");

@@ -9,9 +9,11 @@
 // parameters). A zero communicator or a size below 2 launches a plain kernel.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace egpu::simgpu::driver {
 
@@ -24,6 +26,10 @@ struct CollectiveArgs {
 
 // The collective's communicator and size; none when it runs as a plain kernel.
 std::optional<CollectiveArgs> collective_args(void** kernel_params, void** extra);
+
+// A launch's parameter buffer (CU_LAUNCH_PARAM_BUFFER_POINTER in `extra`) and
+// its size; {nullptr, 0} when there is none.
+std::pair<const char*, size_t> param_buffer(void** extra);
 
 // The rendezvous key of this process's next collective of `communicator` on
 // device `physical`: a non-zero mix of (communicator, sequence number), so the
