@@ -193,6 +193,9 @@ int create_instances(spank_t sp) {
     return -1;
   }
   if (step == egpu::protocol::kStepExtern) return 0;
+  // Every step's tasks learn their node's agent, egpu units or none: egpuctl
+  // in a step (`egpuctl resize JOB.STEP=...` starts one per node) talks to it.
+  spank_setenv(sp, EGPU_ENV_SOCKET, s.config.socket_path.c_str(), 1);
   if (!s.task_error.empty()) return 0;  // an option was refused already
   const egpu::model::StepEnv env{getenv_of(sp, EGPU_ENV_GPU_INDICES), getenv_of(sp, EGPU_ENV_UNITS),
                                  getenv_of(sp, EGPU_ENV_MEM_QUOTA)};

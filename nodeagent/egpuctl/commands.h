@@ -10,6 +10,7 @@ namespace egpu::ctl {
 struct Globals {
   std::string socket_path;
   bool json = false;
+  bool local = false;  // this node's agent only, never through Slurm
 };
 
 int cmd_status(const Globals& g, const std::vector<std::string>& args);

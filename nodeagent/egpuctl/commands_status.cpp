@@ -1,8 +1,11 @@
+#include <charconv>
 #include <cstdio>
+#include <optional>
 
 #include "core/config/byte_size.h"
 #include "nodeagent/egpuctl/agent_query.h"
 #include "nodeagent/egpuctl/commands.h"
+#include "nodeagent/egpuctl/slurm_relay.h"
 
 namespace egpu::ctl {
 namespace {
@@ -67,22 +70,9 @@ void print_instance(const json& i) {
   std::printf("\n");
 }
 
-}  // namespace
-
-int fail(const std::string& message, int code) {
-  std::fprintf(stderr, "egpuctl: %s\n", message.c_str());
-  return code;
-}
-
-int cmd_status(const Globals& g, const std::vector<std::string>& args) {
-  if (!args.empty()) return fail("status takes no arguments (got '" + args[0] + "')", 2);
-  auto status = fetch_status(g.socket_path);
-  if (!status) return fail(status.error());
-  if (g.json) {
-    std::printf("%s\n", status->dump(2).c_str());
-    return 0;
-  }
-  const json& s = *status;
+// The status of one agent as text; with only_job, just the GPUs and
+// instances of that job.
+void print_status(const json& s, std::optional<uint64_t> only_job) {
   std::printf("node %s  agent pid %d  slice %d ms  window %d ms  fail mode %s\n",
               s.value("node", std::string("?")).c_str(), s["agent"].value("pid", 0),
               s["agent"].value("slice_ms", 0), s["agent"].value("window_ms", 0),
@@ -97,6 +87,11 @@ int cmd_status(const Globals& g, const std::vector<std::string>& args) {
                 c.value("within_tolerance", false) ? "" : c.value("reason", std::string()).c_str());
   }
   for (const auto& gpu : s.value("gpus", json::array())) {
+    json list = json::array();
+    for (const auto& inst : gpu.value("instances", json::array())) {
+      if (!only_job || inst.value("job", uint64_t{0}) == *only_job) list.push_back(inst);
+    }
+    if (only_job && list.empty()) continue;
     const std::string holder =
         gpu["holder"].is_null() ? "-" : std::to_string(gpu["holder"].get<uint64_t>());
     std::printf("\nGPU %u  memory %s  allocated %u/100 units  utilisation %s  holder %s",
@@ -108,12 +103,86 @@ int cmd_status(const Globals& g, const std::vector<std::string>& args) {
       std::printf("  (+%u instance(s) of other users)", gpu.value("other_users_instances", 0u));
     }
     std::printf("\n");
-    const auto& list = gpu.value("instances", json::array());
     if (list.empty()) continue;
     print_instance_header();
     for (const auto& inst : list)
       print_instance(inst);
   }
+}
+
+// status --job JOB: the job's instances on every node it runs on, through
+// Slurm (slurm_relay.h).
+int status_of_job(const Globals& g, const std::string& job_text) {
+  uint64_t job = 0;
+  auto [p, ec] = std::from_chars(job_text.data(), job_text.data() + job_text.size(), job);
+  if (ec != std::errc() || p != job_text.data() + job_text.size() || job == 0) {
+    return fail("--job wants a job id, got '" + job_text + "'", 2);
+  }
+  if (!slurm_clients_present()) return fail("status --job needs Slurm's commands (squeue, srun)");
+  auto found = find_job(job);
+  if (!found) return fail(found.error());
+  auto nodes = expand_nodes(found->placement.nodelist);
+  if (!nodes) return fail(nodes.error());
+  const auto runs = egpuctl_on_nodes(
+      *found, *nodes, std::vector(nodes->size(), std::vector<std::string>{"--json", "status"}));
+  json report{{"job", job},
+              {"user", found->placement.user},
+              {"state", found->placement.state},
+              {"nodes", json::array()}};
+  int rc = 0;
+  for (const auto& r : runs) {
+    json status = r.run.ok() ? json::parse(r.run.out, nullptr, false) : json();
+    json entry{{"node", r.node}};
+    if (!r.run.ok() || status.is_discarded()) {
+      entry["error"] = r.run.ok() ? "egpuctl status gave no JSON" : r.why();
+      rc = 1;
+    } else {
+      for (auto& gpu : status["gpus"]) {
+        json kept = json::array();
+        for (auto& inst : gpu["instances"]) {
+          if (inst.value("job", uint64_t{0}) == job) kept.push_back(inst);
+        }
+        gpu["instances"] = kept;
+      }
+      entry["status"] = status;
+    }
+    report["nodes"].push_back(entry);
+  }
+  if (g.json) {
+    std::printf("%s\n", report.dump(2).c_str());
+    return rc;
+  }
+  std::printf("job %llu  user %s  %s  on %s\n", static_cast<unsigned long long>(job),
+              found->placement.user.c_str(), found->placement.state.c_str(),
+              found->placement.nodelist.c_str());
+  for (const auto& entry : report["nodes"]) {
+    std::printf("\n== %s ==\n", entry["node"].get<std::string>().c_str());
+    if (entry.contains("error")) {
+      std::printf("error: %s\n", entry["error"].get<std::string>().c_str());
+      continue;
+    }
+    print_status(entry["status"], job);
+  }
+  return rc;
+}
+
+}  // namespace
+
+int fail(const std::string& message, int code) {
+  std::fprintf(stderr, "egpuctl: %s\n", message.c_str());
+  return code;
+}
+
+int cmd_status(const Globals& g, const std::vector<std::string>& args) {
+  if (args.size() == 2 && args[0] == "--job") return status_of_job(g, args[1]);
+  if (!args.empty()) return fail("usage: egpuctl status [--job JOB] (got '" + args[0] + "')", 2);
+  auto status = fetch_status(g.socket_path);
+  if (!status) return fail(status.error());
+  if (g.json) {
+    std::printf("%s\n", status->dump(2).c_str());
+    return 0;
+  }
+  print_status(*status, std::nullopt);
   return 0;
 }
 

@@ -12,13 +12,18 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(
       out,
-      "usage: egpuctl [--socket PATH] [--json] COMMAND [ARGS]\n"
+      "usage: egpuctl [--socket PATH] [--json] [--local] COMMAND [ARGS]\n"
       "commands:\n"
       "  status                          GPUs and your instances (root: all)\n"
+      "  status --job JOB                the job's instances on all its nodes, found\n"
+      "                                  through Slurm (from any node, e.g. a login node)\n"
       "  show INSTANCE                   one instance in detail\n"
       "  resize INSTANCE=UNITS[:MODE]... change shares (e.g. 12=30 5.0=70 5.1=burst);\n"
       "                                  shrinks are applied before grows; root adds\n"
       "                                  --force to grow a job past what Slurm granted\n"
+      "                                  (on the node, with --local). JOB.STEP acts on\n"
+      "                                  every node of the step through Slurm, from any\n"
+      "                                  node, all or nothing; an id on this node only\n"
       "  slo INSTANCE p99:40ms|off       a latency objective: the instance borrows share\n"
       "                                  from lend instances on its GPU while it is at risk\n"
       "  create --job J --step S --gpu G --units U [--job-units N] [--uid U] [--gid G]\n"
@@ -27,7 +32,8 @@ void usage(FILE* out) {
       "  topo [--xml FILE] [--gres-conf] [--whole-sockets]\n"
       "INSTANCE is an instance id, or JOB.STEP or JOB.STEP@GPU (STEP: a number,\n"
       "batch or interactive).\n"
-      "The socket is $EGPU_SOCKET, else /run/egpu/agent.sock.\n");
+      "--local: this node's agent only, never through Slurm (also where Slurm's\n"
+      "commands are missing). The socket is $EGPU_SOCKET, else /run/egpu/agent.sock.\n");
 }
 
 }  // namespace
@@ -42,6 +48,8 @@ int main(int argc, char** argv) {
       g.socket_path = argv[++i];
     } else if (a == "--json") {
       g.json = true;
+    } else if (a == "--local") {
+      g.local = true;
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
@@ -57,10 +65,10 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[i++];
   std::vector<std::string> args(argv + i, argv + argc);
-  // --json may follow the command too.
+  // --json and --local may follow the command too.
   for (auto it = args.begin(); it != args.end();) {
-    if (*it == "--json") {
-      g.json = true;
+    if (*it == "--json" || *it == "--local") {
+      (*it == "--json" ? g.json : g.local) = true;
       it = args.erase(it);
     } else {
       ++it;

@@ -170,6 +170,13 @@ int main(int argc, char** argv) {
     write(conf + "/objective" + std::to_string(n++),
           std::vector<uint8_t>(objective.begin(), objective.end()));
   }
+  // What egpuctl reads from squeue and scontrol (the same target).
+  n = 0;
+  for (const std::string listing :
+       {"RUNNING|alice|n[1-2,7]\n", "12.0|n[1-2]\n12.batch|n1\n", "n1\nn2\nnode-3.cluster\n"}) {
+    write(conf + "/slurm" + std::to_string(n++),
+          std::vector<uint8_t>(listing.begin(), listing.end()));
+  }
   write_instance_page_seeds(argv[4]);
   return 0;
 }

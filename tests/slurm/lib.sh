@@ -59,13 +59,29 @@ clean_jobs() {
 # The node agent of n1 is part of this testbed (built and running).
 agent_running() { [[ -f $state/run/agent-n1.pid && -x $state/bin/egpuctl ]] && kill -0 "$(cat "$state/run/agent-n1.pid")" 2>/dev/null; }
 
-# Instances the agent of n1 holds (all users: egpuctl runs as root).
+# Instances the node agents hold (all users: egpuctl runs as root), on every node.
 agent_instance_count() {
-  sl egpuctl status --json | python3 -c 'import json,sys; print(sum(len(g["instances"]) for g in json.load(sys.stdin)["gpus"]))'
+  local i n total=0 nodes
+  nodes=$(sed -n 's/.*nodes=\([0-9]*\).*/\1/p' "$state/testbed.info")
+  for ((i = 1; i <= ${nodes:-1}; i++)); do
+    n=$(sl egpuctl --local --socket "$state/run/agent-n$i.sock" status --json |
+      python3 -c 'import json,sys; print(sum(len(g["instances"]) for g in json.load(sys.stdin)["gpus"]))')
+    total=$((total + n))
+  done
+  echo "$total"
 }
 
+# Starts the testbed with $testbed_nodes nodes (default 1; a test of several
+# nodes sets it before sourcing this), restarting it fresh when it runs with
+# another count: tests of either kind may come in any order.
 ensure_testbed() {
-  tb start
+  local want=${testbed_nodes:-1} running
+  running=$(sed -n 's/.*nodes=\([0-9]*\).*/\1/p' "$state/testbed.info" 2>/dev/null || true)
+  if [[ -n $running && $running != "$want" ]]; then
+    tb start --fresh --nodes "$want"
+  else
+    tb start --nodes "$want"
+  fi
   clean_jobs
 }
 

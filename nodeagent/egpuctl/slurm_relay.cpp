@@ -1,0 +1,119 @@
+#include "nodeagent/egpuctl/slurm_relay.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string_view>
+
+namespace egpu::ctl {
+namespace {
+
+// Slurm's commands answer within seconds when slurmctld does; srun's step
+// start and egpuctl on the node as well.
+constexpr int kQueryTimeoutMs = 30'000;
+constexpr int kRelayTimeoutMs = 60'000;
+
+Result<std::string> run_one(const std::vector<std::string>& argv) {
+  auto outcome = run_processes({argv}, kQueryTimeoutMs).front();
+  if (!outcome.ok()) return Error{argv[0] + ": " + outcome.failure()};
+  return std::move(outcome.out);
+}
+
+// This very program, to run the same egpuctl on the nodes (installed at the
+// same path on every node, as Slurm's own commands are).
+std::string own_path() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "egpuctl";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::string NodeOutcome::why() const {
+  if (run.ok()) return "";
+  constexpr std::string_view kPrefix = "egpuctl: ";
+  std::string_view rest = run.err, last;
+  while (!rest.empty()) {
+    const size_t nl = rest.find('\n');
+    const std::string_view line = rest.substr(0, nl);
+    if (line.substr(0, kPrefix.size()) == kPrefix) last = line.substr(kPrefix.size());
+    if (nl == std::string_view::npos) break;
+    rest.remove_prefix(nl + 1);
+  }
+  return last.empty() ? run.failure() : std::string(last);
+}
+
+bool slurm_clients_present() {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path != nullptr ? path : "";
+  while (!rest.empty()) {
+    const size_t colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    if (!dir.empty() && ::access((dir + "/squeue").c_str(), X_OK) == 0) return true;
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  return false;
+}
+
+Result<JobOnSlurm> find_job(uint64_t job) {
+  const std::string id = std::to_string(job);
+  auto outcomes = run_processes({{"squeue", "-h", "-j", id, "-o", model::kJobListingFormat},
+                                 {"squeue", "-h", "-s", "-j", id, "-o", model::kStepListingFormat}},
+                                kQueryTimeoutMs);
+  for (const auto& o : outcomes) {
+    if (!o.ok()) {
+      // squeue says so when the job is gone: name it plainly.
+      if (o.err.find("Invalid job id") != std::string::npos) {
+        return Error{"job " + id + " is not known to Slurm (ended, or never submitted)"};
+      }
+      return Error{"squeue: " + o.failure()};
+    }
+  }
+  auto placement = model::parse_job_listing(outcomes[0].out, job);
+  if (!placement) return Error{placement.error()};
+  auto steps = model::parse_step_listing(outcomes[1].out, job);
+  if (!steps) return Error{steps.error()};
+  return JobOnSlurm{job, std::move(*placement), std::move(*steps)};
+}
+
+Result<std::vector<std::string>> expand_nodes(const std::string& nodelist) {
+  auto out = run_one({"scontrol", "show", "hostnames", nodelist});
+  if (!out) return Error{out.error()};
+  return model::parse_hostnames(*out);
+}
+
+std::vector<NodeOutcome> egpuctl_on_nodes(
+    const JobOnSlurm& job, const std::vector<std::string>& nodes,
+    const std::vector<std::vector<std::string>>& args_per_node) {
+  std::vector<std::vector<std::string>> commands;
+  const bool as_owner = ::geteuid() == 0 && job.placement.user != "root";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string& node = nodes[i];
+    const std::vector<std::string>& args = args_per_node.at(i);
+    std::vector<std::string> argv;
+    if (as_owner) argv = {"runuser", "-u", job.placement.user, "--"};
+    // A step of its own that shares the job's CPUs and holds no GRES, so it
+    // fits beside whatever runs; the egpu SPANK plugin gives it the node's
+    // agent socket.
+    for (const char* a : {"srun", "--overlap", "--gres=none", "--quiet", "--job-name=egpuctl",
+                          "--nodes=1", "--ntasks=1"}) {
+      argv.emplace_back(a);
+    }
+    argv.push_back("--jobid=" + std::to_string(job.job));
+    argv.push_back("--nodelist=" + node);
+    argv.push_back("--");
+    argv.push_back(own_path());
+    argv.push_back("--local");
+    argv.insert(argv.end(), args.begin(), args.end());
+    commands.push_back(std::move(argv));
+  }
+  auto runs = run_processes(commands, kRelayTimeoutMs);
+  std::vector<NodeOutcome> outcomes;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    outcomes.push_back({nodes[i], std::move(runs[i])});
+  return outcomes;
+}
+
+}  // namespace egpu::ctl

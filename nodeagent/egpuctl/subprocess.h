@@ -1,0 +1,32 @@
+// Child processes for egpuctl's Slurm relay: run several commands at once and
+// collect what each wrote and how it ended, within one deadline.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace egpu::ctl {
+
+struct ProcessOutcome {
+  int exit_code = -1;  // -1 unless it exited
+  int signal = 0;      // the signal that ended it, if one did
+  bool timed_out = false;
+  std::string out;          // stdout, at most kMaxCapture bytes
+  std::string err;          // stderr, likewise
+  std::string spawn_error;  // set when it could not be started
+
+  bool ok() const { return spawn_error.empty() && !timed_out && exit_code == 0; }
+  // One line on why it did not succeed ("" when it did): its stderr's last
+  // line, else how it ended.
+  std::string failure() const;
+};
+
+inline constexpr size_t kMaxCapture = 4u << 20;
+
+// Starts every command (argv[0] looked up on PATH, stdin /dev/null), waits
+// for all, and returns their outcomes in order. Past timeout_ms the ones
+// still running get SIGTERM, and SIGKILL a second later.
+std::vector<ProcessOutcome> run_processes(const std::vector<std::vector<std::string>>& commands,
+                                          int timeout_ms);
+
+}  // namespace egpu::ctl
