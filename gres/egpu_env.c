@@ -3,10 +3,12 @@
 
 #include "core/env/egpu_env_names.h"
 #include "egpu_node.h"
+#include "egpu_stepd.h"
 #include "gres_common.h"
 
 static const char* const egpu_alloc_vars[] = {EGPU_ENV_GPU_INDICES, EGPU_ENV_UNITS,
-                                              EGPU_ENV_MEM_QUOTA, EGPU_ENV_GPU_UUIDS};
+                                              EGPU_ENV_JOB_UNITS, EGPU_ENV_MEM_QUOTA,
+                                              EGPU_ENV_GPU_UUIDS};
 
 static bool has_units(bitstr_t* bits, uint64_t units) {
   return bits && units && bit_set_count(bits) > 0;
@@ -74,7 +76,7 @@ static uint64_t units_of(const egpu_env_request_t* req, int idx, int nth, int nb
 }
 
 static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
-  char *indices = NULL, *units = NULL, *quota = NULL, *uuids = NULL;
+  char *indices = NULL, *units = NULL, *job_units = NULL, *quota = NULL, *uuids = NULL;
   const char* sep = "";
   bool all_uuids = true;
   int nbits = bit_set_count(req->gpus);
@@ -90,6 +92,11 @@ static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
     const char* uuid = egpu_node_gpu_uuid(dev);
     xstrfmtcat(indices, "%s%d", sep, idx);
     xstrfmtcat(units, "%s%" PRIu64, sep, n);
+    /* A job's env holds its own allocation; a step's, its job's as
+     * slurmstepd knows it (0: not known). */
+    const uint64_t job_n =
+        req->kind == EGPU_ENV_KIND_JOB ? n : egpu_stepd_job_units_on(req->env, idx);
+    xstrfmtcat(job_units, "%s%" PRIu64, sep, job_n);
     xstrfmtcat(quota, "%s%" PRIu64, sep, mem * n / EGPU_UNITS_PER_GPU);
     if (uuid)
       xstrfmtcat(uuids, "%s%s", sep, uuid);
@@ -100,6 +107,12 @@ static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
   if (!indices) return; /* binding left this task none of our GPUs */
   env_array_overwrite(req->env, EGPU_ENV_GPU_INDICES, indices);
   env_array_overwrite(req->env, EGPU_ENV_UNITS, units);
+  /* Only slurmstepd's step env carries it (SPANK reads it there); a task's
+   * env is not the step record's, so a task bound to some GPUs drops it. */
+  if (req->kind == EGPU_ENV_KIND_TASK)
+    unsetenvp(*req->env, EGPU_ENV_JOB_UNITS);
+  else
+    env_array_overwrite(req->env, EGPU_ENV_JOB_UNITS, job_units);
   env_array_overwrite(req->env, EGPU_ENV_MEM_QUOTA, quota);
   if (all_uuids)
     env_array_overwrite(req->env, EGPU_ENV_GPU_UUIDS, uuids);
@@ -107,6 +120,7 @@ static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
     unsetenvp(*req->env, EGPU_ENV_GPU_UUIDS);
   xfree(indices);
   xfree(units);
+  xfree(job_units);
   xfree(quota);
   xfree(uuids);
 }

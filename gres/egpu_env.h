@@ -8,12 +8,15 @@
  *                      come from gres/gpu and must survive us).
  *   EGPU_GPU_INDICES   node-local GPU indices (Slurm's IDX, = /dev/nvidiaN order)
  *   EGPU_UNITS         units per GPU (1 unit = 1% of a GPU), e.g. "100,20"
+ *   EGPU_JOB_UNITS     the job's units on each of those GPUs (jobs and steps;
+ *                      0 where slurmstepd does not know them; not in a task
+ *                      bound to some of the GPUs)
  *   EGPU_MEM_QUOTA     memory quota in bytes per GPU = units/100 x GPU memory;
  *                      0 where the GPU's memory is unknown
  *   EGPU_GPU_UUIDS     UUIDs of the step's GPUs (egpu ones, else the gpu ones
  *                      from SLURM_STEP_GPUS/SLURM_JOB_GPUS); absent if unknown
  *   EGPU_NODE          Slurm node name (every job and step)
- * The first four EGPU_* are removed from a step that has no egpu allocation
+ * The first five EGPU_* are removed from a step that has no egpu allocation
  * (they are ours; a step inherits its job's env). */
 #ifndef EGPU_GRES_EGPU_ENV_H
 #define EGPU_GRES_EGPU_ENV_H

@@ -198,7 +198,8 @@ int create_instances(spank_t sp) {
   spank_setenv(sp, EGPU_ENV_SOCKET, s.config.socket_path.c_str(), 1);
   if (!s.task_error.empty()) return 0;  // an option was refused already
   const egpu::model::StepEnv env{getenv_of(sp, EGPU_ENV_GPU_INDICES), getenv_of(sp, EGPU_ENV_UNITS),
-                                 getenv_of(sp, EGPU_ENV_MEM_QUOTA)};
+                                 getenv_of(sp, EGPU_ENV_MEM_QUOTA),
+                                 getenv_of(sp, EGPU_ENV_JOB_UNITS)};
   auto plan = egpu::model::plan_step_instances(
       env, {job, step, uid, gid}, {s.mode, s.mem_bytes, s.objective}, s.config.default_mode);
   if (!plan) {

@@ -12,6 +12,10 @@
 #define EGPU_ENV_GPU_INDICES "EGPU_GPU_INDICES"
 /* units per GPU (1 unit = 1% of a GPU), e.g. "100,20"; read by SPANK */
 #define EGPU_ENV_UNITS "EGPU_UNITS"
+/* the job's units on each of those GPUs on this node, as Slurm allocated them
+ * ("0": not known): a step on a node without the batch step tells the agent
+ * its job's allocation there with it; read by SPANK */
+#define EGPU_ENV_JOB_UNITS "EGPU_JOB_UNITS"
 /* memory quota in bytes per GPU ("0": not known); read by SPANK */
 #define EGPU_ENV_MEM_QUOTA "EGPU_MEM_QUOTA"
 /* UUIDs of the step's GPUs; for users */

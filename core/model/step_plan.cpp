@@ -1,5 +1,6 @@
 #include "core/model/step_plan.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/config/byte_size.h"
@@ -90,6 +91,17 @@ Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& 
     if (!q) return Error{q.error()};
     quotas = *q;
   }
+  std::vector<uint64_t> job_units(gpus->size(), 0);
+  if (!env.job_units.empty()) {
+    auto j = parse_list(EGPU_ENV_JOB_UNITS, env.job_units, protocol::kUnitsPerGpu);
+    if (!j) return Error{j.error()};
+    job_units = *j;
+  }
+  if (job_units.size() != gpus->size()) {
+    return Error{EGPU_ENV_JOB_UNITS " lists " + std::to_string(job_units.size()) +
+                 " GPUs, " EGPU_ENV_GPU_INDICES " " + std::to_string(gpus->size()) + " ('" +
+                 env.job_units + "', '" + env.gpu_indices + "')"};
+  }
   if (units->size() != gpus->size() || quotas.size() != gpus->size()) {
     return Error{EGPU_ENV_GPU_INDICES ", " EGPU_ENV_UNITS " and " EGPU_ENV_MEM_QUOTA
                                       " list different numbers of GPUs ('" +
@@ -115,7 +127,9 @@ Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& 
     r.uid = id.uid;
     r.gid = id.gid;
     r.units = static_cast<uint32_t>((*units)[i]);
-    r.job_units = r.units;
+    // Slurm's figure for the job when slurmstepd knew it; a step never holds
+    // less than its own units.
+    r.job_units = std::max(r.units, static_cast<uint32_t>(job_units[i]));
     r.mem_quota = quota;
     r.mode = mode_value(mode);
     // slurmstepd asks: the step's instances end with it (see the flag).

@@ -22,6 +22,10 @@ struct StepEnv {
   std::string gpu_indices;  // EGPU_GPU_INDICES, e.g. "0,3"
   std::string units;        // EGPU_UNITS, e.g. "100,20"
   std::string mem_quota;    // EGPU_MEM_QUOTA, bytes per GPU ("0" = unknown)
+  // EGPU_JOB_UNITS: the job's units on each GPU ("0" or absent = unknown).
+  // On a node without the batch step it is how the agent learns the job's
+  // allocation there; otherwise the batch step's instance holds it.
+  std::string job_units = {};
 };
 
 struct StepIdentity {

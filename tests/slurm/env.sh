@@ -22,7 +22,10 @@ quota=$(env_of EGPU_MEM_QUOTA <<<"$batch")
 # V100-SXM2-32GB in the test topology: 25% of its memory, within a MiB.
 [[ $quota =~ ^[0-9]+$ ]] && (( quota > 8000000000 && quota < 8600000000 )) || fail "EGPU_MEM_QUOTA='$quota'"
 [[ $(env_of EGPU_UNITS <<<"$step") == 20 ]] || fail "step EGPU_UNITS != 20"
+# The job's allocation on the GPU, in the job and in its steps (Slurm's own figure).
+[[ $(env_of EGPU_JOB_UNITS <<<"$batch") == 25 ]] || fail "EGPU_JOB_UNITS != 25"
+[[ $(env_of EGPU_JOB_UNITS <<<"$step") == 25 ]] || fail "step EGPU_JOB_UNITS != 25"
 [[ $(env_of EGPU_GPU_INDICES <<<"$step") == "$idx" ]] || fail "step runs on another GPU"
 [[ $(env_of SLURM_STEP_GPUS <<<"$step") == "$idx" ]] || fail "step SLURM_STEP_GPUS"
-ok "batch and step env: GPU $idx, 25 and 20 units, quota $quota, uuid $uuid"
+ok "batch and step env: GPU $idx, 25 and 20 units of the job's 25, quota $quota, uuid $uuid"
 clean_jobs

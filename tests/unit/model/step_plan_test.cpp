@@ -57,6 +57,28 @@ TEST(StepPlan, OptionsOverrideModeAndMemoryWithinTheShare) {
       << too_much.error();
 }
 
+// A step on a node without the batch step: the job's allocation there comes
+// from Slurm through EGPU_JOB_UNITS, so the agent can fit the job's other
+// steps beside it; unknown ("0", absent) is the step's own units.
+TEST(StepPlan, StepsCarryTheJobsAllocationWhenSlurmGaveIt) {
+  auto r = plan_step_instances({"0,3", "40,20", "0,0", "100,0"}, kStep, {}, Mode::kBurst);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ((*r)[0].job_units, 100u);
+  EXPECT_EQ((*r)[1].job_units, 20u);
+  auto absent = plan_step_instances({"0", "40", "0"}, kStep, {}, Mode::kBurst);
+  ASSERT_TRUE(absent.ok()) << absent.error();
+  EXPECT_EQ((*absent)[0].job_units, 40u);
+  // Never below the step's own units, even if the figure says so.
+  auto less = plan_step_instances({"0", "40", "0", "30"}, kStep, {}, Mode::kBurst);
+  ASSERT_TRUE(less.ok()) << less.error();
+  EXPECT_EQ((*less)[0].job_units, 40u);
+  auto mismatch = plan_step_instances({"0,3", "40,20", "0,0", "100"}, kStep, {}, Mode::kBurst);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.error(), "EGPU_JOB_UNITS lists 1 GPUs, EGPU_GPU_INDICES 2 ('100', '0,3')");
+  EXPECT_FALSE(plan_step_instances({"0", "40", "0", "101"}, kStep, {}, Mode::kBurst).ok());
+  EXPECT_FALSE(plan_step_instances({"0", "40", "0", "x"}, kStep, {}, Mode::kBurst).ok());
+}
+
 TEST(StepPlan, MalformedEnvironmentIsAnError) {
   auto mismatch = plan_step_instances({"0,1", "30", ""}, kStep, {}, Mode::kBurst);
   ASSERT_FALSE(mismatch.ok());
