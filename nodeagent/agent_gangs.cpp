@@ -20,7 +20,9 @@ void Agent::apply_gangs() {
     for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
       for (const auto& [id, target] : registry_->faa_targets(gpu))
         shares[id] = target.first;
-    plan = model::plan_gangs(registry_->all(), shares, period);
+    // A multi-node step's windows open with its other nodes' only as far as
+    // the clocks agree; past the tolerance it is a gang of its GPUs here.
+    plan = model::plan_gangs(registry_->all(), shares, period, clock_alignment().ok());
     // Windows open at wall-clock multiples of the period: the same instants
     // on every node whose clock is synchronized.
     const faa::Nanos epoch = wall_aligned_epoch(period);

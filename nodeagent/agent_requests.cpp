@@ -116,6 +116,7 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
                              ? StepReaper::creator_of(peer.pid)
                              : model::Creator{},
                          0};
+  spec.spans_nodes = (r.flags & protocol::kCreateSpansNodes) != 0;
   if (r.gpu_index < arbiters_.size() && (r.flags & protocol::kCreateUmbrella) == 0) {
     spec.umbrella_mem_used = umbrella_memory_used(r.job_id, r.gpu_index);
   }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -64,6 +65,7 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb,
   // Past what Slurm granted only after a forced resize by root.
   j["granted_units"] = inst.granted_units != 0 ? inst.granted_units : inst.job_units;
   j["umbrella"] = inst.umbrella;
+  j["spans_nodes"] = inst.spans_nodes;
   j["mode"] = to_string(inst.mode);
   j["memory_quota_bytes"] = inst.mem_quota;
   if (auto v = arb.view(inst.id, now)) {
@@ -229,6 +231,9 @@ void gang_metrics(const Agent& agent, std::ostringstream& out) {
 std::string metrics_text(const Agent& agent) {
   const int64_t now = monotonic_ns();
   std::ostringstream out;
+  // 15 significant digits, not the stream's 6: a counter past 1e5 seconds
+  // would otherwise move in whole seconds and rate() over it would jump.
+  out.precision(std::numeric_limits<double>::digits10);
   out << "# HELP egpu_agent_up The egpu node agent is running.\n# TYPE egpu_agent_up gauge\n"
       << "egpu_agent_up 1\n";
   out << "# HELP egpu_gpu_utilisation Decayed share of the GPU's time charged to instances.\n"

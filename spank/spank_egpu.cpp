@@ -200,8 +200,13 @@ int create_instances(spank_t sp) {
   const egpu::model::StepEnv env{getenv_of(sp, EGPU_ENV_GPU_INDICES), getenv_of(sp, EGPU_ENV_UNITS),
                                  getenv_of(sp, EGPU_ENV_MEM_QUOTA),
                                  getenv_of(sp, EGPU_ENV_JOB_UNITS)};
-  auto plan = egpu::model::plan_step_instances(
-      env, {job, step, uid, gid}, {s.mode, s.mem_bytes, s.objective}, s.config.default_mode);
+  // In slurmstepd this is the step's node count: a step on several nodes is
+  // one gang across them (kCreateSpansNodes).
+  uint32_t nodes = 1;
+  if (!item(sp, S_JOB_NNODES, &nodes)) nodes = 1;
+  auto plan =
+      egpu::model::plan_step_instances(env, {job, step, uid, gid, nodes > 1},
+                                       {s.mode, s.mem_bytes, s.objective}, s.config.default_mode);
   if (!plan) {
     step_error(plan.error());
     return 0;

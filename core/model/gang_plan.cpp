@@ -5,16 +5,21 @@
 namespace egpu::model {
 
 GangPlan plan_gangs(const std::vector<const Instance*>& instances,
-                    const std::map<uint64_t, double>& shares, faa::Nanos period) {
-  // Steps in (job, step) order, so every node of a multi-node step that
-  // sees the same gangs places them alike.
-  std::map<std::pair<uint64_t, uint32_t>, std::vector<const Instance*>> steps;
-  for (const Instance* inst : instances)
-    if (!inst->umbrella) steps[{inst->job_id, inst->step_id}].push_back(inst);
+                    const std::map<uint64_t, double>& shares, faa::Nanos period,
+                    bool align_across_nodes) {
+  // Steps in (job, step) order, multi-node ones first (see the header).
+  using StepKey = std::pair<uint64_t, uint32_t>;
+  std::map<std::pair<bool, StepKey>, std::vector<const Instance*>> steps;
+  for (const Instance* inst : instances) {
+    if (inst->umbrella) continue;
+    const bool across = align_across_nodes && inst->spans_nodes;
+    steps[{!across, {inst->job_id, inst->step_id}}].push_back(inst);
+  }
   std::vector<faa::GangRequest> requests;
   std::vector<const std::vector<const Instance*>*> members;
   for (const auto& [key, insts] : steps) {
-    if (insts.size() < 2) continue;
+    const bool across = !key.first;
+    if (insts.size() < (across ? 1u : 2u)) continue;
     double share = 1.0;
     faa::GangRequest r;
     for (const Instance* inst : insts) {

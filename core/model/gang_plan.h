@@ -1,9 +1,14 @@
 // GangPlan: which instances of a node form gangs, and their windows. A gang
-// is one step's instances on two or more GPUs of the node (its ranks); each
-// member's window is the smallest share among them, so no co-tenant on any
-// of its GPUs gives up time to it, at one offset placed first-fit across
-// the node's gangs (faa::place_gangs). Pure: the agent adds the epoch (its
-// wall-clock alignment) and hands the windows to each GPU's policy.
+// is one step's instances on two or more GPUs of the node (its ranks), or on
+// any number when the step runs on other nodes too and the clocks let nodes
+// align (its ranks there hold the same windows); each member's window is the
+// smallest share among them, so no co-tenant on any of its GPUs gives up
+// time to it, at one offset placed first-fit across the node's gangs
+// (faa::place_gangs). Gangs of multi-node steps are placed first, in (job,
+// step) order: a node's own gangs, which other nodes do not see, then cannot
+// move them, and nodes that host the same multi-node steps place them alike.
+// Pure: the agent adds the epoch (its wall-clock alignment) and hands the
+// windows to each GPU's policy.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +31,11 @@ struct GangPlan {
 
 // `shares`: each instance's FAA target (fraction of its GPU), by id.
 // Umbrellas (a job's allocation outside its steps) never form gangs.
+// `align_across_nodes`: the node's clock is good enough for windows to open
+// with other nodes' (faa::can_align_across_nodes); without it a multi-node
+// step is a gang only of its GPUs here, like a node's own.
 GangPlan plan_gangs(const std::vector<const Instance*>& instances,
-                    const std::map<uint64_t, double>& shares, faa::Nanos period);
+                    const std::map<uint64_t, double>& shares, faa::Nanos period,
+                    bool align_across_nodes);
 
 }  // namespace egpu::model

@@ -254,6 +254,7 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
   inst.mem_quota = granted;
   inst.mem_quota_explicit = spec.mem_quota != 0;
   inst.umbrella = spec.umbrella;
+  inst.spans_nodes = spec.spans_nodes && !spec.umbrella;
   inst.creator = spec.creator;
   // Non-umbrella siblings learn a larger allocation if this step brought one.
   for (auto& [id, other] : instances_) {

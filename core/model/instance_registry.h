@@ -56,6 +56,7 @@ struct Instance {
   uint64_t mem_quota = 0;           // bytes
   bool mem_quota_explicit = false;  // set by --egpu-mem; else it follows the units
   bool umbrella = false;
+  bool spans_nodes = false;  // the step runs on other nodes too (kCreateSpansNodes)
   Creator creator;
   // Latency-critical (core/slo): it may borrow share from lend instances on
   // its GPU while this objective is at risk. Only in burst mode.
@@ -91,6 +92,7 @@ struct CreateSpec {
   // Bytes the job's umbrella on this GPU holds now (the agent reads it from
   // the umbrella's page); a step's quota comes out of what is left.
   uint64_t umbrella_mem_used;
+  bool spans_nodes = false;
 };
 
 class InstanceRegistry {

@@ -134,7 +134,8 @@ Result<std::vector<protocol::CreateRequest>> plan_step_instances(const StepEnv& 
     r.mode = mode_value(mode);
     // slurmstepd asks: the step's instances end with it (see the flag).
     r.flags = (is_umbrella_step(id.step_id) ? protocol::kCreateUmbrella : 0) |
-              protocol::kCreateEndsWithCaller;
+              protocol::kCreateEndsWithCaller |
+              (id.spans_nodes && !is_umbrella_step(id.step_id) ? protocol::kCreateSpansNodes : 0);
     out.push_back(r);
   }
   return out;

@@ -33,6 +33,7 @@ struct StepIdentity {
   uint32_t step_id;
   uid_t uid;
   gid_t gid;
+  bool spans_nodes = false;  // the step has tasks on other nodes too
 };
 
 struct StepOptions {

@@ -66,7 +66,7 @@ Status validate(const CreateRequest& r) {
   if (r.mem_quota > (uint64_t{1} << 50))
     return Error{"memory quota " + num(r.mem_quota) + " too large"};
   if (Status s = check_mode(r.mode, false); !s) return s;
-  if ((r.flags & ~(kCreateUmbrella | kCreateEndsWithCaller)) != 0) {
+  if ((r.flags & ~(kCreateUmbrella | kCreateEndsWithCaller | kCreateSpansNodes)) != 0) {
     return Error{"unknown create flags " + num(r.flags)};
   }
   return {};

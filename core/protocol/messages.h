@@ -67,7 +67,7 @@ struct CreateRequest {
   uint32_t job_units;  // the job's allocation on this GPU: ceiling for its steps
   uint64_t mem_quota;  // bytes; 0 = units' share of the GPU's memory
   uint32_t mode;       // mode_value(Mode)
-  uint32_t flags;      // kCreateUmbrella | kCreateEndsWithCaller
+  uint32_t flags;      // kCreateUmbrella | kCreateEndsWithCaller | kCreateSpansNodes
 };
 static_assert(sizeof(CreateRequest) == 48);
 // The batch or interactive step: it holds whatever part of the job's
@@ -77,6 +77,10 @@ inline constexpr uint32_t kCreateUmbrella = 1u << 0;
 // slurmstepd, whose life is the step's): the agent frees it if that process
 // ends without removing it. Instances made by egpuctl do not have it.
 inline constexpr uint32_t kCreateEndsWithCaller = 1u << 1;
+// The step runs on other nodes too (SPANK: the step's node count > 1): its
+// instance here is a rank of a gang even alone on this node, and its window
+// must sit where the other nodes put theirs (core/model/gang_plan.h).
+inline constexpr uint32_t kCreateSpansNodes = 1u << 2;
 
 struct RemoveRequest {
   uint64_t job_id;

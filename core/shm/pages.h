@@ -64,7 +64,8 @@ struct alignas(64) SlotControl {
   std::atomic<uint32_t> mode;       // mode_value(Mode), core/util/mode.h
   std::atomic<uint32_t> uid;
   std::atomic<uint32_t> gid;
-  std::atomic<uint32_t> flags;  // protocol::kCreateUmbrella | kSlotQuotaExplicit
+  std::atomic<uint32_t>
+      flags;  // protocol::kCreateUmbrella | kCreateSpansNodes | kSlotQuotaExplicit
   // The process whose end ends the instance (0: none), and its start time in
   // clock ticks (low 32 bits): a restarted agent tells it from a reused pid.
   std::atomic<int32_t> creator_pid;

@@ -17,6 +17,7 @@ void write_slot_control(SlotControl& c, const model::Instance& inst) {
   c.uid.store(inst.uid, std::memory_order_relaxed);
   c.gid.store(inst.gid, std::memory_order_relaxed);
   c.flags.store((inst.umbrella ? protocol::kCreateUmbrella : 0) |
+                    (inst.spans_nodes ? protocol::kCreateSpansNodes : 0) |
                     (inst.mem_quota_explicit ? kSlotQuotaExplicit : 0),
                 std::memory_order_relaxed);
   c.creator_pid.store(inst.creator.pid, std::memory_order_relaxed);
@@ -59,6 +60,7 @@ Result<std::optional<RecoveredSlot>> read_slot_control(const SlotControl& c, uin
   inst.mode = *mode_from_value(mode);
   inst.mem_quota = c.mem_quota.load();
   inst.umbrella = (c.flags.load() & protocol::kCreateUmbrella) != 0;
+  inst.spans_nodes = !inst.umbrella && (c.flags.load() & protocol::kCreateSpansNodes) != 0;
   inst.mem_quota_explicit = (c.flags.load() & kSlotQuotaExplicit) != 0;
   inst.creator = {c.creator_pid.load(), c.creator_start.load()};
   const uint32_t percentile = c.slo_percentile_milli.load();

@@ -320,6 +320,44 @@ TEST(AgentGangs, AStepOnTwoGpusIsAGangWithOneWindow) {
   EXPECT_EQ(gang_of(rank0), gang_of(rank1));
 }
 
+// A step on several nodes (SPANK's kCreateSpansNodes) is a gang even with
+// one GPU here, when this node's clock lets its windows open with the other
+// nodes'; otherwise it is sliced on its own (a window would only waste time
+// its peers spend elsewhere). Both outcomes follow the clock the agent
+// reports, and the flag survives a restart.
+TEST(AgentGangs, AStepOnSeveralNodesIsAGangHereWhenTheClockAllows) {
+  AgentProcess agent("GangPeriodMs=20\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  protocol::CreateRequest req = create_req(7, 50, kAlice, 0);
+  req.flags = protocol::kCreateSpansNodes;
+  auto created = agent.call(req);
+  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  const uint64_t rank = created->instance_id;
+  auto show = [&]() {
+    auto shown = agent.call(protocol::ShowRequest{rank});
+    EXPECT_EQ(shown->status, ReplyStatus::kOk) << shown->text;
+    return nlohmann::json::parse(shown->text);
+  };
+  auto st = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  const bool aligned = st["clock"]["within_tolerance"].get<bool>();
+  EXPECT_TRUE(show()["spans_nodes"].get<bool>());
+  if (aligned) {
+    ASSERT_FALSE(show()["gang"].is_null()) << agent.log();
+    EXPECT_DOUBLE_EQ(show()["gang"]["length_ms"].get<double>(), 10.0);  // 50% of 20 ms
+    EXPECT_DOUBLE_EQ(show()["gang"]["offset_ms"].get<double>(), 0.0);
+  } else {
+    EXPECT_TRUE(show()["gang"].is_null()) << "clock: " << st["clock"].dump();
+  }
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_TRUE(show()["spans_nodes"].get<bool>());
+  EXPECT_EQ(show()["gang"].is_null(), !aligned);
+  // A flag the protocol does not know is still refused.
+  req.job_id = 8;
+  req.flags = 1u << 7;
+  EXPECT_EQ(agent.call(req)->status, ReplyStatus::kBadRequest);
+}
+
 // The GPU page keeps each instance's mode as a number across a restart: a
 // number that is no mode (a damaged page) loses that instance, named in the log.
 TEST_F(AgentControl, RestartReadsModesFromThePageAndRefusesUnknownOnes) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The steps of a two-node job share the job's allocation on the node without
 # the batch step too: the agent there learns it from Slurm (EGPU_JOB_UNITS,
-# from slurmstepd's record of the job), not from whichever step came first.
+# from slurmstepd's record of the job), not from whichever step came first;
+# a step on both nodes is marked as spanning nodes, one on n2 alone is not.
 # A job's own environment cannot claim a larger allocation.
 # shellcheck disable=SC2034 # read by lib.sh (ensure_testbed)
 testbed_nodes=2
@@ -32,6 +33,15 @@ wait_state "$j" RUNNING
 wait_node_instances n1 "$j" "0:40:100 batch:100:100"
 wait_node_instances n2 "$j" "0:40:100 1:50:100"
 ok "job $j: on n2 (no batch step) steps 0 and 1 hold 40 + 50 of the job's 100 units"
+# Step 0 runs on both nodes: its instances say so (a gang across the nodes
+# when gangs are on); step 1 runs on n2 alone.
+spans=$(sl egpuctl --local --socket "$state/run/agent-n2.sock" --json status | python3 -c '
+import json, sys
+job = int(sys.argv[1])
+print(" ".join(sorted("%s:%s" % (i["step"], i["spans_nodes"])
+                      for g in json.load(sys.stdin)["gpus"] for i in g["instances"] if i["job"] == job)))' "$j")
+[[ $spans == "0:True 1:False" ]] || fail "spans_nodes of job $j's steps on n2: $spans"
+ok "step 0 (two nodes) spans nodes, step 1 (n2 only) does not"
 
 # A step's environment claiming more for its job changes nothing: Slurm's
 # figure replaces it.

@@ -24,7 +24,7 @@ TEST(GangPlan, AStepOnSeveralGpusIsAGangAtItsSmallestShare) {
   for (const Instance& i : all)
     ptrs.push_back(&i);
   const GangPlan plan =
-      plan_gangs(ptrs, {{1, 0.5}, {2, 0.4}, {3, 0.5}, {4, 0.3}, {5, 0.3}}, 20 * kMs);
+      plan_gangs(ptrs, {{1, 0.5}, {2, 0.4}, {3, 0.5}, {4, 0.3}, {5, 0.3}}, 20 * kMs, true);
   ASSERT_EQ(plan.windows.size(), 4u);  // instance 3 is a step on one GPU
   EXPECT_FALSE(plan.windows.contains(3));
   // Job 10: 40% of the period on GPUs 0 and 1, first.
@@ -43,7 +43,7 @@ TEST(GangPlan, UmbrellasAndUnknownSharesMakeNoGang) {
   std::vector<const Instance*> ptrs;
   for (const Instance& i : all)
     ptrs.push_back(&i);
-  const GangPlan plan = plan_gangs(ptrs, {{1, 0.5}, {2, 0.5}, {3, 0.5}}, 20 * kMs);
+  const GangPlan plan = plan_gangs(ptrs, {{1, 0.5}, {2, 0.5}, {3, 0.5}}, 20 * kMs, true);
   EXPECT_TRUE(plan.windows.empty());  // 4 has no share: no window for 3 either
 }
 
@@ -54,12 +54,55 @@ TEST(GangPlan, AGangThatDoesNotFitIsReported) {
   std::vector<const Instance*> ptrs;
   for (const Instance& i : all)
     ptrs.push_back(&i);
-  const GangPlan plan = plan_gangs(ptrs, {{1, 0.6}, {2, 0.6}, {3, 0.4}, {4, 0.6}}, 20 * kMs);
+  const GangPlan plan = plan_gangs(ptrs, {{1, 0.6}, {2, 0.6}, {3, 0.4}, {4, 0.6}}, 20 * kMs, true);
   EXPECT_EQ(plan.windows.size(), 4u);  // 60% + 40% fit
-  const GangPlan over = plan_gangs(ptrs, {{1, 0.6}, {2, 0.6}, {3, 0.6}, {4, 0.6}}, 20 * kMs);
+  const GangPlan over = plan_gangs(ptrs, {{1, 0.6}, {2, 0.6}, {3, 0.6}, {4, 0.6}}, 20 * kMs, true);
   EXPECT_EQ(over.windows.size(), 2u);
   ASSERT_EQ(over.unplaced.size(), 1u);
   EXPECT_EQ(over.unplaced[0], (std::pair<uint64_t, uint32_t>{11, 0}));
+}
+
+Instance across(uint64_t id, uint64_t job, uint32_t step, uint32_t gpu) {
+  Instance i = inst(id, job, step, gpu);
+  i.spans_nodes = true;
+  return i;
+}
+
+// A step on two nodes with one GPU each: alone on each node, still a gang.
+// Two nodes that host it beside different gangs of their own place it alike:
+// multi-node steps go first, so the nodes' own gangs do not move it.
+TEST(GangPlan, AMultiNodeStepIsAGangAtTheSameOffsetOnEveryNode) {
+  // Node A: job 9's own gang (two GPUs, in job order before job 10) and job
+  // 10, which spans nodes, on GPU 0.
+  const std::vector<Instance> node_a{inst(1, 9, 0, 0), inst(2, 9, 0, 1), across(3, 10, 0, 0)};
+  // Node B: job 10 alone on its GPU 0.
+  const std::vector<Instance> node_b{across(7, 10, 0, 0)};
+  std::vector<const Instance*> a, b;
+  for (const Instance& i : node_a)
+    a.push_back(&i);
+  for (const Instance& i : node_b)
+    b.push_back(&i);
+  const GangPlan on_a = plan_gangs(a, {{1, 0.3}, {2, 0.3}, {3, 0.5}}, 20 * kMs, true);
+  const GangPlan on_b = plan_gangs(b, {{7, 0.5}}, 20 * kMs, true);
+  ASSERT_TRUE(on_a.windows.contains(3));
+  ASSERT_TRUE(on_b.windows.contains(7));
+  EXPECT_EQ(on_a.windows.at(3), (faa::GangWindow{0, 20 * kMs, 0, 10 * kMs}));
+  EXPECT_EQ(on_b.windows.at(7), on_a.windows.at(3));
+  // Job 9, the node's own, fits after it.
+  EXPECT_EQ(on_a.windows.at(1), (faa::GangWindow{0, 20 * kMs, 10 * kMs, 6 * kMs}));
+}
+
+TEST(GangPlan, WithoutClockAlignmentAMultiNodeStepIsAGangOnlyOfItsGpusHere) {
+  const std::vector<Instance> all{across(1, 10, 0, 0), across(2, 11, 0, 0), across(3, 11, 0, 1)};
+  std::vector<const Instance*> ptrs;
+  for (const Instance& i : all)
+    ptrs.push_back(&i);
+  const GangPlan plan = plan_gangs(ptrs, {{1, 0.5}, {2, 0.5}, {3, 0.5}}, 20 * kMs, false);
+  EXPECT_FALSE(plan.windows.contains(1));  // one GPU here: nothing to align with
+  EXPECT_TRUE(plan.windows.contains(2));   // its two GPUs here still hold together
+  EXPECT_EQ(plan.windows.at(2), plan.windows.at(3));
+  const GangPlan aligned = plan_gangs(ptrs, {{1, 0.5}, {2, 0.5}, {3, 0.5}}, 20 * kMs, true);
+  EXPECT_TRUE(aligned.windows.contains(1));
 }
 
 }  // namespace

@@ -31,6 +31,19 @@ TEST(StepPlan, OneInstancePerGpuWithItsUnits) {
   EXPECT_EQ((*r)[1].flags, protocol::kCreateEndsWithCaller);
 }
 
+TEST(StepPlan, AStepOnSeveralNodesSaysSoButAnUmbrellaNever) {
+  StepIdentity across = kStep;
+  across.spans_nodes = true;
+  auto r = plan_step_instances({"0", "40", "0"}, across, {}, Mode::kBurst);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ((*r)[0].flags, protocol::kCreateEndsWithCaller | protocol::kCreateSpansNodes);
+  StepIdentity batch = kBatch;
+  batch.spans_nodes = true;
+  auto b = plan_step_instances({"0", "40", "0"}, batch, {}, Mode::kBurst);
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_EQ((*b)[0].flags, protocol::kCreateUmbrella | protocol::kCreateEndsWithCaller);
+}
+
 TEST(StepPlan, BatchAndInteractiveStepsHoldTheJobAllocation) {
   auto r = plan_step_instances({"1", "60", "0"}, kBatch, {}, Mode::kBurst);
   ASSERT_TRUE(r.ok());
