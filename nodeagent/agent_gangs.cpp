@@ -51,6 +51,8 @@ void Agent::apply_gangs() {
 }
 
 faa::ClockQuality Agent::clock() const {
+  // A clock the nodes share agrees with theirs whatever its discipline says.
+  if (config_.gang_clock == config::GangClock::kShared) return {true, 0};
   return read_clock_quality();
 }
 

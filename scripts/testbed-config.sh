@@ -117,6 +117,9 @@ write_configs() {
       echo "SocketPath=$state/run/agent-n$i.sock"
       echo "RuntimeDir=$state/run/agent-n$i"
       [[ -f $shim ]] && echo "ShimLibrary=$state/plugins/libegpu-shim.so"
+      # Several nodes: a step on them is a gang, its windows aligned on the
+      # clock the simulated nodes share (one host).
+      if [[ $nodes -gt 1 ]]; then echo "GangPeriodMs=20"; echo "GangClock=shared"; fi
     } >"$etc/egpu-n$i.conf"
   done
   cp "$etc/egpu-n1.conf" "$etc/egpu.conf"
@@ -138,7 +141,7 @@ write_configs() {
   rm -rf "${state:?}/bin"; mkdir -p "$state/bin"
   local prog
   for prog in tests/workloads/bin/greedy tests/workloads/bin/ml-like tests/workloads/bin/inference-like \
-              tests/workloads/bin/hpc-like nodeagent/egpuctl tests/simgpu/simgpu-stat \
+              tests/workloads/bin/hpc-like tests/workloads/bin/ddp-like nodeagent/egpuctl tests/simgpu/simgpu-stat \
               tests/integration/egpu-share-monitor tests/integration/memory-probe \
               tests/integration/hostile-tenant; do
     [[ -x $build_dir/$prog ]] && cp "$build_dir/$prog" "$state/bin/"
@@ -156,6 +159,8 @@ if [ -f $state/simgpu/libcuda.so.1 ]; then
   echo "export SIMGPU_SHM=/egpu-tb${release/./}-\$SLURMD_NODENAME"
   echo "export SIMGPU_DEVICES=$gpus"
   echo "export SIMGPU_SHM_MODE=0666"
+  # Collectives of ranks on different simulated nodes meet on one board.
+  echo "export SIMGPU_FABRIC=/egpu-tb${release/./}-fabric"
 fi
 EOF
   chmod 755 "$etc/task-prolog.sh"

@@ -165,6 +165,8 @@ const std::vector<KeySpec>& key_specs() {
       {"InflightAloneUs", int_field(&EgpuConfig::inflight_alone_us, 0, 1000000)},
       {"HandoverTailUs", int_field(&EgpuConfig::handover_tail_us, 0, 100000)},
       {"GangPeriodMs", int_field(&EgpuConfig::gang_period_ms, 0, 1000)},
+      {"GangClock", enum_field(&EgpuConfig::gang_clock, {{"adjtimex", GangClock::kAdjtimex},
+                                                         {"shared", GangClock::kShared}})},
       {"MetricsAddress",
        [](EgpuConfig& c, std::string_view v) -> Status {
          if (v.empty()) {

@@ -16,6 +16,7 @@ namespace egpu::config {
 
 enum class LogTarget { kStderr, kSyslog };
 enum class LogLevel { kError, kWarning, kInfo, kDebug };
+enum class GangClock { kAdjtimex, kShared };
 
 struct EgpuConfig {
   // Control socket and the directory of shared-memory pages (a tmpfs).
@@ -48,6 +49,11 @@ struct EgpuConfig {
   // nodes whose clocks agree open them together. 0 = sliced independently
   // (the default: see etc/egpu.conf for what a hostile rank can take).
   int gang_period_ms = 0;
+  // Where the gangs' common time comes from. kAdjtimex: the kernel's clock
+  // discipline (chrony, ntpd, PTP) says whether this clock agrees with other
+  // nodes'. kShared: the nodes share one clock (containers or VMs of one host,
+  // the testbed), so it agrees by construction.
+  GangClock gang_clock = GangClock::kAdjtimex;
   // Metrics: Prometheus text over HTTP on a loopback address; empty = off.
   std::string metrics_address;
   // Logging.

@@ -358,6 +358,23 @@ TEST(AgentGangs, AStepOnSeveralNodesIsAGangHereWhenTheClockAllows) {
   EXPECT_EQ(agent.call(req)->status, ReplyStatus::kBadRequest);
 }
 
+// Nodes that share one clock (GangClock=shared: the testbed's simulated
+// nodes, containers of one host) align whatever adjtimex says.
+TEST(AgentGangs, ASharedClockAlignsAMultiNodeStep) {
+  AgentProcess agent("GangPeriodMs=20\nGangClock=shared\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  protocol::CreateRequest req = create_req(7, 50, kAlice, 0);
+  req.flags = protocol::kCreateSpansNodes;
+  auto created = agent.call(req);
+  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  auto shown = agent.call(protocol::ShowRequest{created->instance_id});
+  const auto gang = nlohmann::json::parse(shown->text)["gang"];
+  ASSERT_FALSE(gang.is_null()) << agent.log();
+  EXPECT_DOUBLE_EQ(gang["length_ms"].get<double>(), 10.0);
+  auto st = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  EXPECT_TRUE(st["clock"]["within_tolerance"].get<bool>()) << st["clock"].dump();
+}
+
 // The GPU page keeps each instance's mode as a number across a restart: a
 // number that is no mode (a damaged page) loses that instance, named in the log.
 TEST_F(AgentControl, RestartReadsModesFromThePageAndRefusesUnknownOnes) {
