@@ -194,8 +194,9 @@ void latency_metrics(const Agent& agent, std::ostringstream& out) {
       const slo::SloState* st = agent.latency().state(inst->id);
       if (st == nullptr || (s != 2 && !st->objective)) continue;
       if (s == 1 && st->windows_judged == 0) continue;
-      out << kSeries[s].name << "{gpu=\"" << inst->gpu << "\",job=\"" << inst->job_id
-          << "\",step=\"" << step_label(inst->step_id) << "\",instance=\"" << inst->id << "\"} ";
+      out << kSeries[s].name << "{gpu=\"" << inst->gpu << "\",slurm_job=\"" << inst->job_id
+          << "\",step=\"" << step_label(inst->step_id) << "\",egpu_instance=\"" << inst->id
+          << "\"} ";
       if (s == 0) out << static_cast<double>(st->recent_latency_ns) / 1e9;
       if (s == 1)
         out << static_cast<double>(st->windows_met) / static_cast<double>(st->windows_judged);
@@ -213,8 +214,9 @@ void gang_metrics(const Agent& agent, std::ostringstream& out) {
   for (const auto& arb : agent.arbiters()) {
     for (const model::Instance* inst : agent.registry().on_gpu(arb->gpu())) {
       const auto w = arb->gang_window(inst->id);
-      out << "egpu_instance_gang_window_share{gpu=\"" << inst->gpu << "\",job=\"" << inst->job_id
-          << "\",step=\"" << step_label(inst->step_id) << "\",instance=\"" << inst->id << "\"} "
+      out << "egpu_instance_gang_window_share{gpu=\"" << inst->gpu << "\",slurm_job=\""
+          << inst->job_id << "\",step=\"" << step_label(inst->step_id) << "\",egpu_instance=\""
+          << inst->id << "\"} "
           << (w ? static_cast<double>(w->length) / static_cast<double>(w->period) : 0.0) << "\n";
     }
   }
@@ -272,8 +274,9 @@ std::string metrics_text(const Agent& agent) {
       for (const model::Instance* inst : agent.registry().on_gpu(arb->gpu())) {
         auto v = arb->view(inst->id, now);
         if (!v) continue;
-        out << kSeries[s].name << "{gpu=\"" << inst->gpu << "\",job=\"" << inst->job_id
-            << "\",step=\"" << step_label(inst->step_id) << "\",instance=\"" << inst->id << "\"} ";
+        out << kSeries[s].name << "{gpu=\"" << inst->gpu << "\",slurm_job=\"" << inst->job_id
+            << "\",step=\"" << step_label(inst->step_id) << "\",egpu_instance=\"" << inst->id
+            << "\"} ";
         switch (s) {
           case 0:
             out << v->target;

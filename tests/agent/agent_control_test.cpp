@@ -483,7 +483,7 @@ TEST(AgentMetrics, ServesPrometheusTextOnLoopback) {
   close(fd);
   EXPECT_NE(body.find("200 OK"), std::string::npos);
   EXPECT_NE(body.find("egpu_agent_up 1"), std::string::npos);
-  EXPECT_NE(body.find("egpu_instance_target_share{gpu=\"0\",job=\"7\",step=\"0\""),
+  EXPECT_NE(body.find("egpu_instance_target_share{gpu=\"0\",slurm_job=\"7\",step=\"0\""),
             std::string::npos)
       << body;
   EXPECT_NE(body.find("egpu_gpu_allocated_units{gpu=\"0\"} 25"), std::string::npos) << body;

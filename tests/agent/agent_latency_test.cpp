@@ -201,13 +201,14 @@ TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
     report(agent.dir() + "/run", s, 100'000'000, 50);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     body = fetch_metrics(19467);
-    if (body.find("egpu_instance_borrowed_share{gpu=\"0\",job=\"1\",step=\"0\",instance=\"" +
-                  std::to_string(s) + "\"} 0.") != std::string::npos) {
+    if (body.find(
+            "egpu_instance_borrowed_share{gpu=\"0\",slurm_job=\"1\",step=\"0\",egpu_instance=\"" +
+            std::to_string(s) + "\"} 0.") != std::string::npos) {
       break;
     }
   }
   const std::string labels =
-      "{gpu=\"0\",job=\"1\",step=\"0\",instance=\"" + std::to_string(s) + "\"} ";
+      "{gpu=\"0\",slurm_job=\"1\",step=\"0\",egpu_instance=\"" + std::to_string(s) + "\"} ";
   // 100 ms requests: the bucket holding them is read as its upper edge.
   const std::size_t p99 = body.find("egpu_instance_latency_p99_seconds" + labels);
   ASSERT_NE(p99, std::string::npos) << body;
@@ -217,9 +218,11 @@ TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
   EXPECT_NE(body.find("egpu_instance_slo_attainment_ratio" + labels + "0\n"), std::string::npos)
       << body;
   EXPECT_NE(body.find("egpu_instance_borrowed_share" + labels + "0."), std::string::npos) << body;
-  EXPECT_NE(body.find("egpu_instance_borrowed_share{gpu=\"0\",job=\"2\",step=\"0\",instance=\"" +
-                      std::to_string(l) + "\"} -0."),
-            std::string::npos)
+  EXPECT_NE(
+      body.find(
+          "egpu_instance_borrowed_share{gpu=\"0\",slurm_job=\"2\",step=\"0\",egpu_instance=\"" +
+          std::to_string(l) + "\"} -0."),
+      std::string::npos)
       << body;
   EXPECT_NE(body.find("# TYPE egpu_instance_slo_attainment_ratio gauge"), std::string::npos);
   // Gangs and the clock their windows align on are exported beside them.
