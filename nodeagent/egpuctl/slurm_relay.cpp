@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <string_view>
 
@@ -12,6 +14,9 @@ namespace {
 // start and egpuctl on the node as well.
 constexpr int kQueryTimeoutMs = 30'000;
 constexpr int kRelayTimeoutMs = 60'000;
+// Steps started at once: each is a step-create RPC to slurmctld, so a job on
+// hundreds of nodes is reached a batch at a time.
+constexpr size_t kRelayBatch = 32;
 
 Result<std::string> run_one(const std::vector<std::string>& argv) {
   auto outcome = run_processes({argv}, kQueryTimeoutMs).front();
@@ -109,10 +114,15 @@ std::vector<NodeOutcome> egpuctl_on_nodes(
     argv.insert(argv.end(), args.begin(), args.end());
     commands.push_back(std::move(argv));
   }
-  auto runs = run_processes(commands, kRelayTimeoutMs);
   std::vector<NodeOutcome> outcomes;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    outcomes.push_back({nodes[i], std::move(runs[i])});
+  for (size_t first = 0; first < commands.size(); first += kRelayBatch) {
+    const size_t last = std::min(commands.size(), first + kRelayBatch);
+    auto runs = run_processes({commands.begin() + static_cast<std::ptrdiff_t>(first),
+                               commands.begin() + static_cast<std::ptrdiff_t>(last)},
+                              kRelayTimeoutMs);
+    for (size_t i = first; i < last; ++i)
+      outcomes.push_back({nodes[i], std::move(runs[i - first])});
+  }
   return outcomes;
 }
 
