@@ -93,10 +93,13 @@ static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
     xstrfmtcat(indices, "%s%d", sep, idx);
     xstrfmtcat(units, "%s%" PRIu64, sep, n);
     /* A job's env holds its own allocation; a step's, its job's as
-     * slurmstepd knows it (0: not known). */
-    const uint64_t job_n =
-        req->kind == EGPU_ENV_KIND_JOB ? n : egpu_stepd_job_units_on(req->env, idx);
-    xstrfmtcat(job_units, "%s%" PRIu64, sep, job_n);
+     * slurmstepd knows it (0: not known). Only a step's env pointer is
+     * &step->env (a task's is not): never ask the step record for a task. */
+    if (req->kind != EGPU_ENV_KIND_TASK) {
+      const uint64_t job_n =
+          req->kind == EGPU_ENV_KIND_JOB ? n : egpu_stepd_job_units_on(req->env, idx);
+      xstrfmtcat(job_units, "%s%" PRIu64, sep, job_n);
+    }
     xstrfmtcat(quota, "%s%" PRIu64, sep, mem * n / EGPU_UNITS_PER_GPU);
     if (uuid)
       xstrfmtcat(uuids, "%s%s", sep, uuid);

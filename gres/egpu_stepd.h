@@ -15,7 +15,8 @@
 const uint64_t* egpu_stepd_units_per_gpu(char*** env_ptr, bool is_job, bitstr_t* bit_alloc);
 
 /* The job's units on this node's GPU of gres index idx, from slurmstepd's
- * record of the job's allocation (env_ptr as above); 0 when not known. A step
+ * record of the job's allocation (env_ptr as above: a step's, never a
+ * task's, whose env is elsewhere); 0 when not known. A step
  * on a node without the batch step learns its job's allocation there only
  * from this: Slurm hands step_set_env the step's own GRES. */
 uint64_t egpu_stepd_job_units_on(char*** env_ptr, int idx);

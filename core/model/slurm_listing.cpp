@@ -49,7 +49,9 @@ std::string quoted(std::string_view line) {
 bool is_plain_name(std::string_view name) {
   return !name.empty() && name.size() <= 255 && name.front() != '-' &&
          std::all_of(name.begin(), name.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+           // '@': user names of directory-backed sites (alice@example.org).
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+                  c == '@';
          });
 }
 
@@ -57,33 +59,53 @@ Result<JobPlacement> parse_job_listing(std::string_view text, uint64_t job) {
   const auto lines = lines_of(text);
   const std::string name = "job " + std::to_string(job);
   if (lines.empty()) return Error{name + " is not known to Slurm (ended, or never submitted)"};
-  if (lines.size() != 1)
-    return Error{"squeue listed " + std::to_string(lines.size()) + " lines for " + name};
-  const auto f = fields_of(lines[0]);
-  if (f.size() != 3 || f[0].empty() || !is_plain_name(f[1])) {
-    return Error{"squeue's line for " + name + " is not STATE|USER|NODES: " + quoted(lines[0])};
+  // Several lines: the components of a heterogeneous job, or the tasks of an
+  // array; one owner, their nodes together.
+  JobPlacement p;
+  for (auto line : lines) {
+    const auto f = fields_of(line);
+    if (f.size() != 3 || f[0].empty() || !is_plain_name(f[1])) {
+      return Error{"squeue's line for " + name + " is not STATE|USER|NODES: " + quoted(line)};
+    }
+    if (!p.user.empty() && p.user != f[1]) {
+      return Error{"squeue lists " + name + " for two users: " + p.user + " and " +
+                   std::string(f[1])};
+    }
+    const std::string state(f[0]);
+    if (state != "RUNNING" && state != "COMPLETING" && state != "SUSPENDED") {
+      if (lines.size() == 1) return Error{name + " is " + state + ", not running"};
+      continue;  // a component or task that does not run (yet)
+    }
+    if (!is_host_list(f[2])) {
+      return Error{"squeue gives " + name + " no usable node list: " + quoted(line)};
+    }
+    if (p.state.empty()) p.state = state;
+    p.user = std::string(f[1]);
+    p.nodelist += (p.nodelist.empty() ? "" : ",") + std::string(f[2]);
   }
-  JobPlacement p{std::string(f[0]), std::string(f[1]), std::string(f[2])};
-  if (p.state != "RUNNING" && p.state != "COMPLETING" && p.state != "SUSPENDED") {
-    return Error{name + " is " + p.state + ", not running"};
-  }
-  if (!is_host_list(p.nodelist)) {
-    return Error{"squeue gives " + name + " no usable node list: " + quoted(lines[0])};
-  }
+  if (p.nodelist.empty()) return Error{name + " has nothing running"};
   return p;
 }
 
 Result<std::vector<StepPlacement>> parse_step_listing(std::string_view text, uint64_t job) {
   std::vector<StepPlacement> steps;
-  const std::string prefix = std::to_string(job) + ".";
+  const std::string id = std::to_string(job);
   for (auto line : lines_of(text)) {
+    // JOB.STEP, or ARRAYJOB_TASK.STEP for a task of an array and
+    // JOB+COMPONENT.STEP for a heterogeneous job (squeue's own forms). A
+    // line of any other shape names no step of this job: it is left out, and
+    // asking for a step it might have been says the step is not running.
     const auto f = fields_of(line);
-    if (f.size() != 2 || f[0].substr(0, prefix.size()) != prefix || !is_host_list(f[1])) {
-      return Error{"squeue's step line for job " + std::to_string(job) +
-                   " is not JOB.STEP|NODES: " + quoted(line)};
-    }
-    const std::string_view step = f[0].substr(prefix.size());
-    if (!is_plain_name(step)) return Error{"squeue lists a step named " + quoted(f[0])};
+    if (f.size() != 2 || !is_host_list(f[1])) continue;
+    const size_t dot = f[0].rfind('.');
+    if (dot == std::string_view::npos) continue;
+    const std::string_view owner = f[0].substr(0, dot);
+    const std::string_view step = f[0].substr(dot + 1);
+    const bool array_or_het = !owner.empty() &&
+                              std::isdigit(static_cast<unsigned char>(owner.front())) &&
+                              owner.find_first_not_of("0123456789_+") == std::string_view::npos &&
+                              owner.find_first_of("_+") != std::string_view::npos;
+    if ((owner != id && !array_or_het) || !is_plain_name(step)) continue;
     steps.push_back({std::string(step), std::string(f[1])});
   }
   return steps;

@@ -1,7 +1,8 @@
 // What egpuctl reads from Slurm's own commands to act on a job from any node:
 // where a job and its steps run (squeue), and the node names of a host list
-// (scontrol show hostnames). Slurm's output is input like any other: a line
-// that is not what was asked for is an error, never a guess.
+// (scontrol show hostnames). Slurm's output is input like any other: what is
+// used is checked (names plain, host lists of host-list characters), and a
+// step line of another shape is left out, never guessed at.
 #pragma once
 
 #include <cstdint>

@@ -118,7 +118,7 @@ Result<std::vector<NodePlan>> plan_nodes(const JobOnSlurm& job,
   for (const auto& b : before) {
     if (!b.run.ok()) return Error{"on " + b.node + ": " + b.why()};
     const json status = json::parse(b.run.out, nullptr, false);
-    if (status.is_discarded()) return Error{"on " + b.node + ": egpuctl status gave no JSON"};
+    if (!status.is_object()) return Error{"on " + b.node + ": egpuctl status gave no JSON object"};
     NodePlan plan{b.node};
     for (size_t i = 0; i < specs.size(); ++i) {
       auto found = resolve(status, specs[i].sel);
@@ -215,21 +215,33 @@ int resize_through_slurm(const Globals& g, const std::vector<ResizeSpec>& specs,
     if (g.json) std::printf("%s\n", json{{"job", job}, {"changed", changed}}.dump(2).c_str());
     return 0;
   }
-  // A node refused: put every node back (the refusing one may have applied
-  // the changes before the one it refused).
-  const auto undone = egpuctl_on_nodes(*found, plan_nodes_names, undo);
+  // A node refused: put back every node where something may have changed:
+  // where egpuctl ran (a refusing node may have applied the changes before
+  // the one it refused) or may still be running (no answer in time). Where
+  // srun could not start it, nothing changed.
+  std::vector<std::string> back_nodes;
+  std::vector<std::vector<std::string>> back;
+  bool unanswered = false;
+  for (size_t i = 0; i < applied.size(); ++i) {
+    if (!applied[i].may_have_changed()) continue;
+    unanswered = unanswered || applied[i].run.timed_out;
+    back_nodes.push_back(applied[i].node);
+    back.push_back(undo[i]);
+  }
+  const auto undone = egpuctl_on_nodes(*found, back_nodes, back);
   std::string undo_failed;
   for (const auto& u : undone) {
     if (!u.run.ok())
       undo_failed += (undo_failed.empty() ? "" : "; ") + ("on " + u.node + ": " + u.why());
   }
-  if (!undo_failed.empty()) {
-    return fail("resize of job " + std::to_string(job) + " refused " + refused +
-                "; PUTTING IT BACK FAILED " + undo_failed + " (see egpuctl status --job " +
-                std::to_string(job) + ")");
+  const std::string head = "resize of job " + std::to_string(job) + " refused " + refused;
+  const std::string see = " (see egpuctl status --job " + std::to_string(job) + ")";
+  if (!undo_failed.empty()) return fail(head + "; PUTTING IT BACK FAILED " + undo_failed + see);
+  if (unanswered) {
+    return fail(head + "; put back where it ran, but a node that did not answer in time may " +
+                "still apply it" + see);
   }
-  return fail("resize of job " + std::to_string(job) + " refused " + refused +
-              "; nothing changed on any node");
+  return fail(head + "; nothing changed on any node");
 }
 
 }  // namespace

@@ -133,7 +133,8 @@ int status_of_job(const Globals& g, const std::string& job_text) {
   for (const auto& r : runs) {
     json status = r.run.ok() ? json::parse(r.run.out, nullptr, false) : json();
     json entry{{"node", r.node}};
-    if (!r.run.ok() || status.is_discarded()) {
+    if (!r.run.ok() || !status.is_object() || !status.contains("gpus") ||
+        !status["gpus"].is_array()) {
       entry["error"] = r.run.ok() ? "egpuctl status gave no JSON" : r.why();
       rc = 1;
     } else {

@@ -1,6 +1,7 @@
 // egpuctl: the egpu command line for admins and users.
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -74,13 +75,19 @@ int main(int argc, char** argv) {
       ++it;
     }
   }
-  if (cmd == "status") return egpu::ctl::cmd_status(g, args);
-  if (cmd == "show") return egpu::ctl::cmd_show(g, args);
-  if (cmd == "create") return egpu::ctl::cmd_create(g, args);
-  if (cmd == "remove") return egpu::ctl::cmd_remove(g, args);
-  if (cmd == "resize") return egpu::ctl::cmd_resize(g, args);
-  if (cmd == "slo") return egpu::ctl::cmd_slo(g, args);
-  if (cmd == "topo") return egpu::ctl::cmd_topo(g, args);
+  // Malformed JSON from an agent or a node (valid, of the wrong shape)
+  // throws inside nlohmann::json: a clear error, never an abort.
+  try {
+    if (cmd == "status") return egpu::ctl::cmd_status(g, args);
+    if (cmd == "show") return egpu::ctl::cmd_show(g, args);
+    if (cmd == "create") return egpu::ctl::cmd_create(g, args);
+    if (cmd == "remove") return egpu::ctl::cmd_remove(g, args);
+    if (cmd == "resize") return egpu::ctl::cmd_resize(g, args);
+    if (cmd == "slo") return egpu::ctl::cmd_slo(g, args);
+    if (cmd == "topo") return egpu::ctl::cmd_topo(g, args);
+  } catch (const std::exception& e) {
+    return egpu::ctl::fail(std::string("unexpected reply (") + e.what() + ")");
+  }
   if (cmd == "help") {
     usage(stdout);
     return 0;

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
+extern char** environ;
+
 namespace egpu::ctl {
 namespace {
 
@@ -30,7 +32,24 @@ std::string own_path() {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return "egpuctl";
-  return std::string(buf, static_cast<size_t>(n));
+  std::string path(buf, static_cast<size_t>(n));
+  // Replaced by an upgrade while it runs: the new file has the same path.
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  return path;
+}
+
+// The environment srun gets: this one without Slurm's job and step options
+// (SLURM_*, SRUN_*, but SLURM_CONF), which inside a job would shape the relay
+// step like the job's own (--cpus-per-task, --mem, --label, ...).
+std::vector<std::string> relay_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view var(*e);
+    const bool slurm = var.starts_with("SLURM_") || var.starts_with("SRUN_");
+    if (!slurm || var.starts_with("SLURM_CONF=")) env.emplace_back(var);
+  }
+  return env;
 }
 
 }  // namespace
@@ -47,6 +66,11 @@ std::string NodeOutcome::why() const {
     rest.remove_prefix(nl + 1);
   }
   return last.empty() ? run.failure() : std::string(last);
+}
+
+bool NodeOutcome::may_have_changed() const {
+  return run.ok() || run.timed_out || run.err.starts_with("egpuctl: ") ||
+         run.err.find("\negpuctl: ") != std::string::npos;
 }
 
 bool slurm_clients_present() {
@@ -114,12 +138,13 @@ std::vector<NodeOutcome> egpuctl_on_nodes(
     argv.insert(argv.end(), args.begin(), args.end());
     commands.push_back(std::move(argv));
   }
+  const std::vector<std::string> env = relay_environment();
   std::vector<NodeOutcome> outcomes;
   for (size_t first = 0; first < commands.size(); first += kRelayBatch) {
     const size_t last = std::min(commands.size(), first + kRelayBatch);
     auto runs = run_processes({commands.begin() + static_cast<std::ptrdiff_t>(first),
                                commands.begin() + static_cast<std::ptrdiff_t>(last)},
-                              kRelayTimeoutMs);
+                              kRelayTimeoutMs, &env);
     for (size_t i = first; i < last; ++i)
       outcomes.push_back({nodes[i], std::move(runs[i - first])});
   }

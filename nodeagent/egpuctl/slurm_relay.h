@@ -35,6 +35,9 @@ struct NodeOutcome {
   // Why it failed: egpuctl's own message on the node when it gave one
   // (srun's lines about the task's exit come around it in any order).
   std::string why() const;
+  // egpuctl ran on the node (it succeeded or said why not), or may still be
+  // running there (no answer in time); false when srun could not start it.
+  bool may_have_changed() const;
 };
 // Runs `egpuctl --local ARGS` on each node, all at once, as a step of the job;
 // args_per_node[i] on nodes[i].

@@ -35,7 +35,7 @@ struct Child {
   Child& operator=(const Child&) = delete;
   ~Child() {
     if (pid > 0) {
-      ::kill(pid, SIGKILL);
+      ::kill(-pid, SIGKILL);  // its group: what it started too
       while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
       }
     }
@@ -61,7 +61,7 @@ bool drain(UniqueFd& fd, std::string& into) {
 
 // Spawns one command with stdout and stderr on pipes; fills outcome's
 // spawn_error instead when it cannot.
-Child spawn(const std::vector<std::string>& argv, ProcessOutcome& outcome) {
+Child spawn(const std::vector<std::string>& argv, ProcessOutcome& outcome, char* const* envp) {
   Child c;
   c.outcome = &outcome;
   int out_pipe[2], err_pipe[2];
@@ -89,8 +89,13 @@ Child spawn(const std::vector<std::string>& argv, ProcessOutcome& outcome) {
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);  // a group of its own, to end it whole
   pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     outcome.spawn_error = "cannot run " + argv[0] + ": " + std::strerror(rc);
@@ -128,15 +133,21 @@ std::string ProcessOutcome::failure() const {
 }
 
 std::vector<ProcessOutcome> run_processes(const std::vector<std::vector<std::string>>& commands,
-                                          int timeout_ms) {
+                                          int timeout_ms, const std::vector<std::string>* env) {
+  std::vector<char*> envp;
+  if (env != nullptr) {
+    for (const auto& e : *env)
+      envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
   std::vector<ProcessOutcome> outcomes(commands.size());
   std::vector<Child> children;
   children.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i)
-    children.push_back(spawn(commands[i], outcomes[i]));
+    children.push_back(spawn(commands[i], outcomes[i], env != nullptr ? envp.data() : environ));
 
   const int64_t term_at = monotonic_ns() + int64_t{timeout_ms} * 1'000'000;
-  const int64_t kill_at = term_at + 1'000'000'000;
+  const int64_t kill_at = term_at + 3'000'000'000;
   bool termed = false;
   for (;;) {
     std::vector<pollfd> fds;
@@ -146,8 +157,10 @@ std::vector<ProcessOutcome> run_processes(const std::vector<std::vector<std::str
       if (c.pid > 0) {
         int status = 0;
         const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
-        if (r == c.pid) {
-          record_exit(*c.outcome, status);
+        // ECHILD: SIGCHLD is ignored here and the kernel reaped it already
+        // (its status is lost, its output is not).
+        if (r == c.pid || (r < 0 && errno == ECHILD)) {
+          if (r == c.pid) record_exit(*c.outcome, status);
           c.pid = -1;
           // What it wrote before it exited is in the pipes now; a grandchild
           // holding them open must not hold us.
@@ -173,7 +186,7 @@ std::vector<ProcessOutcome> run_processes(const std::vector<std::vector<std::str
       for (auto& c : children) {
         if (c.pid <= 0) continue;
         c.outcome->timed_out = true;
-        ::kill(c.pid, SIGTERM);
+        ::kill(-c.pid, SIGTERM);
       }
     }
     if (termed && now >= kill_at) break;  // the destructors kill and reap the rest

@@ -33,7 +33,7 @@ for _ in $(seq 80); do
   sleep 0.25
 done
 [[ $(step_units "$j" 0) == "n1:40:burst n2:40:burst" ]] || fail "status --job $j: step 0 is $(step_units "$j" 0)"
-text=$(as_user egpuctl status --job "$j")
+text=$(as_user egpuctl status --job "$j") || fail "egpuctl status --job $j failed: $text"
 grep -q "== n1 ==" <<<"$text" && grep -q "== n2 ==" <<<"$text" && grep -q "$j.0" <<<"$text" ||
   fail "egpuctl status --job $j does not show both nodes: $text"
 ok "egpuctl status --job $j shows step $j.0 at 40 units on n1 and n2"
@@ -81,4 +81,19 @@ say "unknown job: rc=$rc_gone: $gone"
 [[ $rc_gone -ne 0 ]] && grep -q "job 99999 is not known to Slurm" <<<"$gone" || fail "unknown job: $gone"
 [[ $(step_units "$j" 0) == "n1:35:burst n2:35:burst" ]] || fail "refused resizes changed step $j.0: $(step_units "$j" 0)"
 ok "root resized as the owner; --force, another user and an unknown job were refused clearly"
+
+# From inside a job: the batch script's own Slurm options (-c 2, a labelled
+# output) must not shape the steps egpuctl starts.
+j2=$(submit_as_user -N2 -c 2 --gres=egpu:50 --wrap "srun -N2 --ntasks-per-node=1 --gres=egpu:20 sleep 300 &
+for i in \$(seq 100); do egpuctl status --job \$SLURM_JOB_ID 2>/dev/null | grep -q ' 20 burst' && break; sleep 0.2; done
+SLURM_LABELIO=1 egpuctl resize \$SLURM_JOB_ID.0=25 && echo RESIZED; wait")
+wait_state "$j2" RUNNING
+for _ in $(seq 120); do
+  [[ $(step_units "$j2" 0) == "n1:25:burst n2:25:burst" ]] && break
+  sleep 0.25
+done
+[[ $(step_units "$j2" 0) == "n1:25:burst n2:25:burst" ]] ||
+  fail "a resize from inside job $j2 left step 0 at $(step_units "$j2" 0): $(cat "$out_dir/$j2.out")"
+grep -q RESIZED "$out_dir/$j2.out" || fail "job $j2's resize did not report success: $(cat "$out_dir/$j2.out")"
+ok "from inside job $j2 (-c 2, labelled output) its owner resized step 0 on both nodes"
 clean_jobs
