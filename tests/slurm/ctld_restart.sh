@@ -45,3 +45,21 @@ tb status >/dev/null || fail "not every daemon runs after start: $(tb status 2>&
 [[ $(job_gpus "${jobs[0]}") == "${before[${jobs[0]}]}" ]] || fail "job ${jobs[0]} re-allocated"
 ok "testbed start after 'scontrol shutdown slurmctld' started slurmctld alone; jobs kept"
 clean_jobs
+# The node must still offer its units to new egpu jobs. On 22.05 it does not
+# after this sequence (two slurmctld restarts with egpu jobs running): the
+# node reads Gres=gpu:8,egpu:0 and every egpu job is refused ("Requested
+# node configuration is not available") until its slurmd registers anew.
+# An open defect (README, Known limits); the workaround is checked here, and
+# leaves the next test a working node. 24.11 must not need it.
+egpu_of_node() { sl sinfo -h -N -n n1 -o %G | tr ',' '\n' | sed -n 's/^egpu:\([a-z0-9]*:\)\{0,1\}\([0-9]*\).*/\2/p'; }
+capacity=$(egpu_of_node)
+if [[ $capacity != 800 && $release == 22.05 ]]; then
+  say "KNOWN DEFECT (22.05): after the restarts n1 offers egpu:${capacity:-none}; restarting its slurmd"
+  tb restart slurmd n1 >/dev/null
+  for _ in $(seq 40); do capacity=$(egpu_of_node); [[ $capacity == 800 ]] && break; sleep 0.5; done
+fi
+[[ $capacity == 800 ]] || fail "n1 offers egpu:${capacity:-none} after the restarts, not 800"
+probe=$(hold_job --gres=egpu:10)
+wait_state "$probe" RUNNING
+ok "n1 offers its 800 egpu units to a new job"
+clean_jobs
