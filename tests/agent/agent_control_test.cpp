@@ -320,6 +320,16 @@ TEST(AgentGangs, AStepOnTwoGpusIsAGangWithOneWindow) {
   EXPECT_EQ(gang_of(rank0), gang_of(rank1));
 }
 
+// A rank of job 7's step 0 that runs on other nodes too (SPANK's
+// kCreateSpansNodes), at 50 units of GPU 0; its instance id.
+uint64_t create_rank_across_nodes(AgentProcess& agent) {
+  protocol::CreateRequest req = create_req(7, 50, kAlice, 0);
+  req.flags = protocol::kCreateSpansNodes;
+  auto created = agent.call(req);
+  EXPECT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  return created->instance_id;
+}
+
 // A step on several nodes (SPANK's kCreateSpansNodes) is a gang even with
 // one GPU here, when this node's clock lets its windows open with the other
 // nodes'; otherwise it is sliced on its own (a window would only waste time
@@ -328,11 +338,7 @@ TEST(AgentGangs, AStepOnTwoGpusIsAGangWithOneWindow) {
 TEST(AgentGangs, AStepOnSeveralNodesIsAGangHereWhenTheClockAllows) {
   AgentProcess agent("GangPeriodMs=20\n");
   ASSERT_TRUE(agent.start()) << agent.log();
-  protocol::CreateRequest req = create_req(7, 50, kAlice, 0);
-  req.flags = protocol::kCreateSpansNodes;
-  auto created = agent.call(req);
-  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
-  const uint64_t rank = created->instance_id;
+  const uint64_t rank = create_rank_across_nodes(agent);
   auto show = [&]() {
     auto shown = agent.call(protocol::ShowRequest{rank});
     EXPECT_EQ(shown->status, ReplyStatus::kOk) << shown->text;
@@ -353,7 +359,7 @@ TEST(AgentGangs, AStepOnSeveralNodesIsAGangHereWhenTheClockAllows) {
   EXPECT_TRUE(show()["spans_nodes"].get<bool>());
   EXPECT_EQ(show()["gang"].is_null(), !aligned);
   // A flag the protocol does not know is still refused.
-  req.job_id = 8;
+  protocol::CreateRequest req = create_req(8, 50, kAlice, 0);
   req.flags = 1u << 7;
   EXPECT_EQ(agent.call(req)->status, ReplyStatus::kBadRequest);
 }
@@ -363,11 +369,7 @@ TEST(AgentGangs, AStepOnSeveralNodesIsAGangHereWhenTheClockAllows) {
 TEST(AgentGangs, ASharedClockAlignsAMultiNodeStep) {
   AgentProcess agent("GangPeriodMs=20\nGangClock=shared\n");
   ASSERT_TRUE(agent.start()) << agent.log();
-  protocol::CreateRequest req = create_req(7, 50, kAlice, 0);
-  req.flags = protocol::kCreateSpansNodes;
-  auto created = agent.call(req);
-  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
-  auto shown = agent.call(protocol::ShowRequest{created->instance_id});
+  auto shown = agent.call(protocol::ShowRequest{create_rank_across_nodes(agent)});
   const auto gang = nlohmann::json::parse(shown->text)["gang"];
   ASSERT_FALSE(gang.is_null()) << agent.log();
   EXPECT_DOUBLE_EQ(gang["length_ms"].get<double>(), 10.0);

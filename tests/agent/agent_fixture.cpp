@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -170,6 +171,25 @@ Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, 
   for (UniqueFd& fd : r->fds)
     out.fds.push_back(fd.release());
   return out;
+}
+
+std::string fetch_metrics(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+    if (write(fd, req, sizeof req - 1) == static_cast<ssize_t>(sizeof req - 1)) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+        reply.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return reply;
 }
 
 }  // namespace egpu::test

@@ -66,4 +66,8 @@ pid_t attached_process(const std::string& socket, uint64_t job, uid_t owner,
 
 std::string agent_binary();
 
+// The whole reply (status line, headers, body) to GET /metrics on the
+// loopback port; empty when nothing answered.
+std::string fetch_metrics(uint16_t port);
+
 }  // namespace egpu::test

@@ -168,25 +168,6 @@ TEST_F(AgentLatency, AnObjectiveSetAgainIgnoresWhatCameBeforeIt) {
   EXPECT_NEAR(show(lender)["target_pct"].get<double>(), 80.0, 1e-6);
 }
 
-std::string fetch_metrics(uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string body;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-    if (write(fd, req, sizeof req - 1) == static_cast<ssize_t>(sizeof req - 1)) {
-      char buf[4096];
-      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
-        body.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return body;
-}
-
 TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
   AgentProcess agent("MetricsAddress=127.0.0.1:19467\n");
   ASSERT_TRUE(agent.start()) << agent.log();

@@ -48,22 +48,8 @@ std::string agent_config(uint16_t port) {
 }
 
 // The body of GET /metrics (headers stripped); empty when nothing answered.
-std::string fetch_metrics(uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string reply;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-    if (write(fd, req, sizeof req - 1) == static_cast<ssize_t>(sizeof req - 1)) {
-      char buf[4096];
-      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
-        reply.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
+std::string fetch_metrics_body(uint16_t port) {
+  const std::string reply = fetch_metrics(port);
   const size_t body = reply.find("\r\n\r\n");
   return body == std::string::npos ? "" : reply.substr(body + 4);
 }
@@ -108,7 +94,7 @@ std::string populated_metrics(const AgentProcess& agent, uint16_t port) {
   for (int i = 0; i < 200; ++i) {
     report_latency(agent.dir() + "/run", serve, 10'000'000, 50);  // within 40 ms
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    body = fetch_metrics(port);
+    body = fetch_metrics_body(port);
     if (body.find("\negpu_instance_slo_attainment_ratio{") != std::string::npos) break;
   }
   return body;
