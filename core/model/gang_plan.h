@@ -7,6 +7,9 @@
 // (faa::place_gangs). Gangs of multi-node steps are placed first, in (job,
 // step) order: a node's own gangs, which other nodes do not see, then cannot
 // move them, and nodes that host the same multi-node steps place them alike.
+// Two multi-node steps that share a GPU on one node but not on another (X on
+// nodes A and B, Y on B and C) may be placed apart: C puts Y at offset 0, B
+// after X. Aligning those needs one cluster-wide placement, not done here.
 // Pure: the agent adds the epoch (its wall-clock alignment) and hands the
 // windows to each GPU's policy.
 #pragma once
