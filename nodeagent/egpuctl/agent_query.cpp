@@ -3,14 +3,11 @@
 #include <charconv>
 
 namespace egpu::ctl {
-namespace {
 
 bool parse_u64(std::string_view s, uint64_t& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && !s.empty();
 }
-
-}  // namespace
 
 Result<protocol::Reply> call_agent(const std::string& socket, const protocol::Request& request) {
   // Connect, request and reply (every chunk of a status) within one deadline.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/protocol/control_client.h"
@@ -16,6 +17,10 @@ Result<protocol::Reply> call_agent(const std::string& socket, const protocol::Re
 // The reply's text when ok; else an error naming the agent's status and message.
 Result<std::string> call_for_text(const std::string& socket, const protocol::Request& request);
 Result<nlohmann::json> fetch_status(const std::string& socket);
+
+// A whole decimal number, nothing before or after it; `out` may be written
+// even when it fails.
+bool parse_u64(std::string_view s, uint64_t& out);
 
 struct Selector {
   uint64_t id = 0;  // set when given as an id

@@ -3,7 +3,6 @@
 // (through Slurm, see slurm_relay.h), all or nothing: a refusal on one node
 // undoes what the others did.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -45,12 +44,11 @@ Result<ResizeSpec> parse_spec(const std::string& a) {
     spec.mode = *m;
   }
   if (!units_text.empty()) {
-    uint32_t u = 0;
-    auto [p, ec] = std::from_chars(units_text.data(), units_text.data() + units_text.size(), u);
-    if (ec != std::errc() || p != units_text.data() + units_text.size() || u == 0 || u > 100) {
+    uint64_t u = 0;
+    if (!parse_u64(units_text, u) || u == 0 || u > 100) {
       return Error{"units must be 1..100, got '" + units_text + "'"};
     }
-    spec.units = u;
+    spec.units = static_cast<uint32_t>(u);
   }
   return spec;
 }

@@ -1,4 +1,3 @@
-#include <charconv>
 #include <cstdio>
 #include <optional>
 
@@ -114,8 +113,7 @@ void print_status(const json& s, std::optional<uint64_t> only_job) {
 // Slurm (slurm_relay.h).
 int status_of_job(const Globals& g, const std::string& job_text) {
   uint64_t job = 0;
-  auto [p, ec] = std::from_chars(job_text.data(), job_text.data() + job_text.size(), job);
-  if (ec != std::errc() || p != job_text.data() + job_text.size() || job == 0) {
+  if (!parse_u64(job_text, job) || job == 0) {
     return fail("--job wants a job id, got '" + job_text + "'", 2);
   }
   if (!slurm_clients_present()) return fail("status --job needs Slurm's commands (squeue, srun)");

@@ -20,9 +20,15 @@ constexpr int kRelayTimeoutMs = 60'000;
 // hundreds of nodes is reached a batch at a time.
 constexpr size_t kRelayBatch = 32;
 
+// "PROGRAM: why", once: Slurm's commands name themselves in their messages.
+std::string failure_of(const std::string& program, const ProcessOutcome& o) {
+  const std::string why = o.failure();
+  return why.starts_with(program + ":") ? why : program + ": " + why;
+}
+
 Result<std::string> run_one(const std::vector<std::string>& argv) {
   auto outcome = run_processes({argv}, kQueryTimeoutMs).front();
-  if (!outcome.ok()) return Error{argv[0] + ": " + outcome.failure()};
+  if (!outcome.ok()) return Error{failure_of(argv[0], outcome)};
   return std::move(outcome.out);
 }
 
@@ -97,7 +103,7 @@ Result<JobOnSlurm> find_job(uint64_t job) {
       if (o.err.find("Invalid job id") != std::string::npos) {
         return Error{"job " + id + " is not known to Slurm (ended, or never submitted)"};
       }
-      return Error{"squeue: " + o.failure()};
+      return Error{failure_of("squeue", o)};
     }
   }
   auto placement = model::parse_job_listing(outcomes[0].out, job);

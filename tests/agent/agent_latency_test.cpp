@@ -20,6 +20,7 @@
 #include "core/slo/latency_histogram.h"
 #include "nodeagent/instance_runtime.h"
 #include "tests/agent/agent_fixture.h"
+#include "tests/agent/latency_report.h"
 
 namespace egpu::test {
 namespace {
@@ -99,18 +100,6 @@ TEST_F(AgentLatency, OwnerOrRootSetsAnObjectiveOnBurstOnlyAndItOutlivesARestart)
             ReplyStatus::kOk);
 }
 
-// Writes `count` latencies of `ns` into the instance's page, as its shims do.
-void report(const std::string& runtime_dir, uint64_t id, int64_t ns, uint64_t count) {
-  const std::string path = agent::InstanceRuntime::page_path(runtime_dir, id);
-  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << path;
-  void* p = mmap(nullptr, sizeof(shm::InstancePage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  ASSERT_NE(p, MAP_FAILED);
-  static_cast<shm::InstancePage*>(p)->latency_counts[slo::latency_bucket(ns)].fetch_add(count);
-  munmap(p, sizeof(shm::InstancePage));
-}
-
 TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBackWhenCleared) {
   const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
   const uint64_t lender = create(2, 50, kBob, Mode::kLend);
@@ -120,7 +109,7 @@ TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBack
   // borrows within a few periods; the bound is only how long to keep trying.
   json s;
   for (int i = 0; i < 200; ++i) {
-    report(agent.dir() + "/run", serve, 100'000'000, 50);
+    report_latency(agent.dir() + "/run", serve, 100'000'000, 50);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     s = show(serve);
     if (s.value("borrowed_units", 0) > 0) break;
@@ -158,8 +147,8 @@ TEST_F(AgentLatency, AnObjectiveSetAgainIgnoresWhatCameBeforeIt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(show(serve).contains("borrowed_units")) << "the latency control never looked";
   ASSERT_EQ(agent.call(ObjectiveRequest{serve, 0, 0, 0})->status, ReplyStatus::kOk);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its loop stops
-  report(agent.dir() + "/run", serve, 100'000'000, 1000);       // far past 40 ms, but old
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));     // its loop stops
+  report_latency(agent.dir() + "/run", serve, 100'000'000, 1000);  // far past 40 ms, but old
   ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
   for (int i = 0; i < 10; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -179,7 +168,7 @@ TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
   ASSERT_EQ(agent.call(kP99At40(s))->status, ReplyStatus::kOk);
   std::string body;
   for (int i = 0; i < 200; ++i) {
-    report(agent.dir() + "/run", s, 100'000'000, 50);
+    report_latency(agent.dir() + "/run", s, 100'000'000, 50);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     body = fetch_metrics(19467);
     if (body.find(

@@ -28,6 +28,7 @@
 #include "core/slo/latency_histogram.h"
 #include "nodeagent/instance_runtime.h"
 #include "tests/agent/agent_fixture.h"
+#include "tests/agent/latency_report.h"
 
 namespace egpu::test {
 namespace {
@@ -52,18 +53,6 @@ std::string fetch_metrics_body(uint16_t port) {
   const std::string reply = fetch_metrics(port);
   const size_t body = reply.find("\r\n\r\n");
   return body == std::string::npos ? "" : reply.substr(body + 4);
-}
-
-// Writes `count` latencies of `ns` into the instance's page, as its shims do.
-void report_latency(const std::string& runtime_dir, uint64_t id, int64_t ns, uint64_t count) {
-  const std::string path = agent::InstanceRuntime::page_path(runtime_dir, id);
-  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << path;
-  void* p = mmap(nullptr, sizeof(shm::InstancePage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  ASSERT_NE(p, MAP_FAILED);
-  static_cast<shm::InstancePage*>(p)->latency_counts[slo::latency_bucket(ns)].fetch_add(count);
-  munmap(p, sizeof(shm::InstancePage));
 }
 
 uint64_t create(const AgentProcess& agent, uint64_t job, uint32_t step, uint32_t gpu,

@@ -59,10 +59,13 @@ clean_jobs() {
 # The node agent of n1 is part of this testbed (built and running).
 agent_running() { [[ -f $state/run/agent-n1.pid && -x $state/bin/egpuctl ]] && kill -0 "$(cat "$state/run/agent-n1.pid")" 2>/dev/null; }
 
+# The node count of the testbed as started ("" before its first start).
+testbed_nodes_running() { sed -n 's/.*nodes=\([0-9]*\).*/\1/p' "$state/testbed.info" 2>/dev/null || true; }
+
 # Instances the node agents hold (all users: egpuctl runs as root), on every node.
 agent_instance_count() {
   local i n total=0 nodes
-  nodes=$(sed -n 's/.*nodes=\([0-9]*\).*/\1/p' "$state/testbed.info")
+  nodes=$(testbed_nodes_running)
   for ((i = 1; i <= ${nodes:-1}; i++)); do
     n=$(sl egpuctl --local --socket "$state/run/agent-n$i.sock" status --json |
       python3 -c 'import json,sys; print(sum(len(g["instances"]) for g in json.load(sys.stdin)["gpus"]))')
@@ -76,7 +79,7 @@ agent_instance_count() {
 # another count: tests of either kind may come in any order.
 ensure_testbed() {
   local want=${testbed_nodes:-1} running
-  running=$(sed -n 's/.*nodes=\([0-9]*\).*/\1/p' "$state/testbed.info" 2>/dev/null || true)
+  running=$(testbed_nodes_running)
   if [[ -n $running && $running != "$want" ]]; then
     tb start --fresh --nodes "$want"
   else
