@@ -1,0 +1,156 @@
+// The experiments: workload inflation and the GPUs-needed search, on small
+// clusters with known answers and on the openb trace itself.
+#include "tools/clustersim/experiments.h"
+
+#include <gtest/gtest.h>
+
+#include "test_cluster.h"
+#include "tools/clustersim/colocation.h"
+
+namespace egpu::clustersim {
+namespace {
+
+using test::node_spec;
+
+const std::string kDir = EGPU_OPENB_DIR;
+
+TaskSpec task(uint32_t cpus, uint32_t gpus, uint32_t milli, Qos qos = Qos::kOther) {
+  TaskSpec spec;
+  spec.name = "t";
+  spec.cpu_milli = cpus * 1000;
+  spec.memory_mib = 1024;
+  spec.gpus = gpus;
+  spec.gpu_milli = gpus == 0 ? 0 : milli;
+  spec.qos = qos;
+  return spec;
+}
+
+TEST(GpusNeeded, TheFewestNodesThatHoldEveryTask) {
+  // 1-GPU nodes: 0.6, 0.6, 0.4, 0.4 pack into two GPUs (each 0.4 joins a
+  // 0.6, on the node Slurm's CPU best fit prefers); whole GPUs need four.
+  const std::vector<NodeSpec> nodes{node_spec("a", 64, 1)};
+  const std::vector<TaskSpec> tasks{task(1, 1, 600), task(1, 1, 600), task(1, 1, 400),
+                                    task(1, 1, 400)};
+  config::EgpuConfig egpu;
+  SimulationSetup setup{nodes, tasks, Granularity::kSlurm, &egpu, nullptr};
+  EXPECT_EQ(gpus_needed(setup, Policy::kSlurmFirstFit, 1).gpus, 2U);
+  EXPECT_EQ(gpus_needed(setup, Policy::kWholeGpus, 1).gpus, 4U);
+}
+
+TEST(GpusNeeded, OrderMattersForFirstFit) {
+  // 0.3, 0.8, 0.7, 0.2: first fit gives 0.3+0.7 | 0.8+0.2 (two GPUs).
+  // 0.3, 0.3, 0.8, 0.6: first fit 0.3+0.3 | 0.8 | 0.6 (three), best
+  // possible three as well (0.8 and 0.6 cannot share).
+  const std::vector<NodeSpec> nodes{node_spec("a", 64, 1)};
+  config::EgpuConfig egpu;
+  const std::vector<TaskSpec> pack{task(1, 1, 300), task(1, 1, 800), task(1, 1, 700),
+                                   task(1, 1, 200)};
+  EXPECT_EQ(
+      gpus_needed({nodes, pack, Granularity::kSlurm, &egpu, nullptr}, Policy::kSlurmFirstFit, 1)
+          .gpus,
+      2U);
+  const std::vector<TaskSpec> three{task(1, 1, 300), task(1, 1, 300), task(1, 1, 800),
+                                    task(1, 1, 600)};
+  EXPECT_EQ(
+      gpus_needed({nodes, three, Granularity::kSlurm, &egpu, nullptr}, Policy::kSlurmFirstFit, 1)
+          .gpus,
+      3U);
+}
+
+TEST(NodeSample, RepeatsTheTraceNodesInOneSeededOrder) {
+  const std::vector<NodeSpec> nodes{node_spec("a", 8, 1), node_spec("b", 8, 2),
+                                    node_spec("c", 8, 4)};
+  const auto sample = node_sample(nodes, 9, 7);
+  ASSERT_EQ(sample.size(), 7U);
+  for (std::size_t i = 3; i < 7; ++i)
+    EXPECT_EQ(sample[i], sample[i - 3]);
+  EXPECT_EQ(node_sample(nodes, 9, 7), sample);
+}
+
+class OpenbInflation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto loaded_nodes = load_openb_nodes(kDir + "/openb_node_list_gpu_node.csv");
+    auto loaded_tasks = load_openb_tasks(kDir + "/openb_pod_list_default.csv");
+    ASSERT_TRUE(loaded_nodes && loaded_tasks);
+    nodes_ = new std::vector<NodeSpec>(std::move(*loaded_nodes));
+    tasks_ = new std::vector<TaskSpec>(std::move(*loaded_tasks));
+  }
+  static void TearDownTestSuite() {
+    delete nodes_;
+    delete tasks_;
+  }
+  SimulationSetup setup(const FragmentationMeasure* measure) const {
+    return {*nodes_, *tasks_, Granularity::kSlurm, &egpu_, measure};
+  }
+  static std::vector<NodeSpec>* nodes_;
+  static std::vector<TaskSpec>* tasks_;
+  config::EgpuConfig egpu_;
+};
+std::vector<NodeSpec>* OpenbInflation::nodes_ = nullptr;
+std::vector<TaskSpec>* OpenbInflation::tasks_ = nullptr;
+
+TEST_F(OpenbInflation, CurvesAreWellFormedAndTheSameForTheSameSeed) {
+  const InflationRun run = run_inflation(setup(nullptr), Policy::kSlurmFirstFit, 4);
+  ASSERT_EQ(run.allocated_pct.size(), 101U);
+  ASSERT_EQ(run.placed_pct.size(), 101U);
+  EXPECT_EQ(run.allocated_pct.front(), 0);
+  for (std::size_t p = 1; p <= 100; ++p) {
+    EXPECT_GE(run.allocated_pct[p], run.allocated_pct[p - 1]) << p;
+    // Nothing is placed that has not arrived; egpu units round requests up.
+    EXPECT_LE(run.placed_pct[p], static_cast<double>(p) + 1) << p;
+    EXPECT_GE(run.allocated_pct[p], run.placed_pct[p]) << p;
+    EXPECT_LE(run.allocated_pct[p], 100) << p;
+  }
+  EXPECT_GT(run.tasks_dropped, 0U) << "at full load some tasks fit nowhere";
+  EXPECT_EQ(run.final_state.gpu_allocated_milli(),
+            static_cast<uint64_t>(run.allocated_pct.back() * 6212 * 10 + 0.5));
+  const InflationRun again = run_inflation(setup(nullptr), Policy::kSlurmFirstFit, 4);
+  EXPECT_EQ(again.allocated_pct, run.allocated_pct);
+  EXPECT_EQ(again.tasks_dropped, run.tasks_dropped);
+  const InflationRun other = run_inflation(setup(nullptr), Policy::kSlurmFirstFit, 5);
+  EXPECT_NE(other.allocated_pct, run.allocated_pct);
+}
+
+TEST_F(OpenbInflation, EveryPolicyKeepsEveryNodeWithinItsResources) {
+  std::vector<Demand> workload;
+  for (const TaskSpec& spec : *tasks_)
+    workload.push_back(to_demand(spec, Granularity::kSlurm));
+  const FragmentationMeasure measure(workload);
+  for (Policy policy : all_policies()) {
+    const InflationRun run = run_inflation(setup(&measure), policy, 1);
+    uint64_t allocated = 0;
+    std::vector<std::vector<uint32_t>> used(nodes_->size());
+    for (std::size_t n = 0; n < nodes_->size(); ++n)
+      used[n].assign((*nodes_)[n].gpus, 0);
+    for (const auto& placed : run.final_state.live()) {
+      for (uint32_t gpu : *placed.gpus)
+        used[placed.node][gpu] += placed.demand->gpu_milli;
+      allocated += placed.demand->gpu_demand_milli();
+    }
+    for (std::size_t n = 0; n < nodes_->size(); ++n) {
+      for (std::size_t g = 0; g < used[n].size(); ++g) {
+        ASSERT_EQ(used[n][g] + run.final_state.node(n).gpu_free_milli[g], 1000U)
+            << policy_name(policy) << ": node " << n << " GPU " << g;
+      }
+    }
+    EXPECT_EQ(allocated, run.final_state.gpu_allocated_milli()) << policy_name(policy);
+    EXPECT_EQ(run.agent_refusals, 0U) << policy_name(policy) << ": 64 instances per GPU";
+  }
+}
+
+TEST_F(OpenbInflation, FaaGivesLatencySensitiveTasksWhatTheyAsked) {
+  const InflationRun run = run_inflation(setup(nullptr), Policy::kSlurmFirstFit, 1);
+  const ColocationShares shares = colocation_shares(run.final_state);
+  ASSERT_GT(shares.gpus, 100U);
+  ASSERT_GT(shares.ls_faa.tasks, 100U);
+  // FAA's precision bar: within a few percent of the asked share, every task.
+  EXPECT_GE(shares.ls_faa.min_ratio, 0.95);
+  EXPECT_EQ(shares.ls_faa.below_95_pct, 0);
+  EXPECT_GE(shares.be_faa.min_ratio, 0.95);
+  // Without enforcement an LS task beside larger BE ones gets less than it asked.
+  EXPECT_LT(shares.ls_time_slicing.min_ratio, 0.9);
+}
+
+}  // namespace
+}  // namespace egpu::clustersim

@@ -1,0 +1,112 @@
+// The model of Slurm's choices (cons_tres): GPUs on a node, and the node.
+#include "tools/clustersim/slurm_selection.h"
+
+#include <gtest/gtest.h>
+
+#include "test_cluster.h"
+
+namespace egpu::clustersim {
+namespace {
+
+using test::demand;
+using test::node_spec;
+using test::pointers;
+
+NodeState gpus_free(std::vector<uint32_t> free) {
+  NodeState state;
+  state.cpu_free_milli = 64000;
+  state.memory_free_mib = 1 << 20;
+  state.gpu_free_milli = std::move(free);
+  return state;
+}
+
+using Gpus = std::vector<uint32_t>;
+
+TEST(SlurmGpuPick, ShareGoesToTheFirstGpuWithRoomInIndexOrder) {
+  const NodeState node = gpus_free({200, 700, 1000, 500});
+  EXPECT_EQ(pick_gpus(node, demand(1, 1, 300), GpuOrder::kIndex), Gpus{1});
+  EXPECT_EQ(pick_gpus(node, demand(1, 1, 200), GpuOrder::kIndex), Gpus{0});
+  EXPECT_EQ(pick_gpus(node, demand(1, 1, 800), GpuOrder::kIndex), Gpus{2});
+  EXPECT_FALSE(pick_gpus(gpus_free({200, 100}), demand(1, 1, 300), GpuOrder::kIndex));
+}
+
+TEST(SlurmGpuPick, LeastLoadedTakesTheGpuWithTheMostFreeFirstIndexOnATie) {
+  const NodeState node = gpus_free({700, 1000, 500, 1000});
+  EXPECT_EQ(pick_gpus(node, demand(1, 1, 300), GpuOrder::kLeastLoaded), Gpus{1});
+}
+
+TEST(SlurmGpuPick, BestFitTakesTheTightestGpu) {
+  const NodeState node = gpus_free({700, 1000, 350, 300});
+  EXPECT_EQ(pick_gpus(node, demand(1, 1, 300), GpuOrder::kBestFit), Gpus{3});
+  EXPECT_EQ(pick_gpus(node, demand(1, 1, 320), GpuOrder::kBestFit), Gpus{2});
+}
+
+TEST(SlurmGpuPick, WholeGpusAreUntouchedOnesInIndexOrder) {
+  const NodeState node = gpus_free({1000, 990, 1000, 1000});
+  EXPECT_EQ(pick_gpus(node, demand(1, 2, 1000), GpuOrder::kIndex), (Gpus{0, 2}));
+  EXPECT_EQ(pick_gpus(node, demand(1, 3, 1000), GpuOrder::kLeastLoaded), (Gpus{0, 2, 3}));
+  EXPECT_FALSE(pick_gpus(node, demand(1, 4, 1000), GpuOrder::kIndex));
+  EXPECT_EQ(pick_gpus(node, demand(1, 0, 0), GpuOrder::kIndex), Gpus{});
+}
+
+class SlurmNodePick : public ::testing::Test {
+ protected:
+  // Free CPUs per node; every node has one GPU.
+  ClusterState cluster_with_free_cpus(const std::vector<uint32_t>& cpus) {
+    specs_.clear();
+    for (std::size_t i = 0; i < cpus.size(); ++i) {
+      specs_.push_back(node_spec("n" + std::to_string(i), cpus[i], 1));
+    }
+    return ClusterState(pointers(specs_), nullptr);
+  }
+  std::vector<NodeSpec> specs_;
+};
+
+TEST_F(SlurmNodePick, BestFitByCpusInTheRunWithTheFewestCpus) {
+  // Runs of nodes where a 4-CPU task fits: {n0} with 64 CPUs and {n2, n3}
+  // with 48; n1 (2 CPUs) ends the first run. The smaller run wins, and in it
+  // the node with the fewest CPUs.
+  ClusterState cluster = cluster_with_free_cpus({64, 2, 32, 16});
+  EXPECT_EQ(slurm_pick_node(cluster, demand(4, 1, 500), GpuOrder::kIndex), 3U);
+}
+
+TEST_F(SlurmNodePick, NotTheNodeWithTheFewestCpusOverall) {
+  // The run decides first: {n0, n1} holds 36 CPUs, {n3} 8, so n3 wins
+  // although n0 has fewer CPUs.
+  ClusterState cluster = cluster_with_free_cpus({6, 30, 2, 8});
+  EXPECT_EQ(slurm_pick_node(cluster, demand(4, 1, 500), GpuOrder::kIndex), 3U);
+  // A 7-CPU task fits n1 and n3 only, each a run of its own.
+  EXPECT_EQ(slurm_pick_node(cluster, demand(7, 1, 500), GpuOrder::kIndex), 3U);
+  EXPECT_EQ(slurm_pick_node(cluster, demand(9, 1, 500), GpuOrder::kIndex), 1U);
+}
+
+TEST_F(SlurmNodePick, TiesGoToTheFirst) {
+  ClusterState cluster = cluster_with_free_cpus({16, 2, 16});
+  EXPECT_EQ(slurm_pick_node(cluster, demand(4, 1, 500), GpuOrder::kIndex), 0U);
+}
+
+TEST_F(SlurmNodePick, ANodeWhoseGpusAreFullEndsARun) {
+  ClusterState cluster = cluster_with_free_cpus({16, 16, 64});
+  const Demand big = demand(1, 1, 800);
+  ASSERT_TRUE(cluster.place(0, big, Gpus{0}));
+  // n0 has no GPU room for another 800: runs {n1, n2} only.
+  EXPECT_EQ(slurm_pick_node(cluster, big, GpuOrder::kIndex), 1U);
+  ASSERT_TRUE(cluster.place(1, big, Gpus{0}));
+  ASSERT_TRUE(cluster.place(2, big, Gpus{0}));
+  EXPECT_FALSE(slurm_pick_node(cluster, big, GpuOrder::kIndex));
+  // A share that still fits on n0.
+  EXPECT_EQ(slurm_pick_node(cluster, demand(1, 1, 200), GpuOrder::kIndex), 0U);
+}
+
+TEST_F(SlurmNodePick, GpuModelsLimitTheNodes) {
+  specs_ = {node_spec("t4", 16, 2, "T4"), node_spec("v100", 64, 2, "V100M32")};
+  ClusterState cluster(pointers(specs_), nullptr);
+  Demand wants_v100 = demand(4, 1, 500);
+  const std::vector<std::string> models{"V100M32"};
+  wants_v100.models = &models;
+  EXPECT_EQ(slurm_pick_node(cluster, wants_v100, GpuOrder::kIndex), 1U);
+  EXPECT_EQ(slurm_pick_node(cluster, demand(4, 1, 500), GpuOrder::kIndex), 0U);
+}
+
+}  // namespace
+}  // namespace egpu::clustersim

@@ -1,0 +1,72 @@
+#include "tools/clustersim/slurm_selection.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace egpu::clustersim {
+
+std::optional<std::vector<uint32_t>> pick_gpus(const NodeState& node, const Demand& demand,
+                                               GpuOrder order) {
+  const auto& free = node.gpu_free_milli;
+  if (demand.gpus == 0) return std::vector<uint32_t>{};
+  std::vector<uint32_t> visit(free.size());
+  std::iota(visit.begin(), visit.end(), 0U);
+  if (!demand.shares_gpu()) {
+    // Whole GPUs: gres/gpu takes untouched ones, in index order.
+    std::vector<uint32_t> chosen;
+    for (uint32_t gpu : visit) {
+      if (free[gpu] == kMilliPerGpu) chosen.push_back(gpu);
+      if (chosen.size() == demand.gpus) return chosen;
+    }
+    return std::nullopt;
+  }
+  if (order == GpuOrder::kLeastLoaded) {
+    // Every GPU of a node has the same capacity, so the free ratio orders as the free amount.
+    std::stable_sort(visit.begin(), visit.end(),
+                     [&](uint32_t a, uint32_t b) { return free[a] > free[b]; });
+  } else if (order == GpuOrder::kBestFit) {
+    std::stable_sort(visit.begin(), visit.end(),
+                     [&](uint32_t a, uint32_t b) { return free[a] < free[b]; });
+  }
+  for (uint32_t gpu : visit) {
+    if (free[gpu] >= demand.gpu_milli) return std::vector<uint32_t>{gpu};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> slurm_pick_node(const ClusterState& cluster, const Demand& demand,
+                                           GpuOrder order) {
+  // One pass over the nodes: the best run so far and the best node in the
+  // run being built (a run's best node is its fewest-CPU node, the first on a tie).
+  std::optional<std::size_t> best_node;
+  uint64_t best_run_cpus = 0;
+  std::optional<std::size_t> run_node;
+  uint64_t run_cpus = 0;
+  uint32_t run_node_cpus = 0;
+  auto close_run = [&] {
+    if (run_node && (!best_node || run_cpus < best_run_cpus)) {
+      best_node = run_node;
+      best_run_cpus = run_cpus;
+    }
+    run_node.reset();
+    run_cpus = 0;
+  };
+  for (std::size_t i = 0; i < cluster.node_count(); ++i) {
+    const NodeState& node = cluster.node(i);
+    const bool fits = cluster.host_fits(i, demand) && pick_gpus(node, demand, order).has_value();
+    if (!fits) {
+      close_run();
+      continue;
+    }
+    const uint32_t cpus = node.cpu_free_milli / 1000;  // avail_cpus counts whole CPUs
+    run_cpus += cpus;
+    if (!run_node || cpus < run_node_cpus) {
+      run_node = i;
+      run_node_cpus = cpus;
+    }
+  }
+  close_run();
+  return best_node;
+}
+
+}  // namespace egpu::clustersim
