@@ -87,6 +87,21 @@ InflationRun run_inflation(const SimulationSetup& setup, Policy policy, uint64_t
   return run;
 }
 
+std::vector<std::optional<Choice>> place_in_order(const SimulationSetup& setup, Policy policy) {
+  std::vector<const NodeSpec*> nodes;
+  for (const NodeSpec& node : setup.nodes)
+    nodes.push_back(&node);
+  ClusterState cluster(std::move(nodes), setup.egpu);
+  PolicyPlacer placer(policy, setup.measure);
+  std::vector<std::optional<Choice>> placed;
+  for (const Demand& demand : demands(setup, placer.whole_gpus())) {
+    auto choice = placer.choose(cluster, demand);
+    if (choice && !cluster.place(choice->node, demand, choice->gpus)) choice.reset();
+    placed.push_back(std::move(choice));
+  }
+  return placed;
+}
+
 GpusNeeded gpus_needed(const SimulationSetup& setup, Policy policy, uint64_t seed) {
   PolicyPlacer probe(policy, setup.measure);
   const std::vector<Demand> all = demands(setup, probe.whole_gpus());

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -50,6 +51,12 @@ struct GpusNeeded {
 };
 
 GpusNeeded gpus_needed(const SimulationSetup& setup, Policy policy, uint64_t seed);
+
+// The tasks placed in trace order on the nodes in file order, none leaving:
+// where each went (nullopt: it fits nowhere or its node's agent refused it).
+// What `egpu-clustersim --place-in-order` prints, and what the Slurm test
+// tests/slurm/placement_model.sh compares with a real slurmctld.
+std::vector<std::optional<Choice>> place_in_order(const SimulationSetup& setup, Policy policy);
 
 // The trace's nodes in a seeded random order, `count` of them (repeating the
 // order past its end).

@@ -31,6 +31,7 @@ struct Options {
   Granularity granularity = Granularity::kSlurm;
   std::string config_path;
   std::string curves_path;
+  bool place_in_order = false;
   int node_orders = 3;  // GPUs-needed searches, each on its own node order; 0: none
   double fgd_popularity = 60;
   unsigned threads = std::max(1U, std::thread::hardware_concurrency());
@@ -51,6 +52,8 @@ void usage(std::FILE* out) {
       "  --fgd-popularity P  FGD's target workload: the most popular task kinds covering P%\n"
       "                      of the GPU tasks (default 60, as FGD's simulator)\n"
       "  --threads N         policies run in parallel (default: the CPUs)\n"
+      "  --place-in-order    only place the tasks in file order on the nodes in file order\n"
+      "                      with the first policy and print task,node,gpus (CSV)\n"
       "Prints one JSON object; see tools/clustersim/README.md.\n",
       out);
 }
@@ -67,6 +70,7 @@ std::optional<Options> parse(int argc, char** argv) {
                                  {"node-orders", required_argument, nullptr, 'N'},
                                  {"fgd-popularity", required_argument, nullptr, 'f'},
                                  {"threads", required_argument, nullptr, 'j'},
+                                 {"place-in-order", no_argument, nullptr, 'P'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   auto positive = [](const char* flag, const char* text) -> std::optional<int> {
@@ -155,6 +159,9 @@ std::optional<Options> parse(int argc, char** argv) {
         options.threads = static_cast<unsigned>(*threads);
         break;
       }
+      case 'P':
+        options.place_in_order = true;
+        break;
       case 'h':
         usage(stdout);
         std::exit(0);
@@ -220,6 +227,23 @@ int run(const Options& options) {
     workload.push_back(to_demand(task, options.granularity));
   const FragmentationMeasure measure(workload, options.fgd_popularity);
   SimulationSetup setup{*nodes, *tasks, options.granularity, egpu ? &*egpu : nullptr, &measure};
+  if (options.place_in_order) {
+    const auto placed = place_in_order(setup, options.policies.front());
+    std::cout << "task,node,gpus\n";
+    for (std::size_t i = 0; i < placed.size(); ++i) {
+      std::cout << (*tasks)[i].name << ',';
+      if (!placed[i]) {
+        std::cout << "-,-\n";
+        continue;
+      }
+      std::cout << (*nodes)[placed[i]->node].name << ',';
+      for (std::size_t g = 0; g < placed[i]->gpus.size(); ++g) {
+        std::cout << (g ? " " : "") << placed[i]->gpus[g];
+      }
+      std::cout << '\n';
+    }
+    return 0;
+  }
 
   // Jobs (policy, seed or the needed search) shared out to threads; each
   // writes only its own slot, so the figures do not depend on the threads.

@@ -57,6 +57,24 @@ TEST(GpusNeeded, OrderMattersForFirstFit) {
       3U);
 }
 
+TEST(PlaceInOrder, EachTaskWhereThePolicyPutsIt) {
+  const std::vector<NodeSpec> nodes{node_spec("a", 16, 2)};
+  const std::vector<TaskSpec> tasks{task(1, 1, 600), task(1, 1, 300), task(1, 1, 500),
+                                    task(1, 1, 700)};
+  config::EgpuConfig egpu;
+  const SimulationSetup setup{nodes, tasks, Granularity::kSlurm, &egpu, nullptr};
+  const auto placed = place_in_order(setup, Policy::kSlurmFirstFit);
+  ASSERT_EQ(placed.size(), 4U);
+  ASSERT_TRUE(placed[0] && placed[1] && placed[2]);
+  EXPECT_EQ(placed[0]->gpus, std::vector<uint32_t>{0});
+  EXPECT_EQ(placed[1]->gpus, std::vector<uint32_t>{0});
+  EXPECT_EQ(placed[2]->gpus, std::vector<uint32_t>{1});
+  EXPECT_FALSE(placed[3]) << "0.7 fits no GPU left";
+  const auto least_loaded = place_in_order(setup, Policy::kSlurmLeastLoaded);
+  ASSERT_TRUE(least_loaded[1]);
+  EXPECT_EQ(least_loaded[1]->gpus, std::vector<uint32_t>{1});
+}
+
 TEST(NodeSample, RepeatsTheTraceNodesInOneSeededOrder) {
   const std::vector<NodeSpec> nodes{node_spec("a", 8, 1), node_spec("b", 8, 2),
                                     node_spec("c", 8, 4)};
