@@ -11,12 +11,13 @@ struct Named {
   Policy policy;
   std::string_view name;
 };
-constexpr std::array<Named, 6> kNames = {{{Policy::kWholeGpus, "whole"},
+constexpr std::array<Named, 7> kNames = {{{Policy::kWholeGpus, "whole"},
                                           {Policy::kSlurmFirstFit, "first-fit"},
                                           {Policy::kSlurmLeastLoaded, "least-loaded"},
                                           {Policy::kBestFit, "best-fit"},
                                           {Policy::kFgd, "fgd"},
-                                          {Policy::kFgdNodeOnly, "fgd-node"}}};
+                                          {Policy::kFgdNodeOnly, "fgd-node"},
+                                          {Policy::kSlurmFreeUnitsWeight, "weighted"}}};
 
 // Scores closer than this are equal: fragments (thousandths of a GPU times
 // popularity) and best-fit's fractions are far coarser, and ties (alike
@@ -63,6 +64,21 @@ std::optional<Choice> PolicyPlacer::choose(const ClusterState& cluster, const De
       const auto node = slurm_pick_node(cluster, demand, order);
       if (!node) return std::nullopt;
       return Choice{*node, *pick_gpus(cluster.node(*node), demand, order)};
+    }
+    case Policy::kSlurmFreeUnitsWeight: {
+      if (weights_.size() != cluster.node_count()) {
+        weights_.assign(cluster.node_count(), 0);
+        weight_versions_.assign(cluster.node_count(), UINT64_MAX);
+      }
+      for (std::size_t i = 0; i < cluster.node_count(); ++i) {
+        if (weight_versions_[i] != cluster.version(i)) {
+          weights_[i] = free_units_weight(cluster.node(i));
+          weight_versions_[i] = cluster.version(i);
+        }
+      }
+      const auto node = slurm_pick_node(cluster, demand, GpuOrder::kIndex, weights_);
+      if (!node) return std::nullopt;
+      return Choice{*node, *pick_gpus(cluster.node(*node), demand, GpuOrder::kIndex)};
     }
     case Policy::kBestFit:
       return choose_best_fit(cluster, demand);

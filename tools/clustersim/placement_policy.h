@@ -24,6 +24,9 @@ enum class Policy {
   // What a slurmctld plugin could do (job_submit/egpu pinning the job to a
   // node): FGD picks the node, Slurm still picks the GPU on it (first fit).
   kFgdNodeOnly,
+  // Slurm with each node's Weight kept at its free egpu units
+  // (free_units_weight), as `scontrol update` or a slurmctld plugin can.
+  kSlurmFreeUnitsWeight,
 };
 
 std::string_view policy_name(Policy policy);
@@ -59,6 +62,8 @@ class PolicyPlacer {
     double fragment = 0;
   };
   std::vector<Cached> cache_;
+  std::vector<uint64_t> weights_;  // kSlurmFreeUnitsWeight, by node version
+  std::vector<uint64_t> weight_versions_;
 };
 
 }  // namespace egpu::clustersim

@@ -35,7 +35,20 @@ std::optional<std::vector<uint32_t>> pick_gpus(const NodeState& node, const Dema
 }
 
 std::optional<std::size_t> slurm_pick_node(const ClusterState& cluster, const Demand& demand,
-                                           GpuOrder order) {
+                                           GpuOrder order, std::span<const uint64_t> weights) {
+  auto fits = [&](std::size_t i) {
+    return cluster.host_fits(i, demand) && pick_gpus(cluster.node(i), demand, order).has_value();
+  };
+  const auto weight = [&](std::size_t i) { return weights.empty() ? 0 : weights[i]; };
+  // Only the lightest nodes where the job fits take part.
+  uint64_t lightest = UINT64_MAX;
+  if (!weights.empty()) {
+    for (std::size_t i = 0; i < cluster.node_count(); ++i) {
+      if (weights[i] < lightest && fits(i)) lightest = weights[i];
+    }
+  } else {
+    lightest = 0;
+  }
   // One pass over the nodes: the best run so far and the best node in the
   // run being built (a run's best node is its fewest-CPU node, the first on a tie).
   std::optional<std::size_t> best_node;
@@ -53,8 +66,7 @@ std::optional<std::size_t> slurm_pick_node(const ClusterState& cluster, const De
   };
   for (std::size_t i = 0; i < cluster.node_count(); ++i) {
     const NodeState& node = cluster.node(i);
-    const bool fits = cluster.host_fits(i, demand) && pick_gpus(node, demand, order).has_value();
-    if (!fits) {
+    if (weight(i) != lightest || !fits(i)) {
       close_run();
       continue;
     }
@@ -67,6 +79,13 @@ std::optional<std::size_t> slurm_pick_node(const ClusterState& cluster, const De
   }
   close_run();
   return best_node;
+}
+
+uint64_t free_units_weight(const NodeState& node) {
+  uint64_t free = 0;
+  for (uint32_t milli : node.gpu_free_milli)
+    free += milli;
+  return free / (kMilliPerGpu / 100) + 1;
 }
 
 }  // namespace egpu::clustersim

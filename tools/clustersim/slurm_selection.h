@@ -17,11 +17,16 @@
 // nodes (a node where it does not fit ends a run); the run with the fewest
 // available CPUs wins (the first on a tie), and in it the node with the
 // fewest available CPUs (the first on a tie): best fit by CPUs, not by GPUs.
-// Available CPUs of a node are its free CPUs.
+// Available CPUs of a node are its free CPUs. With node weights (Weight= in
+// slurm.conf, or `scontrol update NodeName=.. Weight=..` at run time) only
+// the nodes of the lowest weight where the job fits take part (node sets are
+// tried in weight order, node_scheduler.c _pick_best_nodes, and a weight
+// change ends a run in _eval_nodes_consec).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "tools/clustersim/cluster_state.h"
@@ -39,8 +44,15 @@ enum class GpuOrder {
 std::optional<std::vector<uint32_t>> pick_gpus(const NodeState& node, const Demand& demand,
                                                GpuOrder order);
 
-// The node Slurm gives a one-node job (nullopt: none fits now).
+// The node Slurm gives a one-node job (nullopt: none fits now). `weights`:
+// one per node, or empty for all equal.
 std::optional<std::size_t> slurm_pick_node(const ClusterState& cluster, const Demand& demand,
-                                           GpuOrder order);
+                                           GpuOrder order, std::span<const uint64_t> weights = {});
+
+// A node weight an admin or a plugin can keep up to date: the node's free
+// GPU capacity in egpu units (whole-GPU jobs count as used), plus one.
+// Lighter nodes are tried first, so shares pack onto the nodes that have
+// least left, node by node.
+uint64_t free_units_weight(const NodeState& node);
 
 }  // namespace egpu::clustersim

@@ -98,6 +98,28 @@ TEST_F(SlurmNodePick, ANodeWhoseGpusAreFullEndsARun) {
   EXPECT_EQ(slurm_pick_node(cluster, demand(1, 1, 200), GpuOrder::kIndex), 0U);
 }
 
+TEST_F(SlurmNodePick, OnlyTheLightestNodesWhereTheJobFitsTakePart) {
+  ClusterState cluster = cluster_with_free_cpus({8, 64, 64, 32});
+  const std::vector<uint64_t> weights{5, 1, 1, 1};
+  // n0 has the fewest CPUs but is heavier; among n1..n3 (one run) n3 wins.
+  EXPECT_EQ(slurm_pick_node(cluster, demand(4, 1, 500), GpuOrder::kIndex, weights), 3U);
+  // A job that fits only n0 still goes there: weights order, never forbid.
+  EXPECT_EQ(slurm_pick_node(cluster, demand(4, 1, 500), GpuOrder::kIndex,
+                            std::vector<uint64_t>{1, 5, 5, 5}),
+            0U);
+  // Lightest nodes where it does not fit do not count: n3 is too small for
+  // 40 CPUs, so the choice is among n1 and n2 (weight 2).
+  EXPECT_EQ(slurm_pick_node(cluster, demand(40, 1, 500), GpuOrder::kIndex,
+                            std::vector<uint64_t>{3, 2, 2, 1}),
+            1U);
+}
+
+TEST(FreeUnitsWeight, IsTheFreeUnitsPlusOne) {
+  NodeState node = gpus_free({1000, 300, 0});
+  EXPECT_EQ(free_units_weight(node), 131U);
+  EXPECT_EQ(free_units_weight(gpus_free({0, 0})), 1U);
+}
+
 TEST_F(SlurmNodePick, GpuModelsLimitTheNodes) {
   specs_ = {node_spec("t4", 16, 2, "T4"), node_spec("v100", 64, 2, "V100M32")};
   ClusterState cluster(pointers(specs_), nullptr);
