@@ -66,16 +66,29 @@ bool ClusterState::host_fits(std::size_t node, const Demand& demand) const {
 }
 
 Result<TaskId> ClusterState::place(std::size_t node, const Demand& demand,
-                                   std::span<const uint32_t> gpus) {
+                                   std::span<const uint32_t> gpus,
+                                   std::span<const uint32_t> split) {
   NodeState& state = nodes_.at(node);
   if (!host_fits(node, demand)) return Error{"the task does not fit node " + state.spec->name};
-  if (gpus.size() != demand.gpus) {
-    return Error{"the task needs " + std::to_string(demand.gpus) + " GPUs, " +
-                 std::to_string(gpus.size()) + " were chosen"};
+  std::vector<uint32_t> milli;
+  if (split.empty()) {
+    if (gpus.size() != demand.gpus) {
+      return Error{"the task needs " + std::to_string(demand.gpus) + " GPUs, " +
+                   std::to_string(gpus.size()) + " were chosen"};
+    }
+    milli.assign(gpus.size(), demand.gpu_milli);
+  } else {
+    uint64_t total = 0;
+    for (uint32_t part : split)
+      total += part;
+    if (!demand.shares_gpu() || split.size() != gpus.size() || total != demand.gpu_milli ||
+        std::find(split.begin(), split.end(), 0U) != split.end()) {
+      return Error{"a split must divide one share over the chosen GPUs"};
+    }
+    milli.assign(split.begin(), split.end());
   }
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    if (gpus[i] >= state.gpu_free_milli.size() ||
-        state.gpu_free_milli[gpus[i]] < demand.gpu_milli ||
+    if (gpus[i] >= state.gpu_free_milli.size() || state.gpu_free_milli[gpus[i]] < milli[i] ||
         std::find(gpus.begin(), gpus.begin() + static_cast<std::ptrdiff_t>(i), gpus[i]) !=
             gpus.begin() + static_cast<std::ptrdiff_t>(i)) {
       return Error{"GPU " + std::to_string(gpus[i]) + " of node " + state.spec->name +
@@ -84,39 +97,51 @@ Result<TaskId> ClusterState::place(std::size_t node, const Demand& demand,
   }
   const TaskId id = allocations_.size();
   if (agent_admission_ && demand.shares_gpu()) {
-    if (demand.gpu_milli % kMilliPerUnit != 0) {
-      return Error{"a share of " + std::to_string(demand.gpu_milli) +
+    if (auto admitted = admit(node, id, gpus, milli); !admitted) return Error{admitted.error()};
+  }
+  state.cpu_free_milli -= demand.cpu_milli;
+  state.memory_free_mib -= demand.memory_mib;
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    state.gpu_free_milli[gpus[i]] -= milli[i];
+  gpu_allocated_milli_ += demand.gpu_demand_milli();
+  ++versions_[node];
+  allocations_.push_back({node, demand, {gpus.begin(), gpus.end()}, std::move(milli), true});
+  return id;
+}
+
+Result<bool> ClusterState::admit(std::size_t node, TaskId id, std::span<const uint32_t> gpus,
+                                 const std::vector<uint32_t>& milli) {
+  const NodeState& state = nodes_[node];
+  auto& agent = agents_[node];
+  if (!agent) {
+    agent = std::make_unique<model::InstanceRegistry>(
+        std::vector<uint64_t>(state.gpu_free_milli.size(), 0), max_instances_per_gpu_);
+  }
+  // The job's batch step (the umbrella), one instance per GPU, as SPANK asks.
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (milli[i] % kMilliPerUnit != 0) {
+      (void)agent->remove(0, id + 1, protocol::kStepBatch, nullptr);
+      return Error{"a share of " + std::to_string(milli[i]) +
                    " thousandths is not whole egpu units"};
-    }
-    // The agent on the node admits the job's batch step (the umbrella).
-    auto& agent = agents_[node];
-    if (!agent) {
-      agent = std::make_unique<model::InstanceRegistry>(
-          std::vector<uint64_t>(state.gpu_free_milli.size(), 0), max_instances_per_gpu_);
     }
     model::CreateSpec spec{};
     spec.job_id = id + 1;
     spec.step_id = protocol::kStepBatch;
-    spec.gpu = gpus[0];
+    spec.gpu = gpus[i];
     spec.uid = 1000;
     spec.gid = 1000;
-    spec.units = demand.gpu_milli / kMilliPerUnit;
+    spec.units = milli[i] / kMilliPerUnit;
     spec.job_units = spec.units;
     spec.mode = Mode::kBurst;
     spec.umbrella = true;
     const model::Instance* created = nullptr;
     const model::Outcome outcome = agent->create(0, spec, &created);
-    if (!outcome.ok())
+    if (!outcome.ok()) {
+      (void)agent->remove(0, id + 1, protocol::kStepBatch, nullptr);
       return Error{"the egpu agent of " + state.spec->name + " refuses: " + outcome.message};
+    }
   }
-  state.cpu_free_milli -= demand.cpu_milli;
-  state.memory_free_mib -= demand.memory_mib;
-  for (uint32_t gpu : gpus)
-    state.gpu_free_milli[gpu] -= demand.gpu_milli;
-  gpu_allocated_milli_ += demand.gpu_demand_milli();
-  ++versions_[node];
-  allocations_.push_back({node, demand, {gpus.begin(), gpus.end()}, true});
-  return id;
+  return true;
 }
 
 void ClusterState::release(TaskId task) {
@@ -129,8 +154,9 @@ void ClusterState::release(TaskId task) {
   }
   state.cpu_free_milli += allocation.demand.cpu_milli;
   state.memory_free_mib += allocation.demand.memory_mib;
-  for (uint32_t gpu : allocation.gpus)
-    state.gpu_free_milli[gpu] += allocation.demand.gpu_milli;
+  for (std::size_t i = 0; i < allocation.gpus.size(); ++i) {
+    state.gpu_free_milli[allocation.gpus[i]] += allocation.milli[i];
+  }
   gpu_allocated_milli_ -= allocation.demand.gpu_demand_milli();
   ++versions_[allocation.node];
 }
@@ -138,7 +164,9 @@ void ClusterState::release(TaskId task) {
 std::vector<ClusterState::Placed> ClusterState::live() const {
   std::vector<Placed> placed;
   for (const Allocation& allocation : allocations_) {
-    if (allocation.live) placed.push_back({allocation.node, &allocation.demand, &allocation.gpus});
+    if (allocation.live) {
+      placed.push_back({allocation.node, &allocation.demand, &allocation.gpus, &allocation.milli});
+    }
   }
   return placed;
 }

@@ -40,7 +40,9 @@ enum class Granularity {
   kTrace,  // the trace's own thousandths, as FGD's simulator counts
 };
 // kWholeGpus: every GPU task takes whole GPUs (a share is rounded up to one GPU).
+// The Demand points into `task` (its GPU models): the task must outlive it.
 Demand to_demand(const TaskSpec& task, Granularity granularity, bool whole_gpus = false);
+Demand to_demand(TaskSpec&& task, Granularity granularity, bool whole_gpus = false) = delete;
 
 struct NodeState {
   uint32_t cpu_free_milli = 0;
@@ -68,10 +70,14 @@ class ClusterState {
 
   // Whether the task's CPU, memory and GPU model fit the node (not its GPUs).
   bool host_fits(std::size_t node, const Demand& demand) const;
-  // Places the task on `gpus` of `node` (empty for a CPU-only task). A share
-  // goes through the node agent's admission; its refusal is returned and
-  // nothing changes.
-  Result<TaskId> place(std::size_t node, const Demand& demand, std::span<const uint32_t> gpus);
+  // Places the task on `gpus` of `node` (empty for a CPU-only task), each
+  // giving the task's per-GPU share, or for a share Slurm split over several
+  // GPUs (MULTIPLE_SHARING_GRES_PJ) the parts in `split`. A share goes
+  // through the node agent's admission (an instance per GPU); a refusal is
+  // returned and nothing changes. `demand` is copied; the TaskSpec its
+  // `models` points into must outlive the state.
+  Result<TaskId> place(std::size_t node, const Demand& demand, std::span<const uint32_t> gpus,
+                       std::span<const uint32_t> split = {});
   // Frees what place() took.
   void release(TaskId task);
 
@@ -79,8 +85,10 @@ class ClusterState {
     std::size_t node;
     const Demand* demand;
     const std::vector<uint32_t>* gpus;
+    const std::vector<uint32_t>* milli;  // what each of `gpus` gives it
   };
-  // Every task placed and not released, in the order placed.
+  // Every task placed and not released, in the order placed. The pointers
+  // are valid until the next place().
   std::vector<Placed> live() const;
 
   uint64_t gpu_capacity_milli() const { return gpu_capacity_milli_; }
@@ -89,10 +97,15 @@ class ClusterState {
   uint32_t agent_allocated_units(std::size_t node, uint32_t gpu) const;
 
  private:
+  // The node agent's admission of a share's instances (all or none).
+  Result<bool> admit(std::size_t node, TaskId id, std::span<const uint32_t> gpus,
+                     const std::vector<uint32_t>& milli);
+
   struct Allocation {
     std::size_t node;
     Demand demand;
     std::vector<uint32_t> gpus;
+    std::vector<uint32_t> milli;  // per GPU in `gpus`
     bool live;
   };
 

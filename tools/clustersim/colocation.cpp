@@ -59,8 +59,11 @@ ColocationShares colocation_shares(const ClusterState& cluster) {
   std::map<std::pair<std::size_t, uint32_t>, std::vector<Tenant>> by_gpu;
   for (const auto& placed : cluster.live()) {
     if (!placed.demand->shares_gpu()) continue;
-    by_gpu[{placed.node, placed.gpus->front()}].push_back(
-        {placed.demand->gpu_milli, placed.demand->qos == Qos::kLatencySensitive});
+    // A share split over GPUs is a tenant of each, with its part there.
+    for (std::size_t i = 0; i < placed.gpus->size(); ++i) {
+      by_gpu[{placed.node, (*placed.gpus)[i]}].push_back(
+          {(*placed.milli)[i], placed.demand->qos == Qos::kLatencySensitive});
+    }
   }
   ColocationShares result;
   Accumulator ls_faa, ls_slicing, be_faa, be_slicing;

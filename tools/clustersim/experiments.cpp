@@ -43,9 +43,9 @@ InflationRun run_inflation(const SimulationSetup& setup, Policy policy, uint64_t
   std::vector<const NodeSpec*> nodes;
   for (const NodeSpec& node : setup.nodes)
     nodes.push_back(&node);
-  PolicyPlacer placer(policy, setup.measure);
+  PolicyPlacer placer(policy, setup.measure, setup.multiple_sharing);
   const std::vector<Demand> pool = demands(setup, placer.whole_gpus());
-  InflationRun run{{}, {}, 0, 0, 0, ClusterState(std::move(nodes), setup.egpu)};
+  InflationRun run{{}, {}, 0, 0, 0, 0, ClusterState(std::move(nodes), setup.egpu)};
   ClusterState& cluster = run.final_state;
   const double capacity = static_cast<double>(cluster.gpu_capacity_milli());
   std::mt19937_64 engine(seed);
@@ -60,14 +60,21 @@ InflationRun run_inflation(const SimulationSetup& setup, Policy policy, uint64_t
     }
   };
   record_up_to(0);
+  const bool any_gpu_task =
+      std::any_of(pool.begin(), pool.end(), [](const Demand& d) { return d.gpus > 0; });
+  if (capacity == 0 || !any_gpu_task) {
+    record_up_to(100);  // nothing can ever arrive: flat curves, not an endless loop
+    return run;
+  }
   while (percent <= 100) {
     const std::size_t index = draw(engine, setup.tasks.size());
     const Demand& demand = pool[index];
     ++run.tasks_arrived;
     bool done = false;
     if (auto choice = placer.choose(cluster, demand)) {
-      if (cluster.place(choice->node, demand, choice->gpus)) {
+      if (cluster.place(choice->node, demand, choice->gpus, choice->split)) {
         done = true;
+        if (!choice->split.empty()) ++run.tasks_split;
       } else {
         ++run.agent_refusals;
       }
@@ -92,25 +99,26 @@ std::vector<std::optional<Choice>> place_in_order(const SimulationSetup& setup, 
   for (const NodeSpec& node : setup.nodes)
     nodes.push_back(&node);
   ClusterState cluster(std::move(nodes), setup.egpu);
-  PolicyPlacer placer(policy, setup.measure);
+  PolicyPlacer placer(policy, setup.measure, setup.multiple_sharing);
   std::vector<std::optional<Choice>> placed;
   for (const Demand& demand : demands(setup, placer.whole_gpus())) {
     auto choice = placer.choose(cluster, demand);
-    if (choice && !cluster.place(choice->node, demand, choice->gpus)) choice.reset();
+    if (choice && !cluster.place(choice->node, demand, choice->gpus, choice->split)) choice.reset();
     placed.push_back(std::move(choice));
   }
   return placed;
 }
 
 GpusNeeded gpus_needed(const SimulationSetup& setup, Policy policy, uint64_t seed) {
-  PolicyPlacer probe(policy, setup.measure);
+  PolicyPlacer probe(policy, setup.measure, setup.multiple_sharing);
   const std::vector<Demand> all = demands(setup, probe.whole_gpus());
   auto places_all = [&](uint64_t count) {
     ClusterState cluster(node_sample(setup.nodes, seed, count), setup.egpu);
-    PolicyPlacer placer(policy, setup.measure);
+    PolicyPlacer placer(policy, setup.measure, setup.multiple_sharing);
     for (const Demand& demand : all) {
       const auto choice = placer.choose(cluster, demand);
-      if (!choice || !cluster.place(choice->node, demand, choice->gpus)) return false;
+      if (!choice || !cluster.place(choice->node, demand, choice->gpus, choice->split))
+        return false;
     }
     return true;
   };
@@ -128,7 +136,8 @@ GpusNeeded gpus_needed(const SimulationSetup& setup, Policy policy, uint64_t see
       ++count;
     }
   }
-  uint64_t low = 0;  // the largest count known to fail
+  // Fewer nodes than `count` hold less GPU than the tasks ask: they fail.
+  uint64_t low = count - 1;  // the largest count known to fail
   uint64_t high = count;
   const uint64_t limit = 64 * setup.nodes.size();
   while (!places_all(high)) {

@@ -31,6 +31,8 @@ struct SimulationSetup {
   const config::EgpuConfig* egpu = nullptr;
   // FGD's popularity of task kinds: the trace's tasks as scheduled.
   const FragmentationMeasure* measure = nullptr;
+  // Slurm's MULTIPLE_SHARING_GRES_PJ: a share may be split over GPUs.
+  bool multiple_sharing = false;
 };
 
 struct InflationRun {
@@ -40,6 +42,7 @@ struct InflationRun {
   uint64_t tasks_arrived = 0;
   uint64_t tasks_dropped = 0;
   uint64_t agent_refusals = 0;  // placements Slurm made that the agent refused
+  uint64_t tasks_split = 0;     // shares placed split over several GPUs
   ClusterState final_state;     // the cluster at full load
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -32,6 +33,7 @@ struct Options {
   std::string config_path;
   std::string curves_path;
   bool place_in_order = false;
+  bool multiple_sharing = false;
   int node_orders = 3;  // GPUs-needed searches, each on its own node order; 0: none
   double fgd_popularity = 60;
   unsigned threads = std::max(1U, std::thread::hardware_concurrency());
@@ -40,7 +42,8 @@ struct Options {
 void usage(std::FILE* out) {
   std::fputs(
       "usage: egpu-clustersim --nodes NODES.csv --tasks TASKS.csv [options]\n"
-      "  --policies LIST     comma list of whole,first-fit,least-loaded,best-fit,fgd (default: "
+      "  --policies LIST     comma list of whole,first-fit,least-loaded,best-fit,fgd,fgd-node,\n"
+      "                      weighted (default: "
       "all)\n"
       "  --seeds N           inflation runs per policy, seeds 1..N (default 5)\n"
       "  --granularity G     slurm (whole CPUs, egpu units, the agents admit shares; default)\n"
@@ -49,6 +52,8 @@ void usage(std::FILE* out) {
       "  --curves FILE       write the mean inflation curves as CSV\n"
       "  --node-orders N     GPUs-needed searches per policy, node orders 1..N (default 3; 0: "
       "none)\n"
+      "  --multiple-sharing  model SelectTypeParameters=MULTIPLE_SHARING_GRES_PJ (24.11): Slurm\n"
+      "                      may split a share over several GPUs of the node\n"
       "  --fgd-popularity P  FGD's target workload: the most popular task kinds covering P%\n"
       "                      of the GPU tasks (default 60, as FGD's simulator)\n"
       "  --threads N         policies run in parallel (default: the CPUs)\n"
@@ -71,6 +76,7 @@ std::optional<Options> parse(int argc, char** argv) {
                                  {"fgd-popularity", required_argument, nullptr, 'f'},
                                  {"threads", required_argument, nullptr, 'j'},
                                  {"place-in-order", no_argument, nullptr, 'P'},
+                                 {"multiple-sharing", no_argument, nullptr, 'M'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   auto positive = [](const char* flag, const char* text) -> std::optional<int> {
@@ -162,6 +168,9 @@ std::optional<Options> parse(int argc, char** argv) {
       case 'P':
         options.place_in_order = true;
         break;
+      case 'M':
+        options.multiple_sharing = true;
+        break;
       case 'h':
         usage(stdout);
         std::exit(0);
@@ -209,6 +218,17 @@ int run(const Options& options) {
     std::fprintf(stderr, "egpu-clustersim: %s\n", tasks.error().c_str());
     return 1;
   }
+  uint64_t cluster_gpus = 0;
+  for (const NodeSpec& node : *nodes)
+    cluster_gpus += node.gpus;
+  const bool any_gpu_task =
+      std::any_of(tasks->begin(), tasks->end(), [](const TaskSpec& task) { return task.gpus > 0; });
+  if (cluster_gpus == 0 || !any_gpu_task) {
+    std::fprintf(stderr, "egpu-clustersim: %s\n",
+                 cluster_gpus == 0 ? (options.nodes_path + ": no node has a GPU").c_str()
+                                   : (options.tasks_path + ": no task asks for a GPU").c_str());
+    return 1;
+  }
   std::optional<egpu::config::EgpuConfig> egpu;
   if (options.granularity == Granularity::kSlurm) {
     if (options.config_path.empty()) {
@@ -226,7 +246,12 @@ int run(const Options& options) {
   for (const TaskSpec& task : *tasks)
     workload.push_back(to_demand(task, options.granularity));
   const FragmentationMeasure measure(workload, options.fgd_popularity);
-  SimulationSetup setup{*nodes, *tasks, options.granularity, egpu ? &*egpu : nullptr, &measure};
+  SimulationSetup setup{*nodes,
+                        *tasks,
+                        options.granularity,
+                        egpu ? &*egpu : nullptr,
+                        &measure,
+                        options.multiple_sharing};
   if (options.place_in_order) {
     const auto placed = place_in_order(setup, options.policies.front());
     std::cout << "task,node,gpus\n";
@@ -239,6 +264,8 @@ int run(const Options& options) {
       std::cout << (*nodes)[placed[i]->node].name << ',';
       for (std::size_t g = 0; g < placed[i]->gpus.size(); ++g) {
         std::cout << (g ? " " : "") << placed[i]->gpus[g];
+        // A split share: each GPU's part, in thousandths.
+        if (!placed[i]->split.empty()) std::cout << ':' << placed[i]->split[g];
       }
       std::cout << '\n';
     }
@@ -265,21 +292,27 @@ int run(const Options& options) {
   }
   std::mutex mutex;
   std::size_t next = 0;
+  std::exception_ptr failure;  // the first job that threw; rethrown after the join
   auto worker = [&] {
     for (;;) {
       Job job{};
       {
         std::lock_guard lock(mutex);
-        if (next == jobs.size()) return;
+        if (next == jobs.size() || failure) return;
         job = jobs[next++];
       }
-      const Policy policy = options.policies[job.policy];
-      if (job.seed < 0) {
-        results[job.policy].needed[static_cast<std::size_t>(-job.seed - 1)] =
-            gpus_needed(setup, policy, static_cast<uint64_t>(-job.seed));
-      } else {
-        results[job.policy].runs[static_cast<std::size_t>(job.seed - 1)].emplace(
-            run_inflation(setup, policy, static_cast<uint64_t>(job.seed)));
+      try {
+        const Policy policy = options.policies[job.policy];
+        if (job.seed < 0) {
+          results[job.policy].needed[static_cast<std::size_t>(-job.seed - 1)] =
+              gpus_needed(setup, policy, static_cast<uint64_t>(-job.seed));
+        } else {
+          results[job.policy].runs[static_cast<std::size_t>(job.seed - 1)].emplace(
+              run_inflation(setup, policy, static_cast<uint64_t>(job.seed)));
+        }
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
       }
     }
   };
@@ -288,6 +321,7 @@ int run(const Options& options) {
     threads.emplace_back(worker);
   for (auto& thread : threads)
     thread.join();
+  if (failure) std::rethrow_exception(failure);
 
   nlohmann::json out;
   uint64_t gpus = 0;
@@ -299,7 +333,8 @@ int run(const Options& options) {
                   {"granularity", options.granularity == Granularity::kSlurm ? "slurm" : "trace"},
                   {"seeds", options.seeds},
                   {"fgd_popularity_pct", options.fgd_popularity},
-                  {"fgd_task_kinds", measure.kinds()}};
+                  {"fgd_task_kinds", measure.kinds()},
+                  {"multiple_sharing", options.multiple_sharing}};
   std::ofstream curves;
   if (!options.curves_path.empty()) {
     curves.open(options.curves_path);
@@ -312,17 +347,19 @@ int run(const Options& options) {
   for (std::size_t p = 0; p < options.policies.size(); ++p) {
     const std::string name(policy_name(options.policies[p]));
     const PolicyResult& result = results[p];
-    std::vector<double> unallocated, dropped, refusals;
+    std::vector<double> unallocated, dropped, refusals, split;
     for (const auto& run : result.runs) {
       unallocated.push_back(100.0 - run->allocated_pct.back());
       dropped.push_back(100.0 * static_cast<double>(run->tasks_dropped) /
                         static_cast<double>(run->tasks_arrived));
       refusals.push_back(static_cast<double>(run->agent_refusals));
+      split.push_back(static_cast<double>(run->tasks_split));
     }
     nlohmann::json entry = {{"unallocated_pct_at_full_load", mean(unallocated)},
                             {"unallocated_pct_at_full_load_per_seed", unallocated},
                             {"tasks_dropped_pct", mean(dropped)},
-                            {"agent_refusals", mean(refusals)}};
+                            {"agent_refusals", mean(refusals)},
+                            {"tasks_split", mean(split)}};
     if (!result.needed.empty()) {
       std::vector<double> gpus_list;
       for (const GpusNeeded& needed : result.needed)

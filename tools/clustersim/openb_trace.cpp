@@ -76,6 +76,7 @@ static Result<std::vector<NodeSpec>> nodes_from(const Result<CsvTable>& table) {
     node.gpus = reader.number<uint32_t>(row, gpus);
     node.model = table->rows[row][model];
     if (node.gpus > 64) reader.fail(row, "a node with " + std::to_string(node.gpus) + " GPUs");
+    if (node.cpu_milli == 0) reader.fail(row, "a node with no CPUs");
     if (!reader.error().empty()) return Error{reader.error()};
     nodes.push_back(std::move(node));
   }

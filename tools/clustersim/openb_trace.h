@@ -21,6 +21,9 @@ struct NodeSpec {
   std::string model;  // "G2", "T4", "V100M16", ...
 };
 
+// The trace counts a GPU in thousandths.
+inline constexpr uint32_t kTraceMilliPerGpu = 1000;
+
 enum class Qos : uint8_t { kLatencySensitive, kBestEffort, kOther };
 
 struct TaskSpec {
@@ -34,7 +37,7 @@ struct TaskSpec {
   int64_t creation_s = 0;
   // GPU demand in thousandths of a GPU (gpus x gpu_milli).
   uint64_t gpu_demand_milli() const { return static_cast<uint64_t>(gpus) * gpu_milli; }
-  bool shares_gpu() const { return gpus == 1 && gpu_milli < 1000; }
+  bool shares_gpu() const { return gpus == 1 && gpu_milli < kTraceMilliPerGpu; }
 };
 
 // openb_node_list_*.csv: sn, cpu_milli, memory_mib, gpu, model.

@@ -51,8 +51,18 @@ const std::vector<Policy>& all_policies() {
   return policies;
 }
 
-PolicyPlacer::PolicyPlacer(Policy policy, const FragmentationMeasure* measure)
-    : policy_(policy), measure_(measure) {}
+PolicyPlacer::PolicyPlacer(Policy policy, const FragmentationMeasure* measure,
+                           bool multiple_sharing)
+    : policy_(policy), measure_(measure), multiple_sharing_(multiple_sharing) {}
+
+Choice PolicyPlacer::slurm_gpus(const ClusterState& cluster, std::size_t node, const Demand& demand,
+                                GpuOrder order) const {
+  // A single GPU first (use_single_dev), a split only when none has room.
+  if (auto gpus = pick_gpus(cluster.node(node), demand, order))
+    return Choice{node, std::move(*gpus), {}};
+  auto split = pick_split_share(cluster.node(node), demand, order);
+  return Choice{node, std::move(split->gpus), std::move(split->milli)};
+}
 
 std::optional<Choice> PolicyPlacer::choose(const ClusterState& cluster, const Demand& demand) {
   switch (policy_) {
@@ -61,9 +71,9 @@ std::optional<Choice> PolicyPlacer::choose(const ClusterState& cluster, const De
     case Policy::kSlurmLeastLoaded: {
       const GpuOrder order =
           policy_ == Policy::kSlurmLeastLoaded ? GpuOrder::kLeastLoaded : GpuOrder::kIndex;
-      const auto node = slurm_pick_node(cluster, demand, order);
+      const auto node = slurm_pick_node(cluster, demand, order, {}, multiple_sharing_);
       if (!node) return std::nullopt;
-      return Choice{*node, *pick_gpus(cluster.node(*node), demand, order)};
+      return slurm_gpus(cluster, *node, demand, order);
     }
     case Policy::kSlurmFreeUnitsWeight: {
       if (weights_.size() != cluster.node_count()) {
@@ -76,9 +86,10 @@ std::optional<Choice> PolicyPlacer::choose(const ClusterState& cluster, const De
           weight_versions_[i] = cluster.version(i);
         }
       }
-      const auto node = slurm_pick_node(cluster, demand, GpuOrder::kIndex, weights_);
+      const auto node =
+          slurm_pick_node(cluster, demand, GpuOrder::kIndex, weights_, multiple_sharing_);
       if (!node) return std::nullopt;
-      return Choice{*node, *pick_gpus(cluster.node(*node), demand, GpuOrder::kIndex)};
+      return slurm_gpus(cluster, *node, demand, GpuOrder::kIndex);
     }
     case Policy::kBestFit:
       return choose_best_fit(cluster, demand);
@@ -104,12 +115,15 @@ std::optional<Choice> PolicyPlacer::choose_best_fit(const ClusterState& cluster,
     for (uint32_t free : node.gpu_free_milli)
       gpu_free += free;
     const double gpu_capacity = static_cast<double>(node.gpu_free_milli.size()) * kMilliPerGpu;
+    // host_fits() passed, so the node has CPUs; a node without GPUs counts CPU only.
     const double left =
         static_cast<double>(node.cpu_free_milli - demand.cpu_milli) / node.spec->cpu_milli +
-        (gpu_free - static_cast<double>(demand.gpu_demand_milli())) / gpu_capacity;
+        (gpu_capacity > 0
+             ? (gpu_free - static_cast<double>(demand.gpu_demand_milli())) / gpu_capacity
+             : 0.0);
     if (left < best_left - kTie) {  // ties: the first node, not rounding noise
       best_left = left;
-      best = Choice{i, std::move(*gpus)};
+      best = Choice{i, std::move(*gpus), {}};
     }
   }
   return best;
@@ -163,7 +177,7 @@ std::optional<Choice> PolicyPlacer::choose_fgd(const ClusterState& cluster, cons
           measure_->node_fragment(node.cpu_free_milli - demand.cpu_milli, after) - before;
       if (growth < best_growth - kTie) {  // ties: the first choice
         best_growth = growth;
-        best = Choice{i, gpus};
+        best = Choice{i, gpus, {}};
       }
     }
   }

@@ -36,12 +36,16 @@ const std::vector<Policy>& all_policies();
 struct Choice {
   std::size_t node;
   std::vector<uint32_t> gpus;
+  std::vector<uint32_t> split;  // a share split over `gpus`: the parts; empty: not split
 };
 
 class PolicyPlacer {
  public:
-  // `measure` is needed by kFgd only and must outlive the placer.
-  PolicyPlacer(Policy policy, const FragmentationMeasure* measure);
+  // `measure` is needed by the FGD policies only and must outlive the
+  // placer. `multiple_sharing`: Slurm's MULTIPLE_SHARING_GRES_PJ (the Slurm
+  // policies may split a share over GPUs). One placer per ClusterState: it
+  // caches per node.
+  PolicyPlacer(Policy policy, const FragmentationMeasure* measure, bool multiple_sharing = false);
 
   Policy policy() const { return policy_; }
   // Whether the policy turns every share into a whole GPU.
@@ -54,8 +58,13 @@ class PolicyPlacer {
   std::optional<Choice> choose_fgd(const ClusterState& cluster, const Demand& demand);
   double fragment_now(const ClusterState& cluster, std::size_t node);
 
+  // Slurm's choice of GPUs on the node it picked.
+  Choice slurm_gpus(const ClusterState& cluster, std::size_t node, const Demand& demand,
+                    GpuOrder order) const;
+
   Policy policy_;
   const FragmentationMeasure* measure_;
+  bool multiple_sharing_;
   // F(n) as of a node version (FGD).
   struct Cached {
     uint64_t version = UINT64_MAX;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/protocol/messages.h"
+
 namespace egpu::clustersim {
 
 std::optional<std::vector<uint32_t>> pick_gpus(const NodeState& node, const Demand& demand,
@@ -34,10 +36,43 @@ std::optional<std::vector<uint32_t>> pick_gpus(const NodeState& node, const Dema
   return std::nullopt;
 }
 
+std::optional<SplitShare> pick_split_share(const NodeState& node, const Demand& demand,
+                                           GpuOrder order) {
+  if (!demand.shares_gpu()) return std::nullopt;
+  const auto& free = node.gpu_free_milli;
+  std::vector<uint32_t> visit(free.size());
+  std::iota(visit.begin(), visit.end(), 0U);
+  if (order == GpuOrder::kLeastLoaded) {
+    std::stable_sort(visit.begin(), visit.end(),
+                     [&](uint32_t a, uint32_t b) { return free[a] > free[b]; });
+  } else if (order == GpuOrder::kBestFit) {
+    std::stable_sort(visit.begin(), visit.end(),
+                     [&](uint32_t a, uint32_t b) { return free[a] < free[b]; });
+  }
+  SplitShare split;
+  uint32_t needed = demand.gpu_milli;
+  for (uint32_t gpu : visit) {
+    const uint32_t part = std::min(free[gpu], needed);
+    if (part == 0) continue;
+    split.gpus.push_back(gpu);
+    split.milli.push_back(part);
+    needed -= part;
+    if (needed == 0) return split;
+  }
+  return std::nullopt;
+}
+
+bool gpus_fit(const NodeState& node, const Demand& demand, GpuOrder order, bool multiple_sharing) {
+  return pick_gpus(node, demand, order).has_value() ||
+         (multiple_sharing && pick_split_share(node, demand, order).has_value());
+}
+
 std::optional<std::size_t> slurm_pick_node(const ClusterState& cluster, const Demand& demand,
-                                           GpuOrder order, std::span<const uint64_t> weights) {
+                                           GpuOrder order, std::span<const uint64_t> weights,
+                                           bool multiple_sharing) {
   auto fits = [&](std::size_t i) {
-    return cluster.host_fits(i, demand) && pick_gpus(cluster.node(i), demand, order).has_value();
+    return cluster.host_fits(i, demand) &&
+           gpus_fit(cluster.node(i), demand, order, multiple_sharing);
   };
   const auto weight = [&](std::size_t i) { return weights.empty() ? 0 : weights[i]; };
   // Only the lightest nodes where the job fits take part.

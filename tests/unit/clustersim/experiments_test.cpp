@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "test_cluster.h"
 #include "tools/clustersim/colocation.h"
 
@@ -38,21 +40,20 @@ TEST(GpusNeeded, TheFewestNodesThatHoldEveryTask) {
 }
 
 TEST(GpusNeeded, OrderMattersForFirstFit) {
-  // 0.3, 0.8, 0.7, 0.2: first fit gives 0.3+0.7 | 0.8+0.2 (two GPUs).
-  // 0.3, 0.3, 0.8, 0.6: first fit 0.3+0.3 | 0.8 | 0.6 (three), best
-  // possible three as well (0.8 and 0.6 cannot share).
+  // The same four shares: 0.3, 0.8, 0.7, 0.2 pack into two GPUs (0.3+0.7,
+  // 0.8+0.2); 0.3, 0.2, 0.8, 0.7 take three (0.3+0.2, 0.8, 0.7).
   const std::vector<NodeSpec> nodes{node_spec("a", 64, 1)};
   config::EgpuConfig egpu;
-  const std::vector<TaskSpec> pack{task(1, 1, 300), task(1, 1, 800), task(1, 1, 700),
-                                   task(1, 1, 200)};
+  const std::vector<TaskSpec> packs{task(1, 1, 300), task(1, 1, 800), task(1, 1, 700),
+                                    task(1, 1, 200)};
   EXPECT_EQ(
-      gpus_needed({nodes, pack, Granularity::kSlurm, &egpu, nullptr}, Policy::kSlurmFirstFit, 1)
+      gpus_needed({nodes, packs, Granularity::kSlurm, &egpu, nullptr}, Policy::kSlurmFirstFit, 1)
           .gpus,
       2U);
-  const std::vector<TaskSpec> three{task(1, 1, 300), task(1, 1, 300), task(1, 1, 800),
-                                    task(1, 1, 600)};
+  const std::vector<TaskSpec> strands{task(1, 1, 300), task(1, 1, 200), task(1, 1, 800),
+                                      task(1, 1, 700)};
   EXPECT_EQ(
-      gpus_needed({nodes, three, Granularity::kSlurm, &egpu, nullptr}, Policy::kSlurmFirstFit, 1)
+      gpus_needed({nodes, strands, Granularity::kSlurm, &egpu, nullptr}, Policy::kSlurmFirstFit, 1)
           .gpus,
       3U);
 }
@@ -91,22 +92,20 @@ class OpenbInflation : public ::testing::Test {
     auto loaded_nodes = load_openb_nodes(kDir + "/openb_node_list_gpu_node.csv");
     auto loaded_tasks = load_openb_tasks(kDir + "/openb_pod_list_default.csv");
     ASSERT_TRUE(loaded_nodes && loaded_tasks);
-    nodes_ = new std::vector<NodeSpec>(std::move(*loaded_nodes));
-    tasks_ = new std::vector<TaskSpec>(std::move(*loaded_tasks));
+    nodes_ = std::make_unique<std::vector<NodeSpec>>(std::move(*loaded_nodes));
+    tasks_ = std::make_unique<std::vector<TaskSpec>>(std::move(*loaded_tasks));
   }
   static void TearDownTestSuite() {
-    delete nodes_;
-    delete tasks_;
+    nodes_.reset();
+    tasks_.reset();
   }
   SimulationSetup setup(const FragmentationMeasure* measure) const {
     return {*nodes_, *tasks_, Granularity::kSlurm, &egpu_, measure};
   }
-  static std::vector<NodeSpec>* nodes_;
-  static std::vector<TaskSpec>* tasks_;
+  static inline std::unique_ptr<std::vector<NodeSpec>> nodes_;
+  static inline std::unique_ptr<std::vector<TaskSpec>> tasks_;
   config::EgpuConfig egpu_;
 };
-std::vector<NodeSpec>* OpenbInflation::nodes_ = nullptr;
-std::vector<TaskSpec>* OpenbInflation::tasks_ = nullptr;
 
 TEST_F(OpenbInflation, CurvesAreWellFormedAndTheSameForTheSameSeed) {
   const InflationRun run = run_inflation(setup(nullptr), Policy::kSlurmFirstFit, 4);
@@ -135,25 +134,45 @@ TEST_F(OpenbInflation, EveryPolicyKeepsEveryNodeWithinItsResources) {
   for (const TaskSpec& spec : *tasks_)
     workload.push_back(to_demand(spec, Granularity::kSlurm));
   const FragmentationMeasure measure(workload);
-  for (Policy policy : all_policies()) {
-    const InflationRun run = run_inflation(setup(&measure), policy, 1);
-    uint64_t allocated = 0;
-    std::vector<std::vector<uint32_t>> used(nodes_->size());
-    for (std::size_t n = 0; n < nodes_->size(); ++n)
-      used[n].assign((*nodes_)[n].gpus, 0);
-    for (const auto& placed : run.final_state.live()) {
-      for (uint32_t gpu : *placed.gpus)
-        used[placed.node][gpu] += placed.demand->gpu_milli;
-      allocated += placed.demand->gpu_demand_milli();
-    }
-    for (std::size_t n = 0; n < nodes_->size(); ++n) {
-      for (std::size_t g = 0; g < used[n].size(); ++g) {
-        ASSERT_EQ(used[n][g] + run.final_state.node(n).gpu_free_milli[g], 1000U)
-            << policy_name(policy) << ": node " << n << " GPU " << g;
+  for (const bool multiple_sharing : {false, true}) {
+    SimulationSetup with = setup(&measure);
+    with.multiple_sharing = multiple_sharing;
+    for (Policy policy : all_policies()) {
+      SCOPED_TRACE(std::string(policy_name(policy)) + (multiple_sharing ? ", split" : ""));
+      const InflationRun run = run_inflation(with, policy, 1);
+      // Recount every node's use from the placements alone (64-bit: an
+      // over-allocation cannot wrap) and hold it against the node's size.
+      uint64_t allocated = 0;
+      std::vector<std::vector<uint64_t>> gpu_used(nodes_->size());
+      std::vector<uint64_t> cpu_used(nodes_->size(), 0), memory_used(nodes_->size(), 0);
+      for (std::size_t n = 0; n < nodes_->size(); ++n)
+        gpu_used[n].assign((*nodes_)[n].gpus, 0);
+      for (const auto& placed : run.final_state.live()) {
+        ASSERT_EQ(placed.gpus->size(), placed.milli->size());
+        for (std::size_t i = 0; i < placed.gpus->size(); ++i) {
+          gpu_used[placed.node][(*placed.gpus)[i]] += (*placed.milli)[i];
+        }
+        cpu_used[placed.node] += placed.demand->cpu_milli;
+        memory_used[placed.node] += placed.demand->memory_mib;
+        allocated += placed.demand->gpu_demand_milli();
+      }
+      for (std::size_t n = 0; n < nodes_->size(); ++n) {
+        const NodeState& state = run.final_state.node(n);
+        ASSERT_LE(cpu_used[n], (*nodes_)[n].cpu_milli) << "node " << n;
+        ASSERT_EQ(cpu_used[n] + state.cpu_free_milli, (*nodes_)[n].cpu_milli) << "node " << n;
+        ASSERT_LE(memory_used[n], (*nodes_)[n].memory_mib) << "node " << n;
+        for (std::size_t g = 0; g < gpu_used[n].size(); ++g) {
+          ASSERT_LE(gpu_used[n][g], 1000U) << "node " << n << " GPU " << g;
+          ASSERT_EQ(gpu_used[n][g] + state.gpu_free_milli[g], 1000U)
+              << "node " << n << " GPU " << g;
+        }
+      }
+      EXPECT_EQ(allocated, run.final_state.gpu_allocated_milli());
+      EXPECT_EQ(run.agent_refusals, 0U) << "64 instances per GPU";
+      if (!multiple_sharing) {
+        EXPECT_EQ(run.tasks_split, 0U);
       }
     }
-    EXPECT_EQ(allocated, run.final_state.gpu_allocated_milli()) << policy_name(policy);
-    EXPECT_EQ(run.agent_refusals, 0U) << policy_name(policy) << ": 64 instances per GPU";
   }
 }
 

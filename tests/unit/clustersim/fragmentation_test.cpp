@@ -69,8 +69,9 @@ TEST(FgdPlacement, FillsTheGpuTheTaskFitsBest) {
   ClusterState cluster(pointers(specs), nullptr);
   ASSERT_TRUE(cluster.place(1, demand(4, 1, 810), Gpus{1}));
   PolicyPlacer fgd(Policy::kFgd, &measure);
-  // A 160 goes into b's GPU 1 (190 free, a fragment for the 810s) rather
-  // than into an untouched GPU of a (which would become one).
+  // A 160 goes into b's GPU 1: its 190 free are a fragment for the 810s,
+  // and the 30 left are a smaller one (growth -65); an untouched GPU of a
+  // would keep 840, still room for an 810 (growth 0).
   const auto choice = fgd.choose(cluster, demand(4, 1, 160));
   ASSERT_TRUE(choice);
   EXPECT_EQ(choice->node, 1U);

@@ -86,16 +86,42 @@ TEST_F(SlurmNodePick, TiesGoToTheFirst) {
 }
 
 TEST_F(SlurmNodePick, ANodeWhoseGpusAreFullEndsARun) {
-  ClusterState cluster = cluster_with_free_cpus({16, 16, 64});
+  ClusterState cluster = cluster_with_free_cpus({20, 64, 16, 64});
   const Demand big = demand(1, 1, 800);
-  ASSERT_TRUE(cluster.place(0, big, Gpus{0}));
-  // n0 has no GPU room for another 800: runs {n1, n2} only.
-  EXPECT_EQ(slurm_pick_node(cluster, big, GpuOrder::kIndex), 1U);
+  // One run of all four nodes: n2 has the fewest CPUs.
+  EXPECT_EQ(slurm_pick_node(cluster, big, GpuOrder::kIndex), 2U);
   ASSERT_TRUE(cluster.place(1, big, Gpus{0}));
-  ASSERT_TRUE(cluster.place(2, big, Gpus{0}));
-  EXPECT_FALSE(slurm_pick_node(cluster, big, GpuOrder::kIndex));
-  // A share that still fits on n0.
-  EXPECT_EQ(slurm_pick_node(cluster, demand(1, 1, 200), GpuOrder::kIndex), 0U);
+  // n1 has no room for another 800 and splits the run: {n0} holds 20
+  // CPUs, {n2, n3} 80, so n0 wins although n2 has fewer CPUs.
+  EXPECT_EQ(slurm_pick_node(cluster, big, GpuOrder::kIndex), 0U);
+  // A share that still fits on n1 sees one run again.
+  EXPECT_EQ(slurm_pick_node(cluster, demand(1, 1, 200), GpuOrder::kIndex), 2U);
+}
+
+TEST_F(SlurmNodePick, MultipleSharingSplitsAShareNoGpuHasRoomFor) {
+  specs_ = {node_spec("a", 16, 3)};
+  ClusterState three(pointers(specs_), nullptr);
+  ASSERT_TRUE(three.place(0, demand(1, 1, 700), Gpus{0}));
+  ASSERT_TRUE(three.place(0, demand(1, 1, 600), Gpus{1}));
+  ASSERT_TRUE(three.place(0, demand(1, 1, 500), Gpus{2}));
+  const Demand share = demand(1, 1, 900);
+  EXPECT_FALSE(slurm_pick_node(three, share, GpuOrder::kIndex));
+  ASSERT_EQ(slurm_pick_node(three, share, GpuOrder::kIndex, {}, true), 0U);
+  const auto split = pick_split_share(three.node(0), share, GpuOrder::kIndex);
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->gpus, (Gpus{0, 1, 2}));
+  EXPECT_EQ(split->milli, (Gpus{300, 400, 200}));
+  const auto by_load = pick_split_share(three.node(0), share, GpuOrder::kLeastLoaded);
+  ASSERT_TRUE(by_load);
+  EXPECT_EQ(by_load->gpus, (Gpus{2, 1}));
+  EXPECT_EQ(by_load->milli, (Gpus{500, 400}));
+  auto placed = three.place(0, share, split->gpus, split->milli);
+  ASSERT_TRUE(placed) << placed.error();
+  EXPECT_EQ(three.node(0).gpu_free_milli, (Gpus{0, 0, 300}));
+  three.release(*placed);
+  EXPECT_EQ(three.node(0).gpu_free_milli, (Gpus{300, 400, 500}));
+  EXPECT_FALSE(pick_split_share(three.node(0), demand(1, 1, 1000), GpuOrder::kIndex))
+      << "a whole GPU is never split";
 }
 
 TEST_F(SlurmNodePick, OnlyTheLightestNodesWhereTheJobFitsTakePart) {
@@ -103,10 +129,10 @@ TEST_F(SlurmNodePick, OnlyTheLightestNodesWhereTheJobFitsTakePart) {
   const std::vector<uint64_t> weights{5, 1, 1, 1};
   // n0 has the fewest CPUs but is heavier; among n1..n3 (one run) n3 wins.
   EXPECT_EQ(slurm_pick_node(cluster, demand(4, 1, 500), GpuOrder::kIndex, weights), 3U);
-  // A job that fits only n0 still goes there: weights order, never forbid.
-  EXPECT_EQ(slurm_pick_node(cluster, demand(4, 1, 500), GpuOrder::kIndex,
-                            std::vector<uint64_t>{1, 5, 5, 5}),
-            0U);
+  // A heavier node is still used when it is the only one that fits:
+  // weights order nodes, they never forbid one.
+  ClusterState uneven = cluster_with_free_cpus({64, 8, 8, 8});
+  EXPECT_EQ(slurm_pick_node(uneven, demand(16, 1, 500), GpuOrder::kIndex, weights), 0U);
   // Lightest nodes where it does not fit do not count: n3 is too small for
   // 40 CPUs, so the choice is among n1 and n2 (weight 2).
   EXPECT_EQ(slurm_pick_node(cluster, demand(40, 1, 500), GpuOrder::kIndex,
