@@ -7,21 +7,12 @@
 
 namespace egpu::clustersim {
 
-std::optional<std::vector<uint32_t>> pick_gpus(const NodeState& node, const Demand& demand,
-                                               GpuOrder order) {
-  const auto& free = node.gpu_free_milli;
-  if (demand.gpus == 0) return std::vector<uint32_t>{};
+namespace {
+
+// The order Slurm visits a node's GPUs in for a share.
+std::vector<uint32_t> share_visit_order(const std::vector<uint32_t>& free, GpuOrder order) {
   std::vector<uint32_t> visit(free.size());
   std::iota(visit.begin(), visit.end(), 0U);
-  if (!demand.shares_gpu()) {
-    // Whole GPUs: gres/gpu takes untouched ones, in index order.
-    std::vector<uint32_t> chosen;
-    for (uint32_t gpu : visit) {
-      if (free[gpu] == kMilliPerGpu) chosen.push_back(gpu);
-      if (chosen.size() == demand.gpus) return chosen;
-    }
-    return std::nullopt;
-  }
   if (order == GpuOrder::kLeastLoaded) {
     // Every GPU of a node has the same capacity, so the free ratio orders as the free amount.
     std::stable_sort(visit.begin(), visit.end(),
@@ -30,7 +21,25 @@ std::optional<std::vector<uint32_t>> pick_gpus(const NodeState& node, const Dema
     std::stable_sort(visit.begin(), visit.end(),
                      [&](uint32_t a, uint32_t b) { return free[a] < free[b]; });
   }
-  for (uint32_t gpu : visit) {
+  return visit;
+}
+
+}  // namespace
+
+std::optional<std::vector<uint32_t>> pick_gpus(const NodeState& node, const Demand& demand,
+                                               GpuOrder order) {
+  const auto& free = node.gpu_free_milli;
+  if (demand.gpus == 0) return std::vector<uint32_t>{};
+  if (!demand.shares_gpu()) {
+    // Whole GPUs: gres/gpu takes untouched ones, in index order.
+    std::vector<uint32_t> chosen;
+    for (uint32_t gpu = 0; gpu < free.size(); ++gpu) {
+      if (free[gpu] == kMilliPerGpu) chosen.push_back(gpu);
+      if (chosen.size() == demand.gpus) return chosen;
+    }
+    return std::nullopt;
+  }
+  for (uint32_t gpu : share_visit_order(free, order)) {
     if (free[gpu] >= demand.gpu_milli) return std::vector<uint32_t>{gpu};
   }
   return std::nullopt;
@@ -40,18 +49,9 @@ std::optional<SplitShare> pick_split_share(const NodeState& node, const Demand& 
                                            GpuOrder order) {
   if (!demand.shares_gpu()) return std::nullopt;
   const auto& free = node.gpu_free_milli;
-  std::vector<uint32_t> visit(free.size());
-  std::iota(visit.begin(), visit.end(), 0U);
-  if (order == GpuOrder::kLeastLoaded) {
-    std::stable_sort(visit.begin(), visit.end(),
-                     [&](uint32_t a, uint32_t b) { return free[a] > free[b]; });
-  } else if (order == GpuOrder::kBestFit) {
-    std::stable_sort(visit.begin(), visit.end(),
-                     [&](uint32_t a, uint32_t b) { return free[a] < free[b]; });
-  }
   SplitShare split;
   uint32_t needed = demand.gpu_milli;
-  for (uint32_t gpu : visit) {
+  for (uint32_t gpu : share_visit_order(free, order)) {
     const uint32_t part = std::min(free[gpu], needed);
     if (part == 0) continue;
     split.gpus.push_back(gpu);
