@@ -23,6 +23,15 @@ std::vector<Demand> demands(const SimulationSetup& setup, bool whole_gpus) {
   return out;
 }
 
+// The trace's nodes as they are in its file.
+std::vector<const NodeSpec*> in_file_order(std::span<const NodeSpec> nodes) {
+  std::vector<const NodeSpec*> out;
+  out.reserve(nodes.size());
+  for (const NodeSpec& node : nodes)
+    out.push_back(&node);
+  return out;
+}
+
 }  // namespace
 
 std::vector<const NodeSpec*> node_sample(std::span<const NodeSpec> nodes, uint64_t seed,
@@ -40,12 +49,9 @@ std::vector<const NodeSpec*> node_sample(std::span<const NodeSpec> nodes, uint64
 }
 
 InflationRun run_inflation(const SimulationSetup& setup, Policy policy, uint64_t seed) {
-  std::vector<const NodeSpec*> nodes;
-  for (const NodeSpec& node : setup.nodes)
-    nodes.push_back(&node);
   PolicyPlacer placer(policy, setup.measure, setup.multiple_sharing);
   const std::vector<Demand> pool = demands(setup, placer.whole_gpus());
-  InflationRun run{{}, {}, 0, 0, 0, 0, ClusterState(std::move(nodes), setup.egpu)};
+  InflationRun run{{}, {}, 0, 0, 0, 0, ClusterState(in_file_order(setup.nodes), setup.egpu)};
   ClusterState& cluster = run.final_state;
   const double capacity = static_cast<double>(cluster.gpu_capacity_milli());
   std::mt19937_64 engine(seed);
@@ -95,10 +101,7 @@ InflationRun run_inflation(const SimulationSetup& setup, Policy policy, uint64_t
 }
 
 std::vector<std::optional<Choice>> place_in_order(const SimulationSetup& setup, Policy policy) {
-  std::vector<const NodeSpec*> nodes;
-  for (const NodeSpec& node : setup.nodes)
-    nodes.push_back(&node);
-  ClusterState cluster(std::move(nodes), setup.egpu);
+  ClusterState cluster(in_file_order(setup.nodes), setup.egpu);
   PolicyPlacer placer(policy, setup.measure, setup.multiple_sharing);
   std::vector<std::optional<Choice>> placed;
   for (const Demand& demand : demands(setup, placer.whole_gpus())) {

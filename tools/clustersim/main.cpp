@@ -79,11 +79,13 @@ std::optional<Options> parse(int argc, char** argv) {
                                  {"multiple-sharing", no_argument, nullptr, 'M'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
-  auto positive = [](const char* flag, const char* text) -> std::optional<int> {
+  // A whole number in [low, high], or nullopt after saying what was wrong.
+  auto number = [](const char* flag, const char* text, long low, long high) -> std::optional<int> {
     char* end = nullptr;
     const long value = std::strtol(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || value < 1 || value > 1000) {
-      std::fprintf(stderr, "egpu-clustersim: %s wants a number in 1..1000, not '%s'\n", flag, text);
+    if (*text == '\0' || *end != '\0' || value < low || value > high) {
+      std::fprintf(stderr, "egpu-clustersim: %s wants a number in %ld..%ld, not '%s'\n", flag, low,
+                   high, text);
       return std::nullopt;
     }
     return static_cast<int>(value);
@@ -116,7 +118,7 @@ std::optional<Options> parse(int argc, char** argv) {
         break;
       }
       case 's': {
-        const auto seeds = positive("--seeds", optarg);
+        const auto seeds = number("--seeds", optarg, 1, 1000);
         if (!seeds) return std::nullopt;
         options.seeds = *seeds;
         break;
@@ -139,28 +141,19 @@ std::optional<Options> parse(int argc, char** argv) {
         options.curves_path = optarg;
         break;
       case 'N': {
-        const std::string text = optarg;
-        if (text == "0") {
-          options.node_orders = 0;
-          break;
-        }
-        const auto orders = positive("--node-orders", optarg);
+        const auto orders = number("--node-orders", optarg, 0, 1000);
         if (!orders) return std::nullopt;
         options.node_orders = *orders;
         break;
       }
       case 'f': {
-        const auto pct = positive("--fgd-popularity", optarg);
-        if (!pct || *pct > 100) {
-          if (pct)
-            std::fputs("egpu-clustersim: --fgd-popularity is a percentage, 1..100\n", stderr);
-          return std::nullopt;
-        }
+        const auto pct = number("--fgd-popularity", optarg, 1, 100);
+        if (!pct) return std::nullopt;
         options.fgd_popularity = *pct;
         break;
       }
       case 'j': {
-        const auto threads = positive("--threads", optarg);
+        const auto threads = number("--threads", optarg, 1, 1000);
         if (!threads) return std::nullopt;
         options.threads = static_cast<unsigned>(*threads);
         break;

@@ -56,9 +56,7 @@ std::vector<std::string> split_models(const std::string& spec) {
   return models;
 }
 
-}  // namespace
-
-static Result<std::vector<NodeSpec>> nodes_from(const Result<CsvTable>& table) {
+Result<std::vector<NodeSpec>> nodes_from(const Result<CsvTable>& table) {
   if (!table) return Error{table.error()};
   const std::string& path = table->path;
   RowReader reader(*table);
@@ -84,7 +82,7 @@ static Result<std::vector<NodeSpec>> nodes_from(const Result<CsvTable>& table) {
   return nodes;
 }
 
-static Result<std::vector<TaskSpec>> tasks_from(const Result<CsvTable>& table) {
+Result<std::vector<TaskSpec>> tasks_from(const Result<CsvTable>& table) {
   if (!table) return Error{table.error()};
   const std::string& path = table->path;
   RowReader reader(*table);
@@ -123,6 +121,8 @@ static Result<std::vector<TaskSpec>> tasks_from(const Result<CsvTable>& table) {
   if (tasks.empty()) return Error{path + ": no tasks"};
   return tasks;
 }
+
+}  // namespace
 
 Result<std::vector<NodeSpec>> load_openb_nodes(const std::string& path) {
   return nodes_from(read_csv(path));
