@@ -31,6 +31,9 @@ typedef list_t* egpu_list_t;
 typedef list_itr_t* egpu_list_itr_t;
 typedef hostlist_t* egpu_hostlist_t;
 typedef gres_prep_t egpu_prep_t;
+/* A shared GRES's node state -> its sharing GRES's (gpu's), or NULL. */
+#define EGPU_ALT_GRES_NS(ns) \
+  ((ns)->alt_gres ? (gres_node_state_t*)(ns)->alt_gres->gres_data : NULL)
 #else
 #include "src/common/gres.h"
 #define EGPU_SLURM_NEW_GRES_API 0
@@ -38,6 +41,7 @@ typedef List egpu_list_t;
 typedef ListIterator egpu_list_itr_t;
 typedef hostlist_t egpu_hostlist_t;
 typedef gres_epilog_info_t egpu_prep_t;
+#define EGPU_ALT_GRES_NS(ns) ((ns)->alt_gres_ns)
 #endif
 
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)

@@ -13,7 +13,10 @@
  * 2. It refuses requests Slurm would accept but never run, with a message:
  *    egpu:0, and more than 100 units per node unless SelectTypeParameters has
  *    MULTIPLE_SHARING_GRES_PJ (24.11), without which a job's units must fit on
- *    one GPU and it would pend forever. */
+ *    one GPU and it would pend forever.
+ * 3. With PackNodes=yes in egpu.conf it keeps node weights following free
+ *    egpu units (egpu_node_weights.c). */
+#include "egpu_node_weights.h"
 #include "egpu_request.h"
 #include "egpu_slurm.h"
 #include "src/common/run_in_daemon.h"
@@ -61,12 +64,15 @@ static void mark_egpu_shared(void) {
 
 extern int init(void) {
   if (running_in_slurmctld() && slurm_conf.gres_plugins &&
-      xstrcasestr(slurm_conf.gres_plugins, "egpu"))
+      xstrcasestr(slurm_conf.gres_plugins, "egpu")) {
     mark_egpu_shared();
+    egpu_node_weights_start();
+  }
   return SLURM_SUCCESS;
 }
 
 extern int fini(void) {
+  egpu_node_weights_stop();
   return SLURM_SUCCESS;
 }
 

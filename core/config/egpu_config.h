@@ -64,6 +64,12 @@ struct EgpuConfig {
   uint64_t gpu_memory_bytes = 0;
   std::string topology_xml;  // hwloc XML instead of the live machine (test nodes)
   int max_instances_per_gpu = 64;
+  // job_submit/egpu (in slurmctld) keeps each node's Slurm weight packed
+  // (core/model/node_weight.h): nodes with fewer free egpu units are tried
+  // first, so shares fill nodes before they open another. Read from the
+  // controller's egpu.conf, which it watches: a change applies within a
+  // second, without a restart.
+  bool pack_nodes = false;
   // Where the SPANK plugin finds the shim to preload.
   std::string shim_library = "/usr/lib/x86_64-linux-gnu/egpu/libegpu-shim.so";
 

@@ -97,4 +97,8 @@ const char* egpu_conf_topology_xml(const egpu_conf_t* conf) {
   return conf != nullptr ? conf->config.topology_xml.c_str() : "";
 }
 
+int egpu_conf_pack_nodes(const egpu_conf_t* conf) {
+  return conf != nullptr && conf->config.pack_nodes ? 1 : 0;
+}
+
 }  // extern "C"

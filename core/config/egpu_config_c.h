@@ -44,6 +44,9 @@ void egpu_conf_free(egpu_conf_t *conf);
  * set. The string lives as long as conf. */
 const char *egpu_conf_topology_xml(const egpu_conf_t *conf);
 
+/* PackNodes=: 1 when slurmctld should keep node weights packed, else 0. */
+int egpu_conf_pack_nodes(const egpu_conf_t *conf);
+
 #ifdef __cplusplus
 }
 #endif

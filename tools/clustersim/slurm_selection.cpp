@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/model/node_weight.h"
 #include "core/protocol/messages.h"
 
 namespace egpu::clustersim {
@@ -120,7 +121,7 @@ uint64_t free_units_weight(const NodeState& node) {
   uint64_t free = 0;
   for (uint32_t milli : node.gpu_free_milli)
     free += milli;
-  return free / (kMilliPerGpu / 100) + 1;
+  return egpu_packed_node_weight(1, free / (kMilliPerGpu / 100));
 }
 
 }  // namespace egpu::clustersim

@@ -73,10 +73,11 @@ std::optional<std::size_t> slurm_pick_node(const ClusterState& cluster, const De
                                            GpuOrder order, std::span<const uint64_t> weights = {},
                                            bool multiple_sharing = false);
 
-// A node weight an admin or a plugin can keep up to date: the node's free
-// GPU capacity in egpu units (whole-GPU jobs count as used), plus one.
-// Lighter nodes are tried first, so shares pack onto the nodes that have
-// least left, node by node.
+// The weight job_submit/egpu keeps a node at with PackNodes=yes
+// (egpu_packed_node_weight, core/model/node_weight.h, with slurm.conf's
+// default Weight=1): it grows with the node's free GPU capacity in egpu units
+// (whole-GPU jobs count as used). Lighter nodes are tried first, so shares
+// pack onto the nodes that have least left, node by node.
 uint64_t free_units_weight(const NodeState& node);
 
 }  // namespace egpu::clustersim

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/model/node_weight.h"
 #include "test_cluster.h"
 
 namespace egpu::clustersim {
@@ -140,10 +141,10 @@ TEST_F(SlurmNodePick, OnlyTheLightestNodesWhereTheJobFitsTakePart) {
             1U);
 }
 
-TEST(FreeUnitsWeight, IsTheFreeUnitsPlusOne) {
-  NodeState node = gpus_free({1000, 300, 0});
-  EXPECT_EQ(free_units_weight(node), 131U);
-  EXPECT_EQ(free_units_weight(gpus_free({0, 0})), 1U);
+TEST(FreeUnitsWeight, IsWhatThePluginSetsForTheFreeUnits) {
+  NodeState node = gpus_free({1000, 300, 0});  // 100 + 30 units free
+  EXPECT_EQ(free_units_weight(node), egpu_packed_node_weight(1, 130));
+  EXPECT_EQ(free_units_weight(node) - free_units_weight(gpus_free({0, 0})), 130U);
 }
 
 TEST_F(SlurmNodePick, GpuModelsLimitTheNodes) {

@@ -110,6 +110,18 @@ TEST_F(EgpuConfigCFile, AMissingFileIsTheDefaultsOnlyWhenAskedFor) {
   EXPECT_EQ(load(path_, 2).rfind("error: egpu_conf_load: unknown flags 2", 0), 0u);
 }
 
+TEST(EgpuConfigC, PackNodesIsOffUnlessSaidYes) {
+  for (const auto& [text, want] :
+       {std::pair{"", 0}, std::pair{"PackNodes=yes", 1}, std::pair{"PackNodes=no", 0}}) {
+    egpu_conf_t* conf = nullptr;
+    char err[256] = "";
+    ASSERT_EQ(egpu_conf_parse(text, "egpu.conf", &conf, err, sizeof(err)), 0) << err;
+    EXPECT_EQ(egpu_conf_pack_nodes(conf), want) << text;
+    egpu_conf_free(conf);
+  }
+  EXPECT_EQ(egpu_conf_pack_nodes(nullptr), 0);
+}
+
 TEST(EgpuConfigC, LongErrorsAreCutNotOverrun) {
   egpu_conf_t* conf = nullptr;
   char err[8];

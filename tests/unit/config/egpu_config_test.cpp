@@ -57,6 +57,7 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   EXPECT_EQ(c->inflight_alone_us, 20000);
   EXPECT_EQ(c->gang_period_ms, 0);  // gangs are the site's choice
   EXPECT_EQ(c->gang_clock, GangClock::kAdjtimex);
+  EXPECT_FALSE(c->pack_nodes);  // node weights are the admin's unless asked
 }
 
 TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
@@ -64,7 +65,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
       "slicems=5\nDefaultMode=CAP\nFailMode=closed\nMetricsAddress=127.0.0.1:9464\n"
       "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
       "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n"
-      "InflightUs=1000 InflightAloneUs=0 GangPeriodMs=40 GangClock=shared\n",
+      "InflightUs=1000 InflightAloneUs=0 GangPeriodMs=40 GangClock=shared PackNodes=Yes\n",
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
@@ -83,6 +84,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   EXPECT_EQ(c->inflight_alone_us, 0);
   EXPECT_EQ(c->gang_period_ms, 40);
   EXPECT_EQ(c->gang_clock, GangClock::kShared);
+  EXPECT_TRUE(c->pack_nodes);
 }
 
 struct BadCase {
@@ -119,8 +121,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"InflightUs=4000 InflightAloneUs=3000", "at least InflightUs"},
         BadCase{"InflightAloneUs=-5", "between 0 and 1000000"},
         BadCase{"GangPeriodMs=3", "at least twice InflightUs"},
-        BadCase{"GangPeriodMs=2000", "between 0 and 1000"},
-        BadCase{"GangClock=ntp", "adjtimex"}));
+        BadCase{"GangPeriodMs=2000", "between 0 and 1000"}, BadCase{"GangClock=ntp", "adjtimex"},
+        BadCase{"PackNodes=1", "must be one of yes|no"}));
 
 TEST(EgpuConfig, LoadFileReportsMissingPath) {
   auto c = load_egpu_config("/nonexistent/egpu.conf");
