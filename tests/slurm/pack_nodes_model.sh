@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The cluster simulator's `weighted` policy against the real slurmctld with
+# PackNodes=yes on two nodes: jobs of mixed sizes, each running (and the
+# weights updated) before the next is submitted, must land on the node and
+# GPU `egpu-clustersim --place-in-order --policies weighted` predicts. The
+# sequence holds a job that Slurm's own order (the `first-fit` model) would
+# put elsewhere, so the test tells packing from no packing.
+# shellcheck disable=SC2034 # read by lib.sh (ensure_testbed)
+testbed_nodes=2
+source "$(dirname "$0")/lib.sh"
+ensure_testbed
+sim=$build/tools/clustersim/egpu-clustersim
+if [[ ! -x $sim ]]; then
+  grep -q '^EGPU_CLUSTERSIM:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null &&
+    skip "the build has no cluster simulator (-DEGPU_CLUSTERSIM=OFF)"
+  fail "$sim is missing: build the tree first"
+fi
+conf=$state/etc/egpu.conf # slurmctld's EGPU_CONF
+gpus=$(sed -n 's/.*gpus=\([0-9]*\).*/\1/p' "$state/testbed.info")
+cpus=$(sl scontrol -o show node n1 | grep -o 'CPUTot=[0-9]*' | cut -d= -f2)
+[[ -n $gpus && -n $cpus ]] || fail "cannot read the nodes' GPUs and CPUs"
+((gpus == 8 && cpus > 24)) || skip "the sequence is made for 8 GPUs and more than 24 CPUs per node"
+work=$(mktemp -d)
+trap 'sed -i "/^PackNodes=/d" "$conf"; rm -rf "$work"' EXIT
+
+weight() { sl scontrol -o show node "$1" | grep -o ' Weight=[0-9]*' | cut -d= -f2; }
+wait_weight() { # NODE WEIGHT
+  for _ in $(seq 60); do
+    [[ $(weight "$1") == "$2" ]] && return 0
+    sleep 0.25
+  done
+  fail "$1 has Weight=$(weight "$1"), expected $2"
+}
+packed() { echo $((6401 + $1 + 1)); } # slurm.conf's Weight=1
+
+sed -i '/^PackNodes=/d' "$conf"
+echo "PackNodes=yes" >>"$conf"
+declare -A free=([n1]=$((gpus * 100)) [n2]=$((gpus * 100)))
+wait_weight n1 "$(packed "${free[n1]}")"
+wait_weight n2 "$(packed "${free[n2]}")"
+
+# units (0 = no GPU) and CPUs per job: n1 fills with whole-GPU shares, one
+# share with most of n2's CPUs must open n2; then a CPU job goes to n1 (the
+# lighter) where Slurm alone takes n2 (fewer free CPUs); then shares on n2.
+units=(100 100 100 100 100 100 100 100 100 0 30 45)
+jcpus=(1 1 1 1 1 1 1 1 $((cpus - 10)) 2 1 1)
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,%d,0,%d,v100\nn2,%d,0,%d,v100\n' \
+  $((cpus * 1000)) "$gpus" $((cpus * 1000)) "$gpus" >"$work/nodes.csv"
+echo 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,creation_time' >"$work/tasks.csv"
+actual=()
+for i in "${!units[@]}"; do
+  echo "j$i,$((jcpus[i] * 1000)),0,$((units[i] > 0 ? 1 : 0)),$((units[i] * 10)),,BE,$i" >>"$work/tasks.csv"
+  if ((units[i] > 0)); then
+    job=$(hold_job -c "${jcpus[i]}" --gres=egpu:"${units[i]}")
+  else
+    job=$(hold_job -c "${jcpus[i]}")
+  fi
+  wait_state "$job" RUNNING
+  node=$(job_field "$job" NodeList)
+  gpu=""
+  if ((units[i] > 0)); then
+    got=$(job_gpus "$job")
+    [[ $got =~ ^([0-9]+):${units[i]}$ ]] || fail "egpu:${units[i]} (job $job) got '$got', not one GPU"
+    gpu=${BASH_REMATCH[1]}
+    free[$node]=$((free[$node] - units[i]))
+    wait_weight "$node" "$(packed "${free[$node]}")"
+  fi
+  actual+=("j$i,$node,$gpu")
+done
+say "Slurm placed them: ${actual[*]}"
+
+predict() {
+  "$sim" --nodes "$work/nodes.csv" --tasks "$work/tasks.csv" --place-in-order --policies "$1" |
+    tail -n +2
+}
+mapfile -t expected < <(predict weighted)
+[[ ${#expected[@]} == "${#actual[@]}" ]] || fail "egpu-clustersim printed ${#expected[@]} placements"
+for i in "${!actual[@]}"; do
+  [[ ${expected[i]} == "${actual[i]}" ]] ||
+    fail "job $i (egpu:${units[i]} -c ${jcpus[i]}): Slurm chose ${actual[i]#*,}, the model says ${expected[i]#*,}"
+done
+ok "the model's weighted policy matches Slurm with PackNodes=yes for all ${#units[@]} jobs"
+mapfile -t unpacked < <(predict first-fit)
+[[ ${unpacked[*]} != "${actual[*]}" ]] || fail "the sequence does not tell packing from Slurm's own order"
+ok "Slurm's own order (first-fit) would have placed them differently"
+clean_jobs
