@@ -75,7 +75,7 @@ write_configs() {
     echo "ProctrackType=proctrack/linuxproc"
     echo "TaskPlugin=task/none"
     echo "JobAcctGatherType=jobacct_gather/none"
-    echo "AccountingStorageType=accounting_storage/none"
+    if [[ $accounting -eq 1 ]]; then accounting_conf_lines; else echo "AccountingStorageType=accounting_storage/none"; fi
     echo "JobCompType=jobcomp/none"
     echo "MpiDefault=none"
     echo "ReturnToService=2"
@@ -177,5 +177,6 @@ if [ -f $state/simgpu/libcuda.so.1 ]; then
 fi
 EOF
   chmod 755 "$etc/task-prolog.sh"
-  echo "gpus=$gpus nodes=$nodes topology=$topology" >"$state/testbed.info"
+  echo "gpus=$gpus nodes=$nodes accounting=$accounting topology=$topology" >"$state/testbed.info"
+  if [[ $accounting -eq 1 ]]; then write_slurmdbd_conf; fi
 }

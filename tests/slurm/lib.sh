@@ -74,16 +74,21 @@ agent_instance_count() {
   echo "$total"
 }
 
+# Accounting of the testbed as started: 1 with slurmdbd, else 0.
+testbed_accounting_running() { sed -n 's/.*accounting=\([01]\).*/\1/p' "$state/testbed.info" 2>/dev/null || true; }
+
 # Starts the testbed with $testbed_nodes nodes (default 1; a test of several
-# nodes sets it before sourcing this), restarting it fresh when it runs with
-# another count: tests of either kind may come in any order.
+# nodes sets it before sourcing this) and accounting when $testbed_accounting
+# is 1, restarting it fresh when it runs otherwise: tests of any kind may
+# come in any order.
 ensure_testbed() {
-  local want=${testbed_nodes:-1} running
+  local want=${testbed_nodes:-1} running acct=${testbed_accounting:-0} opts=()
+  [[ $acct == 1 ]] && opts+=(--accounting)
   running=$(testbed_nodes_running)
-  if [[ -n $running && $running != "$want" ]]; then
-    tb start --fresh --nodes "$want"
+  if [[ -n $running && ($running != "$want" || $(testbed_accounting_running) != "$acct") ]]; then
+    tb start --fresh --nodes "$want" "${opts[@]}"
   else
-    tb start --nodes "$want"
+    tb start --nodes "$want" "${opts[@]}"
   fi
   clean_jobs
 }
