@@ -5,14 +5,14 @@
 # programs jobs run into the state directory. Uses the testbed's variables
 # (root, release, nodes, topology, build_dir, state, port_base, in_chroot).
 # shellcheck disable=SC2154
-plugin_dir() { echo "$build_dir/gres/$release"; }
+plugin_dir() { product_file plugins; }
 
 check_plugins() {
   local d; d=$(plugin_dir)
   [[ -f $d/gres_egpu.so && -f $d/job_submit_egpu.so ]] ||
     die "plugins for Slurm $release not built in $d (run scripts/build, or cmake --build <dir> --target egpu_slurm_plugins_${release/./})"
   local want have
-  want=$(cat "$d/slurm-version")
+  if from_packages; then want=$(cat "$pkgroot/slurm-version"); else want=$(cat "$d/slurm-version"); fi
   if [[ $in_chroot -eq 1 ]]; then
     have=$(chroot "$chroot_dir" dpkg-query -W -f='${Version}' slurmd)
   else
@@ -120,7 +120,7 @@ write_configs() {
   fi
   # egpu.conf: one per node (each slurmd, its slurmstepds and its agent get
   # theirs through EGPU_CONF); egpu.conf itself is node 1's, for clients.
-  local shim=$build_dir/shim/libegpu-shim.so
+  local shim; shim=$(product_file shim)
   [[ -f $shim ]] && cp "$shim" "$state/plugins/"
   for ((i = 1; i <= nodes; i++)); do
     {
@@ -139,8 +139,7 @@ write_configs() {
 
   # SPANK plugin: only once it is built (one per release).
   rm -f "$etc/plugstack.conf"
-  local spank=$build_dir/spank/$release/spank_egpu.so
-  [[ -f $spank ]] || spank=$build_dir/spank/spank_egpu.so
+  local spank; spank=$(product_file spank)
   if [[ -f $spank ]]; then
     cp "$spank" "$state/plugins/"
     # One plugstack for all nodes: conf= names node 1's egpu.conf (for the
@@ -154,11 +153,13 @@ write_configs() {
   rm -rf "${state:?}/bin"; mkdir -p "$state/bin"
   local prog
   for prog in tests/workloads/bin/greedy tests/workloads/bin/ml-like tests/workloads/bin/inference-like \
-              tests/workloads/bin/hpc-like tests/workloads/bin/ddp-like nodeagent/egpuctl tests/simgpu/simgpu-stat \
+              tests/workloads/bin/hpc-like tests/workloads/bin/ddp-like tests/simgpu/simgpu-stat \
               tests/integration/egpu-share-monitor tests/integration/memory-probe \
               tests/integration/hostile-tenant; do
     [[ -x $build_dir/$prog ]] && cp "$build_dir/$prog" "$state/bin/"
   done
+  local egpuctl; egpuctl=$(product_file egpuctl)
+  [[ -x $egpuctl ]] && cp "$egpuctl" "$state/bin/"
 
   # The simulated driver as the jobs' libcuda, one simulated node per slurmd.
   local simlib=$build_dir/tests/simgpu/lib
@@ -177,6 +178,8 @@ if [ -f $state/simgpu/libcuda.so.1 ]; then
 fi
 EOF
   chmod 755 "$etc/task-prolog.sh"
-  echo "gpus=$gpus nodes=$nodes accounting=$accounting topology=$topology" >"$state/testbed.info"
+  local packaged=0
+  from_packages && packaged=1
+  echo "gpus=$gpus nodes=$nodes accounting=$accounting packages=$packaged topology=$topology" >"$state/testbed.info"
   if [[ $accounting -eq 1 ]]; then write_slurmdbd_conf; fi
 }

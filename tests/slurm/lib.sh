@@ -85,7 +85,9 @@ ensure_testbed() {
   local want=${testbed_nodes:-1} running acct=${testbed_accounting:-0} opts=()
   [[ $acct == 1 ]] && opts+=(--accounting)
   running=$(testbed_nodes_running)
-  if [[ -n $running && ($running != "$want" || $(testbed_accounting_running) != "$acct") ]]; then
+  # A testbed started from packages (tests/slurm/packages.sh) is not the tree's.
+  if [[ -n $running && ($running != "$want" || $(testbed_accounting_running) != "$acct" ||
+        -f $state/pkgroot/.egpu-packages) ]]; then
     tb start --fresh --nodes "$want" "${opts[@]}"
   else
     tb start --nodes "$want" "${opts[@]}"
