@@ -1,9 +1,10 @@
 /* job_submit/egpu's packed node weights (PackNodes=yes in egpu.conf).
  *
  * A thread in slurmctld keeps each node's weight at
- * egpu_packed_node_weight(its slurm.conf Weight, its free egpu units)
- * (core/model/node_weight.h), so that Slurm, which tries the lightest nodes
- * first, fills nodes with shares before it opens another.
+ * egpu_packed_node_weight(the tier of its slurm.conf Weight, its free egpu
+ * units) (core/model/node_weight.h), so that Slurm, which tries the lightest
+ * nodes first, fills nodes with shares before it opens another. Nodes that
+ * are powered down or changing power are left alone.
  *
  * Why a thread: Slurm has no plugin hook where allocations change, and
  * job_submit runs under read locks, where a weight must not be written. Once
@@ -23,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -50,9 +52,10 @@ static pthread_t thread;
 typedef struct {
   bool conf_seen;
   struct stat conf_stat;
-  bool pack;          /* PackNodes as last read */
-  bool restore_due;   /* PackNodes went from yes to no: put slurm.conf's back */
-  bool update_failed; /* the last update_node() failed (logged once) */
+  bool pack;             /* PackNodes as last read */
+  bool restore_due;      /* PackNodes went from yes to no: put slurm.conf's back */
+  time_t failure_logged; /* when an update_node() failure was last logged */
+  bool tiers_logged;     /* too many configured weights (logged once) */
 } weights_state_t;
 
 static bool current(uint64_t gen) {
@@ -119,19 +122,65 @@ static uint64_t free_egpu_units(node_record_t* node_ptr, uint32_t egpu_id) {
   return free_units;
 }
 
-static uint32_t wanted_weight(node_record_t* node_ptr, bool pack, uint32_t egpu_id) {
-  /* node_ptr->weight is slurm.conf's; update_node changes the config record's. */
+/* The tiers of one pass: slurm.conf's distinct weights, sorted. */
+typedef struct {
+  uint32_t* weights;
+  int count;
+} tiers_t;
+
+static int compare_u32(const void* a, const void* b) {
+  uint32_t x = *(const uint32_t*)a, y = *(const uint32_t*)b;
+  return (x > y) - (x < y);
+}
+
+/* Under the caller's node lock. */
+static tiers_t build_tiers(void) {
+  tiers_t t = {NULL, 0};
+  node_record_t* node_ptr;
+  int n = 0;
+  for (int i = 0; (node_ptr = next_node(&i)); i++)
+    n++;
+  if (n == 0) return t;
+  t.weights = xcalloc(n, sizeof(uint32_t));
+  n = 0;
+  for (int i = 0; (node_ptr = next_node(&i)); i++)
+    t.weights[n++] = node_ptr->weight; /* slurm.conf's: update_node changes the config record's */
+  qsort(t.weights, n, sizeof(uint32_t), compare_u32);
+  for (int i = 0; i < n; i++)
+    if (t.count == 0 || t.weights[t.count - 1] != t.weights[i]) t.weights[t.count++] = t.weights[i];
+  return t;
+}
+
+static uint32_t tier_of(const tiers_t* t, uint32_t weight) {
+  const uint32_t* hit = bsearch(&weight, t->weights, t->count, sizeof(uint32_t), compare_u32);
+  return hit ? (uint32_t)(hit - t->weights) : 0;
+}
+
+/* Powered down or changing power: left alone. With MaxPoweredUpNodes,
+ * update_node() counts the nodes it updates as being powered up and would
+ * refuse the update. */
+static bool power_saved(node_record_t* node_ptr) {
+  return IS_NODE_POWERED_DOWN(node_ptr) || IS_NODE_POWERING_DOWN(node_ptr) ||
+         IS_NODE_POWERING_UP(node_ptr);
+}
+
+/* The weight the node should have now, or its current one to leave it.
+ * node_ptr->config_ptr is not NULL. */
+static uint32_t wanted_weight(node_record_t* node_ptr, bool pack, const tiers_t* tiers,
+                              uint32_t egpu_id) {
+  if (power_saved(node_ptr)) return node_ptr->config_ptr->weight;
   if (!pack) return node_ptr->weight;
-  return egpu_packed_node_weight(node_ptr->weight, free_egpu_units(node_ptr, egpu_id));
+  return egpu_packed_node_weight(tier_of(tiers, node_ptr->weight),
+                                 free_egpu_units(node_ptr, egpu_id));
 }
 
 /* Nodes whose weight must change, under the caller's node lock. */
-static int count_changes(bool pack, uint32_t egpu_id) {
+static int count_changes(bool pack, const tiers_t* tiers, uint32_t egpu_id) {
   node_record_t* node_ptr;
   int changes = 0;
   for (int i = 0; (node_ptr = next_node(&i)); i++) {
     if (node_ptr->config_ptr &&
-        node_ptr->config_ptr->weight != wanted_weight(node_ptr, pack, egpu_id))
+        node_ptr->config_ptr->weight != wanted_weight(node_ptr, pack, tiers, egpu_id))
       changes++;
   }
   return changes;
@@ -142,20 +191,27 @@ typedef struct {
   egpu_hostlist_t nodes;
 } weight_group_t;
 
+/* update_node() calls per pass, each under the write locks for a walk over
+ * Slurm's config records: a burst of changes (PackNodes turned on, a
+ * restart with jobs) is spread over passes instead of holding the locks. */
+#define MAX_GROUPS_PER_PASS 64
+#define FAILURE_LOG_INTERVAL_S 60
+
 /* Applies the changes, one update_node() per distinct weight, under the
  * caller's write locks. Returns the nodes changed. */
-static int apply_changes(weights_state_t* st, bool pack, uint32_t egpu_id) {
+static int apply_changes(weights_state_t* st, bool pack, const tiers_t* tiers, uint32_t egpu_id) {
   weight_group_t* groups = NULL;
   int group_cnt = 0, changed = 0;
   node_record_t* node_ptr;
   for (int i = 0; (node_ptr = next_node(&i)); i++) {
     if (!node_ptr->config_ptr) continue;
-    uint32_t want = wanted_weight(node_ptr, pack, egpu_id);
+    uint32_t want = wanted_weight(node_ptr, pack, tiers, egpu_id);
     if (node_ptr->config_ptr->weight == want) continue;
     int g = 0;
     while (g < group_cnt && groups[g].weight != want)
       g++;
     if (g == group_cnt) {
+      if (group_cnt == MAX_GROUPS_PER_PASS) continue; /* the next pass */
       xrecalloc(groups, group_cnt + 1, sizeof(*groups));
       groups[g].weight = want;
       groups[g].nodes = hostlist_create(NULL);
@@ -171,16 +227,29 @@ static int apply_changes(weights_state_t* st, bool pack, uint32_t egpu_id) {
     int rc = update_node(&msg, slurm_conf.slurm_user_id);
     if (rc == SLURM_SUCCESS) {
       changed += hostlist_count(groups[g].nodes);
-    } else if (!st->update_failed) {
-      error("job_submit/egpu: cannot set Weight=%u on %s: %s", msg.weight, msg.node_names,
-            slurm_strerror(rc));
+    } else if (time(NULL) - st->failure_logged >= FAILURE_LOG_INTERVAL_S) {
+      error("job_submit/egpu: cannot set Weight=%u on %s: %s (logged at most once a minute)",
+            msg.weight, msg.node_names, slurm_strerror(rc));
+      st->failure_logged = time(NULL);
     }
-    st->update_failed = rc != SLURM_SUCCESS;
     xfree(msg.node_names);
     FREE_NULL_HOSTLIST(groups[g].nodes);
   }
   xfree(groups);
   return changed;
+}
+
+/* Too many distinct configured weights to keep them apart below 2^24
+ * (core/model/node_weight.h): the cluster is not packed. */
+static bool too_many_tiers(weights_state_t* st, const tiers_t* tiers) {
+  if (tiers->count <= (int)EGPU_NODE_WEIGHT_TIERS) return false;
+  if (!st->tiers_logged)
+    error(
+        "job_submit/egpu: %d distinct node weights in slurm.conf, more than the %u that "
+        "PackNodes can keep in order; node weights stay slurm.conf's",
+        tiers->count, (unsigned)EGPU_NODE_WEIGHT_TIERS);
+  st->tiers_logged = true;
+  return true;
 }
 
 static void run_pass(weights_state_t* st, uint64_t gen, uint32_t egpu_id) {
@@ -191,7 +260,13 @@ static void run_pass(weights_state_t* st, uint64_t gen, uint32_t egpu_id) {
       .job = WRITE_LOCK, .node = WRITE_LOCK, .part = WRITE_LOCK, .fed = READ_LOCK};
   lock_slurmctld(read_lock);
   bool stop = slurmctld_config.shutdown_time || !current(gen);
-  int changes = stop ? 0 : count_changes(st->pack, egpu_id);
+  int changes = 0;
+  if (!stop) {
+    tiers_t tiers = build_tiers();
+    bool pack = st->pack && !too_many_tiers(st, &tiers);
+    changes = count_changes(pack, &tiers, egpu_id);
+    xfree(tiers.weights);
+  }
   unlock_slurmctld(read_lock);
   if (changes == 0) {
     if (!stop) st->restore_due = false;
@@ -199,8 +274,12 @@ static void run_pass(weights_state_t* st, uint64_t gen, uint32_t egpu_id) {
   }
   lock_slurmctld(write_lock);
   int changed = 0;
-  if (!slurmctld_config.shutdown_time && current(gen))
-    changed = apply_changes(st, st->pack, egpu_id);
+  if (!slurmctld_config.shutdown_time && current(gen)) {
+    tiers_t tiers = build_tiers();
+    bool pack = st->pack && !too_many_tiers(st, &tiers);
+    changed = apply_changes(st, pack, &tiers, egpu_id);
+    xfree(tiers.weights);
+  }
   unlock_slurmctld(write_lock);
   debug("job_submit/egpu: %d node weight(s) updated", changed);
 }

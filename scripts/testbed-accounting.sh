@@ -75,7 +75,8 @@ start_mariadb() {
   echo $! >"$state/run/mysqld.pid"
   for _ in $(seq 300); do
     if mariadb --no-defaults -S "$sock" -u root -e 'SELECT 1' >/dev/null 2>&1; then
-      mariadb --no-defaults -S "$sock" -u root -e "
+      # On stdin, not the command line: any user can read that in /proc.
+      mariadb --no-defaults -S "$sock" -u root <<<"
         CREATE OR REPLACE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$password';
         GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" ||
         die "cannot create the database user"

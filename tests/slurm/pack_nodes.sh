@@ -29,11 +29,12 @@ wait_weight() { # NODE WEIGHT WHY
   done
   fail "$1 has Weight=$(weight "$1") $3, expected $2"
 }
-# slurm.conf's Weight (1) packed with FREE units (egpu_packed_node_weight).
-packed() { echo $((6401 + $1 + 1)); }
-set_pack() { # VALUE, or nothing to drop the line
-  sed -i '/^PackNodes=/d' "$conf"
-  [[ -z ${1:-} ]] || echo "PackNodes=$1" >>"$conf"
+# The packed weight of a node with FREE units (egpu_packed_node_weight): the
+# testbed's nodes all have slurm.conf's Weight=1, one tier (0).
+packed() { echo $(($1 + 1)); }
+set_pack() { # VALUE, or nothing to drop the line; the file is replaced whole
+  { grep -v '^PackNodes=' "$conf" || true; [[ -z ${1:-} ]] || echo "PackNodes=$1"; } >"$conf.new"
+  mv "$conf.new" "$conf"
 }
 node_of() { job_field "$1" NodeList; }
 

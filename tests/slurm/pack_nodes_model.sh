@@ -21,7 +21,11 @@ cpus=$(sl scontrol -o show node n1 | grep -o 'CPUTot=[0-9]*' | cut -d= -f2)
 [[ -n $gpus && -n $cpus ]] || fail "cannot read the nodes' GPUs and CPUs"
 ((gpus == 8 && cpus > 24)) || skip "the sequence is made for 8 GPUs and more than 24 CPUs per node"
 work=$(mktemp -d)
-trap 'sed -i "/^PackNodes=/d" "$conf"; rm -rf "$work"' EXIT
+set_pack() { # VALUE, or nothing to drop the line; the file is replaced whole
+  { grep -v '^PackNodes=' "$conf" || true; [[ -z ${1:-} ]] || echo "PackNodes=$1"; } >"$conf.new"
+  mv "$conf.new" "$conf"
+}
+trap 'set_pack; rm -rf "$work"' EXIT
 
 weight() { sl scontrol -o show node "$1" | grep -o ' Weight=[0-9]*' | cut -d= -f2; }
 wait_weight() { # NODE WEIGHT
@@ -31,10 +35,9 @@ wait_weight() { # NODE WEIGHT
   done
   fail "$1 has Weight=$(weight "$1"), expected $2"
 }
-packed() { echo $((6401 + $1 + 1)); } # slurm.conf's Weight=1
+packed() { echo $(($1 + 1)); } # egpu_packed_node_weight: one tier (every Weight=1)
 
-sed -i '/^PackNodes=/d' "$conf"
-echo "PackNodes=yes" >>"$conf"
+set_pack yes
 declare -A free=([n1]=$((gpus * 100)) [n2]=$((gpus * 100)))
 wait_weight n1 "$(packed "${free[n1]}")"
 wait_weight n2 "$(packed "${free[n2]}")"

@@ -27,7 +27,9 @@ same "$state/plugins/libegpu-shim.so" "$lib/egpu/libegpu-shim.so" "$build/shim/l
 same "$state/plugins/gres_egpu.so" "$lib/slurm-wlm/gres_egpu.so" "$build/gres/$release/gres_egpu.so"
 same "$state/plugins/job_submit_egpu.so" "$lib/slurm-wlm/job_submit_egpu.so" \
   "$build/gres/$release/job_submit_egpu.so"
-same "$state/plugins/spank_egpu.so" "$lib/slurm-wlm/spank_egpu.so" "$build/spank/$release/spank_egpu.so"
+tree_spank=$build/spank/$release/spank_egpu.so
+[[ -f $tree_spank ]] || tree_spank=$build/spank/spank_egpu.so
+same "$state/plugins/spank_egpu.so" "$lib/slurm-wlm/spank_egpu.so" "$tree_spank"
 agent_pid=$(cat "$state/run/agent-n1.pid")
 [[ $(tr '\0' ' ' <"/proc/$agent_pid/cmdline") == *"$state/plugins/egpu-agentd"* ]] ||
   fail "the agent of n1 is not $state/plugins/egpu-agentd"
@@ -38,11 +40,11 @@ job=$(submit --gres=egpu:30 --wrap "exec greedy --iters-per-us 1 --duration-s 60
 wait_state "$job" RUNNING
 attached=""
 for _ in $(seq 80); do
-  attached=$(sl egpuctl status --json | python3 -c '
+  attached=$(sl egpuctl status --json 2>/dev/null | python3 -c '
 import json, sys
 job = int(sys.argv[1])
 print(" ".join("%s:%d:%d" % (i["step"], i["units"], i.get("processes", 0))
-               for g in json.load(sys.stdin)["gpus"] for i in g["instances"] if i["job"] == job))' "$job")
+               for g in json.load(sys.stdin)["gpus"] for i in g["instances"] if i["job"] == job))' "$job" || true)
   [[ $attached == *:30:1* ]] && break
   sleep 0.25
 done

@@ -121,7 +121,7 @@ uint64_t free_units_weight(const NodeState& node) {
   uint64_t free = 0;
   for (uint32_t milli : node.gpu_free_milli)
     free += milli;
-  return egpu_packed_node_weight(1, free / (kMilliPerGpu / 100));
+  return egpu_packed_node_weight(0, free / (kMilliPerGpu / 100));  // one tier: equal weights
 }
 
 }  // namespace egpu::clustersim

@@ -74,8 +74,8 @@ std::optional<std::size_t> slurm_pick_node(const ClusterState& cluster, const De
                                            bool multiple_sharing = false);
 
 // The weight job_submit/egpu keeps a node at with PackNodes=yes
-// (egpu_packed_node_weight, core/model/node_weight.h, with slurm.conf's
-// default Weight=1): it grows with the node's free GPU capacity in egpu units
+// (egpu_packed_node_weight, core/model/node_weight.h; one tier: the trace's
+// nodes have equal weights): it grows with the node's free GPU capacity in egpu units
 // (whole-GPU jobs count as used). Lighter nodes are tried first, so shares
 // pack onto the nodes that have least left, node by node.
 uint64_t free_units_weight(const NodeState& node);

@@ -143,7 +143,7 @@ TEST_F(SlurmNodePick, OnlyTheLightestNodesWhereTheJobFitsTakePart) {
 
 TEST(FreeUnitsWeight, IsWhatThePluginSetsForTheFreeUnits) {
   NodeState node = gpus_free({1000, 300, 0});  // 100 + 30 units free
-  EXPECT_EQ(free_units_weight(node), egpu_packed_node_weight(1, 130));
+  EXPECT_EQ(free_units_weight(node), egpu_packed_node_weight(0, 130));
   EXPECT_EQ(free_units_weight(node) - free_units_weight(gpus_free({0, 0})), 130U);
 }
 
