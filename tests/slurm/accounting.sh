@@ -9,7 +9,6 @@
 testbed_accounting=1
 source "$(dirname "$0")/lib.sh"
 tb start --fresh --accounting
-submit_as_user() { sl runuser -u egpuuser -- sbatch --parsable --chdir /tmp -o "$out_dir/%j.out" "$@" | cut -d';' -f1; }
 
 gpus=$(sed -n 's/.*gpus=\([0-9]*\).*/\1/p' "$state/testbed.info")
 node_tres() { sl scontrol -o show node n1 | grep -o " $1=[^ ]*" | cut -d= -f2-; }

@@ -13,9 +13,6 @@ agent_running || skip "no node agent in this testbed (build nodeagent/, spank/, 
 shm=/egpu-tb${release/./}-n1 # node n1's simulated GPUs (the testbed's TaskProlog)
 tag=$$                       # labels are unique per run: old contexts stay in the segment
 
-as_user() { sl runuser -u egpuuser -- "$@"; }
-submit_as_user() { as_user sbatch --parsable --chdir /tmp -o "$out_dir/%j.out" "$@" | cut -d';' -f1; }
-
 # A greedy workload (1 ms kernels, queued deep) labelled L for at most S
 # seconds. S is only a bound against a test that dies: a measurement never
 # relies on a workload still running after a guessed time, so tests that

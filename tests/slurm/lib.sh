@@ -98,6 +98,9 @@ ensure_testbed() {
 # sbatch, printing the job id. Jobs sleep long: the tests cancel them.
 submit() { sl sbatch --parsable --chdir /tmp -o "$out_dir/%j.out" "$@" | cut -d';' -f1; }
 hold_job() { submit "$@" --wrap 'sleep 3600'; }
+# The same as the testbed's job owner who is not root.
+as_user() { sl runuser -u egpuuser -- "$@"; }
+submit_as_user() { as_user sbatch --parsable --chdir /tmp -o "$out_dir/%j.out" "$@" | cut -d';' -f1; }
 
 job_field() { # JOB FIELD -> value (from scontrol -d -o)
   sl scontrol -d -o show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1

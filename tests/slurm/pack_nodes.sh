@@ -13,29 +13,14 @@
 testbed_nodes=2
 source "$(dirname "$0")/lib.sh"
 ensure_testbed
+source "$(dirname "$0")/pack_lib.sh"
 
-conf=$state/etc/egpu.conf # slurmctld's EGPU_CONF
 log=$state/log/slurmctld.log
 gpus=$(sed -n 's/.*gpus=\([0-9]*\).*/\1/p' "$state/testbed.info")
 cpus=$(sl scontrol -o show node n2 | grep -o 'CPUTot=[0-9]*' | cut -d= -f2)
 [[ -n $gpus && -n $cpus && $cpus -ge 4 ]] || fail "cannot read the nodes' GPUs and CPUs"
 units=$((gpus * 100))
 
-weight() { sl scontrol -o show node "$1" | grep -o ' Weight=[0-9]*' | cut -d= -f2; }
-wait_weight() { # NODE WEIGHT WHY
-  for _ in $(seq 60); do
-    [[ $(weight "$1") == "$2" ]] && return 0
-    sleep 0.25
-  done
-  fail "$1 has Weight=$(weight "$1") $3, expected $2"
-}
-# The packed weight of a node with FREE units (egpu_packed_node_weight): the
-# testbed's nodes all have slurm.conf's Weight=1, one tier (0).
-packed() { echo $(($1 + 1)); }
-set_pack() { # VALUE, or nothing to drop the line; the file is replaced whole
-  { grep -v '^PackNodes=' "$conf" || true; [[ -z ${1:-} ]] || echo "PackNodes=$1"; } >"$conf.new"
-  mv "$conf.new" "$conf"
-}
 node_of() { job_field "$1" NodeList; }
 
 trap 'set_pack' EXIT

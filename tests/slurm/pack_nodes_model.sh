@@ -9,33 +9,14 @@
 testbed_nodes=2
 source "$(dirname "$0")/lib.sh"
 ensure_testbed
-sim=$build/tools/clustersim/egpu-clustersim
-if [[ ! -x $sim ]]; then
-  grep -q '^EGPU_CLUSTERSIM:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null &&
-    skip "the build has no cluster simulator (-DEGPU_CLUSTERSIM=OFF)"
-  fail "$sim is missing: build the tree first"
-fi
-conf=$state/etc/egpu.conf # slurmctld's EGPU_CONF
+source "$(dirname "$0")/model_lib.sh"
+source "$(dirname "$0")/pack_lib.sh"
 gpus=$(sed -n 's/.*gpus=\([0-9]*\).*/\1/p' "$state/testbed.info")
 cpus=$(sl scontrol -o show node n1 | grep -o 'CPUTot=[0-9]*' | cut -d= -f2)
 [[ -n $gpus && -n $cpus ]] || fail "cannot read the nodes' GPUs and CPUs"
 ((gpus == 8 && cpus > 24)) || skip "the sequence is made for 8 GPUs and more than 24 CPUs per node"
 work=$(mktemp -d)
-set_pack() { # VALUE, or nothing to drop the line; the file is replaced whole
-  { grep -v '^PackNodes=' "$conf" || true; [[ -z ${1:-} ]] || echo "PackNodes=$1"; } >"$conf.new"
-  mv "$conf.new" "$conf"
-}
 trap 'set_pack; rm -rf "$work"' EXIT
-
-weight() { sl scontrol -o show node "$1" | grep -o ' Weight=[0-9]*' | cut -d= -f2; }
-wait_weight() { # NODE WEIGHT
-  for _ in $(seq 60); do
-    [[ $(weight "$1") == "$2" ]] && return 0
-    sleep 0.25
-  done
-  fail "$1 has Weight=$(weight "$1"), expected $2"
-}
-packed() { echo $(($1 + 1)); } # egpu_packed_node_weight: one tier (every Weight=1)
 
 set_pack yes
 declare -A free=([n1]=$((gpus * 100)) [n2]=$((gpus * 100)))
@@ -72,18 +53,9 @@ for i in "${!units[@]}"; do
 done
 say "Slurm placed them: ${actual[*]}"
 
-predict() {
-  "$sim" --nodes "$work/nodes.csv" --tasks "$work/tasks.csv" --place-in-order --policies "$1" |
-    tail -n +2
-}
-mapfile -t expected < <(predict weighted)
-[[ ${#expected[@]} == "${#actual[@]}" ]] || fail "egpu-clustersim printed ${#expected[@]} placements"
-for i in "${!actual[@]}"; do
-  [[ ${expected[i]} == "${actual[i]}" ]] ||
-    fail "job $i (egpu:${units[i]} -c ${jcpus[i]}): Slurm chose ${actual[i]#*,}, the model says ${expected[i]#*,}"
-done
+job_label() { echo "egpu:${units[$1]} -c ${jcpus[$1]}"; }
+expect_model weighted
 ok "the model's weighted policy matches Slurm with PackNodes=yes for all ${#units[@]} jobs"
-mapfile -t unpacked < <(predict first-fit)
-[[ ${unpacked[*]} != "${actual[*]}" ]] || fail "the sequence does not tell packing from Slurm's own order"
+expect_not_model first-fit "the sequence does not tell packing from Slurm's own order"
 ok "Slurm's own order (first-fit) would have placed them differently"
 clean_jobs

@@ -7,12 +7,7 @@
 # test can tell the two apart).
 source "$(dirname "$0")/lib.sh"
 ensure_testbed
-sim=$build/tools/clustersim/egpu-clustersim
-if [[ ! -x $sim ]]; then
-  grep -q '^EGPU_CLUSTERSIM:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null &&
-    skip "the build has no cluster simulator (-DEGPU_CLUSTERSIM=OFF)"
-  fail "$sim is missing: build the tree first"
-fi
+source "$(dirname "$0")/model_lib.sh"
 gpus=$(sed -n 's/.*gpus=\([0-9]*\).*/\1/p' "$state/testbed.info")
 cpus=$(sl scontrol -o show node n1 | grep -o 'CPUTot=[0-9]*' | cut -d= -f2)
 [[ -n $gpus && -n $cpus ]] || fail "cannot read the node's GPUs and CPUs"
@@ -33,18 +28,9 @@ for i in "${!units[@]}"; do
 done
 say "Slurm placed egpu:${units[*]} on GPUs: $(printf '%s ' "${actual[@]##*,}")"
 
-predict() {
-  "$sim" --nodes "$work/nodes.csv" --tasks "$work/tasks.csv" --place-in-order --policies "$1" |
-    tail -n +2
-}
-mapfile -t expected < <(predict first-fit)
-[[ ${#expected[@]} == "${#actual[@]}" ]] || fail "egpu-clustersim printed ${#expected[@]} placements"
-for i in "${!actual[@]}"; do
-  [[ ${expected[i]} == "${actual[i]}" ]] ||
-    fail "job $i (egpu:${units[i]}): Slurm chose ${actual[i]##*,}, the model says ${expected[i]##*,}"
-done
+job_label() { echo "egpu:${units[$1]}"; }
+expect_model first-fit
 ok "the model's first fit matches Slurm for all ${#units[@]} jobs"
-mapfile -t least_loaded < <(predict least-loaded)
-[[ ${least_loaded[*]} != "${actual[*]}" ]] || fail "the sequence does not tell first fit from least loaded"
+expect_not_model least-loaded "the sequence does not tell first fit from least loaded"
 ok "least loaded would have placed them differently"
 clean_jobs
