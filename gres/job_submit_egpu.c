@@ -15,12 +15,20 @@
  *    MULTIPLE_SHARING_GRES_PJ (24.11), without which a job's units must fit on
  *    one GPU and it would pend forever.
  * 3. With PackNodes=yes in egpu.conf it keeps node weights following free
- *    egpu units (egpu_node_weights.c). */
+ *    egpu units (egpu_node_weights.c).
+ * 4. It appends the usage records SPANK sends when a step ends to the job's
+ *    AdminComment (core/accounting/admin_comment.h), where sacct shows them
+ *    after the job ended. */
+#include <stdlib.h>
+
 #include "egpu_node_weights.h"
 #include "egpu_request.h"
 #include "egpu_slurm.h"
 #include "src/common/run_in_daemon.h"
 #include "src/slurmctld/slurmctld.h"
+#ifdef EGPU_HAVE_TOPO
+#include "core/accounting/admin_comment_c.h"
+#endif
 
 const char plugin_name[] = "egpu job submit plugin";
 const char plugin_type[] = "job_submit/egpu";
@@ -126,20 +134,48 @@ extern int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_
   return check_job(job_desc, err_msg);
 }
 
+/* An AdminComment update that asks to append egpu records (SPANK, as root,
+ * when a step ends on a node) becomes the merged comment here: job_modify runs
+ * under slurmctld's job write lock, so records of steps ending at once on
+ * several nodes are all kept, where plain updates would replace each other.
+ * Slurm has checked that the caller may set AdminComment (an admin) before it
+ * calls job_modify. */
+static int append_step_records(job_desc_msg_t* job_desc, job_record_t* job_ptr, char** err_msg) {
+#ifdef EGPU_HAVE_TOPO
+  char err[512] = "";
+  char* merged = NULL;
+  if (!egpu_admin_comment_is_append(job_desc->admin_comment)) return SLURM_SUCCESS;
+  if (egpu_admin_comment_merge(job_ptr->admin_comment, job_desc->admin_comment, &merged, err,
+                               sizeof err) != 0) {
+    xstrfmtcat(*err_msg, "egpu: refused AdminComment update for job %u: %s", job_ptr->job_id, err);
+    return SLURM_ERROR;
+  }
+  xfree(job_desc->admin_comment);
+  job_desc->admin_comment = xstrdup(merged);
+  free(merged);
+#else
+  (void)job_desc;
+  (void)job_ptr;
+  (void)err_msg;
+#endif
+  return SLURM_SUCCESS;
+}
+
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
 extern int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid,
                       char** err_msg) {
-  (void)job_ptr;
   (void)submit_uid;
-  return check_job(job_desc, err_msg);
+  int rc = append_step_records(job_desc, job_ptr, err_msg);
+  if (rc == SLURM_SUCCESS) rc = check_job(job_desc, err_msg);
+  return rc;
 }
 #else
 /* 22.05's job_modify has no message channel: refuse with the error code. */
 extern int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
-  (void)job_ptr;
   (void)submit_uid;
   char* err_msg = NULL;
-  int rc = check_job(job_desc, &err_msg);
+  int rc = append_step_records(job_desc, job_ptr, &err_msg);
+  if (rc == SLURM_SUCCESS) rc = check_job(job_desc, &err_msg);
   if (err_msg) info("%s", err_msg);
   xfree(err_msg);
   return rc;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/accounting/step_usage.h"
 #include "core/config/egpu_config.h"
 #include "core/faa/gang_window.h"
 #include "core/model/gang_plan.h"
@@ -102,8 +103,9 @@ class Agent {
   void on_process_exit(const Attachment& a);
   // Its step's slurmstepd ended without removing it (see StepReaper).
   void on_step_gone(uint64_t instance_id);
-  // What removing instances takes besides the registry.
-  void drop(const std::vector<model::Instance>& removed);
+  // What removing instances takes besides the registry; returns what each
+  // achieved (also logged: a step the reaper ends has no one to hand it to).
+  std::vector<accounting::StepUsage> drop(const std::vector<model::Instance>& removed);
 
   // Starts the latency control's periodic timer if a GPU needs it and it is
   // not running; the timer stops itself when none does (no wake-ups without

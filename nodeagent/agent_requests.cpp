@@ -173,26 +173,41 @@ std::vector<Outgoing> Agent::handle_remove(const PeerCred& peer, const protocol:
   std::vector<model::Instance> removed;
   auto o = registry_->remove(peer.uid, r.job_id, r.step_id, &removed);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
-  drop(removed);
+  const std::vector<accounting::StepUsage> usage = drop(removed);
+  // What each instance achieved: SPANK records it in the job's AdminComment.
   Reply ok;
-  ok.text = "removed " + std::to_string(removed.size()) + " instance(s)";
+  ok.text = accounting::removal_to_json(removed.size(), usage);
   return {reply(ok, id)};
 }
 
-void Agent::drop(const std::vector<model::Instance>& removed) {
+std::vector<accounting::StepUsage> Agent::drop(const std::vector<model::Instance>& removed) {
+  std::vector<accounting::StepUsage> usage;
   for (const auto& inst : removed) {
     tracker_->forget_instance(inst.id);
     reaper_->forget(inst.id);
     unwatch_kicks(inst.gpu, inst.id);
+    const auto u = arbiters_[inst.gpu]->finish(inst.id);
     arbiters_[inst.gpu]->remove(inst.id);
-    EGPU_LOG_INFO("removed instance %llu (job %llu step %u, GPU %u)",
-                  static_cast<unsigned long long>(inst.id),
-                  static_cast<unsigned long long>(inst.job_id), inst.step_id, inst.gpu);
+    if (!u) {
+      EGPU_LOG_INFO("removed instance %llu (job %llu step %u, GPU %u)",
+                    static_cast<unsigned long long>(inst.id),
+                    static_cast<unsigned long long>(inst.job_id), inst.step_id, inst.gpu);
+      continue;
+    }
+    usage.push_back(*u);
+    EGPU_LOG_INFO(
+        "removed instance %llu (job %llu step %u, GPU %u): %u units, device %.3f s in %.3f s "
+        "(share %.3f), throttled %.3f s, memory peak %llu bytes, agent restarts %u%s",
+        static_cast<unsigned long long>(inst.id), static_cast<unsigned long long>(inst.job_id),
+        inst.step_id, inst.gpu, u->units, u->device_s(), u->elapsed_s(), u->achieved_share(),
+        u->throttled_s(), static_cast<unsigned long long>(u->totals.mem_peak_bytes),
+        u->totals.agent_restarts, u->totals.partial != 0 ? " (partial)" : "");
   }
   for (const auto& inst : removed) {
     (void)retarget(inst.gpu);
     tick(inst.gpu);
   }
+  return usage;
 }
 
 void Agent::on_step_gone(uint64_t instance_id) {
@@ -204,7 +219,7 @@ void Agent::on_step_gone(uint64_t instance_id) {
       static_cast<unsigned long long>(instance_id), static_cast<unsigned long long>(inst->job_id),
       inst->step_id, inst->creator.pid);
   std::vector<model::Instance> removed;
-  if (registry_->remove(0, inst->job_id, inst->step_id, &removed).ok()) drop(removed);
+  if (registry_->remove(0, inst->job_id, inst->step_id, &removed).ok()) (void)drop(removed);
 }
 
 void Agent::write_records(uint32_t gpu) {

@@ -22,12 +22,13 @@ std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) 
 }
 
 GpuArbiter::GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings,
-                       shm::PageFile page, faa::ArbiterPolicy policy)
+                       shm::PageFile page, faa::ArbiterPolicy policy, UsageLedger ledger)
     : gpu_(gpu),
       memory_bytes_(memory),
       settings_(settings),
       page_(std::move(page)),
-      policy_(std::move(policy)) {}
+      policy_(std::move(policy)),
+      ledger_(std::move(ledger)) {}
 
 GpuArbiter::~GpuArbiter() = default;
 
@@ -76,8 +77,11 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   }
   auto policy = faa::ArbiterPolicy::create(settings.policy, monotonic_ns());
   if (!policy.ok()) return Error{policy.error()};
-  std::unique_ptr<GpuArbiter> arbiter(
-      new GpuArbiter(gpu, memory_bytes, settings, std::move(*file), std::move(policy.value())));
+  auto ledger = UsageLedger::open(settings.runtime_dir, gpu, settings.max_slots);
+  if (!ledger) return Error{ledger.error()};
+  std::unique_ptr<GpuArbiter> arbiter(new GpuArbiter(gpu, memory_bytes, settings, std::move(*file),
+                                                     std::move(policy.value()),
+                                                     std::move(*ledger)));
   arbiter->published_ = page->holder.load();
   if (arbiter->published_ != shm::kNoHolder) arbiter->policy_.restore_holder(arbiter->published_);
   arbiter->readonly_fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -113,9 +117,13 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
   }
   if (!reopen) shm::set_mem_limit(page()->slots[instance.slot], mem_limit);
   write_control(instance);
+  if (reopen)
+    ledger_.resume(instance.slot, instance.id, realtime_ns());
+  else
+    ledger_.begin(instance.slot, instance.id, realtime_ns());
   const uint32_t processes = runtime->processes();
-  members_.emplace(instance.slot,
-                   Member{instance, std::move(*runtime), std::move(*wake), std::nullopt});
+  members_.emplace(instance.slot, Member{instance, std::move(*runtime), std::move(*wake),
+                                         std::nullopt, accounting::UsageFold{}});
   slot_of_[instance.id] = instance.slot;
   policy_.set_processes(instance.slot, processes, now);
   publish_bound();
@@ -139,8 +147,34 @@ void GpuArbiter::remove(uint64_t instance_id) {
     if (m->second.gang) --gangs_;
     members_.erase(m);
   }
+  ledger_.end(slot);
   slot_of_.erase(it);
   publish_bound();
+}
+
+std::optional<accounting::StepUsage> GpuArbiter::finish(uint64_t instance_id) {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return std::nullopt;
+  // One more look: what its processes reported since the last tick (those
+  // that exited included) is charged, then folded in.
+  const int64_t now = monotonic_ns();
+  (void)tick(now);
+  Member& m = members_.at(it->second);
+  fold_usage(it->second, m, now);
+  accounting::StepUsage u;
+  u.gpu = gpu_;
+  u.units = m.instance.units;
+  u.totals = ledger_.totals(it->second);
+  u.ended_unix_ns = realtime_ns();
+  return u;
+}
+
+void GpuArbiter::fold_usage(uint32_t slot, Member& m, int64_t now) {
+  auto stats = policy_.scheduler().stats(slot, now);
+  if (!stats.ok()) return;
+  m.usage.observe(ledger_.totals(slot), static_cast<uint64_t>(std::max<int64_t>(stats->charged, 0)),
+                  static_cast<uint64_t>(std::max<int64_t>(stats->throttled, 0)),
+                  m.runtime.memory_used(), memory_bytes_ != 0 ? memory_bytes_ : UINT64_MAX);
 }
 
 void GpuArbiter::update_control(const model::Instance& instance) {
@@ -272,6 +306,8 @@ int64_t GpuArbiter::tick(int64_t now) {
   for (auto& [slot, m] : members_)
     observed_.emplace(slot, m.runtime.scan());
   const faa::Decision d = policy_.tick(now, observed_);
+  for (auto& [slot, m] : members_)
+    fold_usage(slot, m, now);
   publish_bound();
   if (d.draining) {
     publish_draining();
@@ -293,6 +329,9 @@ void GpuArbiter::publish_draining() {
 
 void GpuArbiter::heartbeat(int64_t now) {
   writer().beat(now);
+  // An idle GPU has no ticks: its instances' totals still reach the ledger.
+  for (auto& [slot, m] : members_)
+    fold_usage(slot, m, now);
 }
 
 void GpuArbiter::shutdown() {
@@ -300,6 +339,11 @@ void GpuArbiter::shutdown() {
   writer().stop();
   for (auto& [slot, m] : members_)
     shm::wake_granted(&m.runtime.page()->grant_word);
+}
+
+const accounting::UsageTotals* GpuArbiter::usage(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  return it == slot_of_.end() ? nullptr : &ledger_.totals(it->second);
 }
 
 const InstanceRuntime* GpuArbiter::runtime(uint64_t instance_id) const {

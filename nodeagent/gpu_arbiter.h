@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/accounting/step_usage.h"
 #include "core/faa/arbiter_policy.h"
 #include "core/model/instance_registry.h"
 #include "core/shm/gpu_page_io.h"
@@ -22,6 +23,7 @@
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 #include "nodeagent/instance_runtime.h"
+#include "nodeagent/usage_ledger.h"
 #include "nodeagent/wake_channel.h"
 
 namespace egpu::agent {
@@ -63,6 +65,9 @@ class GpuArbiter {
   // processes' accounting and the limit its shims see until the next publish.
   Status add(const model::Instance& instance, double target, uint64_t mem_limit, bool reopen);
   void remove(uint64_t instance_id);
+  // What the instance achieved over its life (its ledger totals after one
+  // last look at its page), for the record of its step; call before remove().
+  std::optional<accounting::StepUsage> finish(uint64_t instance_id);
   // Applies new targets (fractions) and modes; shrinks are applied before grows.
   Status retarget(const std::map<uint64_t, std::pair<double, Mode>>& targets);
   void update_control(const model::Instance& instance);
@@ -102,6 +107,8 @@ class GpuArbiter {
   std::optional<uint64_t> holder() const;
   faa::GpuStats gpu_stats(int64_t now) const { return policy_.scheduler().gpu_stats(now); }
   std::optional<InstanceView> view(uint64_t instance_id, int64_t now) const;
+  // What the instance achieved so far (its ledger totals); nullptr if not here.
+  const accounting::UsageTotals* usage(uint64_t instance_id) const;
   // The instance's page as the agent reads it; nullptr if not here.
   const InstanceRuntime* runtime(uint64_t instance_id) const;
 
@@ -111,10 +118,13 @@ class GpuArbiter {
     InstanceRuntime runtime;
     WakeChannel wake;
     std::optional<faa::GangWindow> gang;
+    accounting::UsageFold usage;  // this agent's counters -> the ledger
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
-             faa::ArbiterPolicy policy);
+             faa::ArbiterPolicy policy, UsageLedger ledger);
+  // Adds what the member did since the last fold to its ledger totals.
+  void fold_usage(uint32_t slot, Member& m, int64_t now);
   shm::GpuPage* page() const { return page_.mapping.as<shm::GpuPage>(); }
   shm::GpuPageWriter writer() const { return shm::GpuPageWriter(page()); }
   void publish(std::optional<faa::InstanceId> holder, int64_t until);
@@ -127,6 +137,7 @@ class GpuArbiter {
   ArbiterSettings settings_;
   shm::PageFile page_;
   faa::ArbiterPolicy policy_;
+  UsageLedger ledger_;
   UniqueFd readonly_fd_;
   std::map<uint32_t, Member> members_;                 // by slot (= FAA instance id)
   std::map<uint64_t, uint32_t> slot_of_;               // instance id -> slot

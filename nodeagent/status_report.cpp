@@ -14,18 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string step_label(uint32_t step) {
-  switch (step) {
-    case protocol::kStepBatch:
-      return "batch";
-    case protocol::kStepExtern:
-      return "extern";
-    case protocol::kStepInteractive:
-      return "interactive";
-    default:
-      return std::to_string(step);
-  }
-}
+using protocol::step_label;
 
 std::string hostname() {
   char buf[256] = {};
@@ -86,6 +75,16 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb,
     j["memory_denied"] = v->mem_denied;
     // Non-zero: its shims reported less device time than it held the GPU for.
     j["unreported_charged_s"] = static_cast<double>(v->floor_charged_ns) / 1e9;
+  }
+  if (const accounting::UsageTotals* u = arb.usage(inst.id)) {
+    // What it achieved since it was created, across agent restarts: the
+    // record its step leaves in the job's AdminComment when it ends.
+    j["usage"] = {{"device_s", static_cast<double>(u->device_ns) / 1e9},
+                  {"throttled_s", static_cast<double>(u->throttled_ns) / 1e9},
+                  {"memory_peak_bytes", u->mem_peak_bytes},
+                  {"started_unix_s", static_cast<double>(u->started_unix_ns) / 1e9},
+                  {"agent_restarts", u->agent_restarts},
+                  {"partial", u->partial != 0}};
   }
   const InstanceRuntime* rt = arb.runtime(inst.id);
   if (const shm::BurstTotals b = rt ? rt->bursts() : shm::BurstTotals{}; b.span_ns > 0) {

@@ -2,7 +2,9 @@
 // --egpu-mode and --egpu-mem; in slurmstepd (as root) it asks the node agent
 // to create the step's instances from what gres/egpu put in the step's
 // environment, preloads the shim into the tasks, and removes the instances
-// when the step ends. Thin glue: the rules are in core/model/step_plan.
+// when the step's last task on the node ends, recording what they achieved
+// in the job's AdminComment (step_records.h). Thin glue: the rules are in
+// core/model/step_plan and core/accounting.
 //
 // plugstack.conf:  required /path/spank_egpu.so [conf=/etc/egpu/egpu.conf]
 // $EGPU_CONF in the environment of slurmd (and so slurmstepd) or of the
@@ -32,6 +34,7 @@ extern "C" {
 #include "core/model/step_plan.h"
 #include "core/protocol/control_client.h"
 #include "core/topo/topology.h"
+#include "spank/step_records.h"
 
 #ifndef EGPU_SPANK_SLURM_VERSION
 #error "EGPU_SPANK_SLURM_VERSION must be the Slurm release this plugin is built for"
@@ -64,6 +67,7 @@ struct PluginState {
   std::optional<uint64_t> mem_bytes;
   std::optional<egpu::slo::LatencyObjective> objective;
   bool created = false;
+  uint32_t tasks_exited = 0;  // on this node
   uint64_t job_id = 0;
   uint32_t step_id = 0;
   // In slurmstepd: printed on each task's stderr by slurm_spank_task_init.
@@ -75,6 +79,9 @@ PluginState& state() {
   static PluginState s;
   return s;
 }
+
+// How long a step's end may wait for slurmctld to take its usage record.
+constexpr int kRecordTimeoutMs = 20'000;
 
 // An option error: the client (sbatch, srun, salloc) refuses the command
 // line; in slurmstepd the job's tasks fail with the message (see the top).
@@ -267,6 +274,33 @@ int create_instances(spank_t sp) {
   return 0;
 }
 
+// Removes the step's instances on this node and records what they achieved
+// in the job's AdminComment. Never fails the step: it has ended.
+void remove_step(spank_t sp) {
+  PluginState& s = state();
+  s.created = false;
+  auto client = egpu::protocol::ControlClient::connect(s.config.socket_path);
+  if (!client) {
+    // The reaper frees them when this slurmstepd ends; the agent logs their usage.
+    slurm_error("egpu: cannot remove step %u.%u from the node agent: %s",
+                static_cast<unsigned>(s.job_id), s.step_id, client.error().c_str());
+    return;
+  }
+  auto r = client->call(egpu::protocol::RemoveRequest{s.job_id, s.step_id, 0});
+  if (!r || (r->status != egpu::protocol::ReplyStatus::kOk &&
+             r->status != egpu::protocol::ReplyStatus::kNotFound)) {
+    slurm_error("egpu: removing step %u.%u: %s", static_cast<unsigned>(s.job_id), s.step_id,
+                r ? r->text.c_str() : r.error().c_str());
+    return;
+  }
+  if (r->status != egpu::protocol::ReplyStatus::kOk || !s.config.step_records) return;
+  const std::string failed = egpu::spank::record_step_usage(
+      s.job_id, s.step_id, egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE)), r->text,
+      kRecordTimeoutMs);
+  if (!failed.empty())
+    slurm_error("egpu: step %u.%u: %s", static_cast<unsigned>(s.job_id), s.step_id, failed.c_str());
+}
+
 }  // namespace
 
 extern "C" {
@@ -331,24 +365,28 @@ EGPU_EXPORT int slurm_spank_task_init(spank_t, int, char**) {
   }
 }
 
-EGPU_EXPORT int slurm_spank_exit(spank_t sp, int, char**) {
+// The last local task exited: the step is over on this node. Its instances
+// go now, before slurmstepd tells srun or slurmctld that the tasks ended, so
+// the usage record reaches the job while it still runs (slurmctld refuses
+// updates to finished jobs; srun ends a job it allocated itself as soon as
+// its tasks are done).
+EGPU_EXPORT int slurm_spank_task_exit(spank_t sp, int, char**) {
   try {
     PluginState& s = state();
     if (spank_context() != S_CTX_REMOTE || !s.created) return 0;
-    (void)sp;
-    auto client = egpu::protocol::ControlClient::connect(s.config.socket_path);
-    if (!client) {
-      slurm_error("egpu: cannot remove step %u.%u from the node agent: %s",
-                  static_cast<unsigned>(s.job_id), s.step_id, client.error().c_str());
-      return 0;  // the agent reclaims dead processes; never fail a finished step
-    }
-    auto r = client->call(egpu::protocol::RemoveRequest{s.job_id, s.step_id, 0});
-    if (!r || (r->status != egpu::protocol::ReplyStatus::kOk &&
-               r->status != egpu::protocol::ReplyStatus::kNotFound)) {
-      slurm_error("egpu: removing step %u.%u: %s", static_cast<unsigned>(s.job_id), s.step_id,
-                  r ? r->text.c_str() : r.error().c_str());
-    }
-    s.created = false;
+    uint32_t local_tasks = 0;
+    if (!item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks)) local_tasks = 1;
+    if (++s.tasks_exited >= local_tasks) remove_step(sp);
+    return 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+// Whatever is left (the tasks never started): removed when slurmstepd ends.
+EGPU_EXPORT int slurm_spank_exit(spank_t sp, int, char**) {
+  try {
+    if (spank_context() == S_CTX_REMOTE && state().created) remove_step(sp);
     return 0;
   } catch (...) {
     return 0;

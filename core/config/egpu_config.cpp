@@ -197,6 +197,7 @@ const std::vector<KeySpec>& key_specs() {
       {"MaxInstancesPerGpu", int_field(&EgpuConfig::max_instances_per_gpu, 1, 256)},
       {"ShimLibrary", path_field(&EgpuConfig::shim_library)},
       {"PackNodes", enum_field(&EgpuConfig::pack_nodes, {{"yes", true}, {"no", false}})},
+      {"StepRecords", enum_field(&EgpuConfig::step_records, {{"yes", true}, {"no", false}})},
   };
   return specs;
 }

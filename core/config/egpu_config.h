@@ -70,6 +70,10 @@ struct EgpuConfig {
   // controller's egpu.conf, which it watches: a change applies within a
   // second, without a restart.
   bool pack_nodes = false;
+  // SPANK records what each step achieved in its job's AdminComment when the
+  // step ends on the node (core/accounting/admin_comment.h); `no` for sites
+  // that keep AdminComment for something else.
+  bool step_records = true;
   // Where the SPANK plugin finds the shim to preload.
   std::string shim_library = "/usr/lib/x86_64-linux-gnu/egpu/libegpu-shim.so";
 

@@ -41,6 +41,20 @@ inline constexpr uint32_t kStepBatch = 0xfffffffb;
 inline constexpr uint32_t kStepExtern = 0xfffffffc;
 inline constexpr uint32_t kStepInteractive = 0xfffffffa;
 
+// How Slurm names a step: "batch", "extern", "interactive" or its number.
+inline std::string step_label(uint32_t step) {
+  switch (step) {
+    case kStepBatch:
+      return "batch";
+    case kStepExtern:
+      return "extern";
+    case kStepInteractive:
+      return "interactive";
+    default:
+      return std::to_string(step);
+  }
+}
+
 struct Header {
   uint32_t magic;
   uint16_t version;

@@ -13,7 +13,7 @@
 
 #include "core/model/slurm_listing.h"
 #include "core/util/result.h"
-#include "nodeagent/egpuctl/subprocess.h"
+#include "core/util/subprocess.h"
 
 namespace egpu::ctl {
 

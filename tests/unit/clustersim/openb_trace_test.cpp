@@ -2,9 +2,12 @@
 #include "tools/clustersim/openb_trace.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <string>
 
 namespace egpu::clustersim {
@@ -12,8 +15,12 @@ namespace {
 
 const std::string kDir = EGPU_OPENB_DIR;
 
+// In a directory of this process's own: ctest runs each case as a process
+// of its own, in parallel, and the cases share file names.
 std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string dir = ::testing::TempDir() + "/openb-trace-test-" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0700);
+  const std::string path = dir + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -80,6 +87,10 @@ struct BadFile {
   std::string text;
   std::string message;  // a part of the error
 };
+// Test names say the error, not the bytes of the struct (pointers included).
+void PrintTo(const BadFile& f, std::ostream* os) {
+  *os << f.message;
+}
 
 class OpenbTraceErrors : public ::testing::TestWithParam<BadFile> {};
 

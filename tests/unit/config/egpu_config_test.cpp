@@ -58,6 +58,7 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   EXPECT_EQ(c->gang_period_ms, 0);  // gangs are the site's choice
   EXPECT_EQ(c->gang_clock, GangClock::kAdjtimex);
   EXPECT_FALSE(c->pack_nodes);  // node weights are the admin's unless asked
+  EXPECT_TRUE(c->step_records);
 }
 
 TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
@@ -65,7 +66,8 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
       "slicems=5\nDefaultMode=CAP\nFailMode=closed\nMetricsAddress=127.0.0.1:9464\n"
       "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
       "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n"
-      "InflightUs=1000 InflightAloneUs=0 GangPeriodMs=40 GangClock=shared PackNodes=Yes\n",
+      "InflightUs=1000 InflightAloneUs=0 GangPeriodMs=40 GangClock=shared PackNodes=Yes\n"
+      "StepRecords=no\n",
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
@@ -85,6 +87,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   EXPECT_EQ(c->gang_period_ms, 40);
   EXPECT_EQ(c->gang_clock, GangClock::kShared);
   EXPECT_TRUE(c->pack_nodes);
+  EXPECT_FALSE(c->step_records);
 }
 
 struct BadCase {
@@ -122,7 +125,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"InflightAloneUs=-5", "between 0 and 1000000"},
         BadCase{"GangPeriodMs=3", "at least twice InflightUs"},
         BadCase{"GangPeriodMs=2000", "between 0 and 1000"}, BadCase{"GangClock=ntp", "adjtimex"},
-        BadCase{"PackNodes=1", "must be one of yes|no"}));
+        BadCase{"PackNodes=1", "must be one of yes|no"},
+        BadCase{"StepRecords=adminComment", "must be one of yes|no"}));
 
 TEST(EgpuConfig, LoadFileReportsMissingPath) {
   auto c = load_egpu_config("/nonexistent/egpu.conf");

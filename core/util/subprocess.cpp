@@ -1,4 +1,4 @@
-#include "nodeagent/egpuctl/subprocess.h"
+#include "core/util/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace egpu::ctl {
+namespace egpu {
 namespace {
 
 // A started child; the destructor kills and reaps one still running, so no
@@ -210,4 +210,4 @@ std::vector<ProcessOutcome> run_processes(const std::vector<std::vector<std::str
   return outcomes;
 }
 
-}  // namespace egpu::ctl
+}  // namespace egpu

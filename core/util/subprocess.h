@@ -1,11 +1,11 @@
-// Child processes for egpuctl's Slurm relay: run several commands at once and
-// collect what each wrote and how it ended, within one deadline.
+// Child processes (egpuctl's Slurm relay, SPANK's accounting update): run several commands at once
+// and collect what each wrote and how it ended, within one deadline.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace egpu::ctl {
+namespace egpu {
 
 struct ProcessOutcome {
   int exit_code = -1;  // -1 unless it exited
@@ -32,4 +32,4 @@ std::vector<ProcessOutcome> run_processes(const std::vector<std::vector<std::str
                                           int timeout_ms,
                                           const std::vector<std::string>* env = nullptr);
 
-}  // namespace egpu::ctl
+}  // namespace egpu

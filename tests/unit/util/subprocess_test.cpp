@@ -1,10 +1,10 @@
 // egpuctl's child processes (the Slurm relay): output, exit status, failures
 // to start, and the deadline.
-#include "nodeagent/egpuctl/subprocess.h"
+#include "core/util/subprocess.h"
 
 #include <gtest/gtest.h>
 
-namespace egpu::ctl {
+namespace egpu {
 namespace {
 
 TEST(Subprocess, CollectsOutputAndStatusOfEachInOrder) {
@@ -58,4 +58,4 @@ TEST(Subprocess, AChildIgnoringTermIsKilled) {
 }
 
 }  // namespace
-}  // namespace egpu::ctl
+}  // namespace egpu

@@ -1,0 +1,38 @@
+// The job's AdminComment as the home of its steps' egpu records: SPANK asks
+// slurmctld to append records (`scontrol update JobId=N
+// AdminComment=egpu-append:REC; REC`), and job_submit/egpu turns that request
+// into the merged comment under slurmctld's job lock, so steps ending at once
+// on several nodes never overwrite each other (Slurm can only replace an
+// AdminComment). Text that is not an egpu record (an admin's own) is kept as
+// it was.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/util/result.h"
+
+namespace egpu::accounting {
+
+inline constexpr std::string_view kAppendPrefix = "egpu-append:";
+inline constexpr std::string_view kSeparator = "; ";
+// Slurm's database keeps AdminComment in a TEXT column (65,535 bytes).
+inline constexpr size_t kMaxAdminComment = 60000;
+
+// An AdminComment update asking to append egpu records.
+bool is_append_request(std::string_view admin_comment);
+
+// The request text for `records` (each from format_step_record).
+std::string append_request(const std::vector<std::string>& records);
+
+// The AdminComment after appending the records of `request` to `existing`:
+// a record whose step, node and GPU are already there replaces that one (a
+// retried update), others go at the end. Records that would take the comment
+// past `max_length` are left out and counted in an "egpu dropped=N" entry.
+// An error, naming the fault, when the request holds anything but records.
+Result<std::string> merge_append_request(std::string_view existing, std::string_view request,
+                                         size_t max_length = kMaxAdminComment);
+
+}  // namespace egpu::accounting

@@ -1,0 +1,47 @@
+// StepRecord: one line of what a step achieved on one GPU of one node, as it
+// stands in the job's AdminComment, where `sacct -o AdminComment` shows it
+// after the job ended:
+//
+//   egpu step=42.0 node=n1 gpu=0 units=30 elapsed_s=61.204 device_s=18.113
+//        share=0.296 mem_peak_mib=1024 throttled_s=4.870
+//
+// (one line; agent_restarts=N and partial=1 follow when they apply). Records
+// are separated by "; " (admin_comment.h). The grammar is strict so that
+// job_submit/egpu can tell its records from an admin's own text and refuse
+// anything else.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/accounting/step_usage.h"
+#include "core/util/result.h"
+
+namespace egpu::accounting {
+
+struct StepRecord {
+  uint64_t job_id = 0;
+  uint32_t step_id = 0;  // Slurm's, special steps included (protocol::kStepBatch...)
+  std::string node;      // the Slurm node name
+  StepUsage usage;
+};
+
+std::string format_step_record(const StepRecord& record);
+
+// What identifies a record: a later record with the same key replaces it.
+struct RecordKey {
+  std::string step;  // "42.0", "42.batch"
+  std::string node;
+  uint32_t gpu = 0;
+  auto operator<=>(const RecordKey&) const = default;
+};
+
+// The key of a record in the grammar above; an error names what is wrong.
+Result<RecordKey> parse_step_record(std::string_view text);
+
+// A node name fit for a record (Slurm node names; no spaces or separators).
+bool valid_node_name(std::string_view name);
+
+}  // namespace egpu::accounting

@@ -1,0 +1,106 @@
+#include "core/accounting/step_usage.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace egpu::accounting {
+namespace {
+
+uint64_t add_saturating(uint64_t a, uint64_t b) {
+  return b > std::numeric_limits<uint64_t>::max() - a ? std::numeric_limits<uint64_t>::max()
+                                                      : a + b;
+}
+
+// A counter that went backwards belongs to a new agent whose first look we
+// missed: all of it is new.
+uint64_t progress(uint64_t now, uint64_t last) {
+  return now >= last ? now - last : now;
+}
+
+}  // namespace
+
+void UsageFold::observe(UsageTotals& totals, uint64_t charged_ns, uint64_t throttled_ns,
+                        uint64_t memory_bytes, uint64_t memory_cap) {
+  totals.device_ns = add_saturating(totals.device_ns, progress(charged_ns, last_charged_));
+  totals.throttled_ns =
+      add_saturating(totals.throttled_ns, progress(throttled_ns, last_throttled_));
+  last_charged_ = charged_ns;
+  last_throttled_ = throttled_ns;
+  totals.mem_peak_bytes = std::max(totals.mem_peak_bytes, std::min(memory_bytes, memory_cap));
+}
+
+double StepUsage::elapsed_s() const {
+  return ended_unix_ns > totals.started_unix_ns
+             ? static_cast<double>(ended_unix_ns - totals.started_unix_ns) / 1e9
+             : 0.0;
+}
+
+double StepUsage::achieved_share() const {
+  const double elapsed = elapsed_s();
+  // Charges are trimmed to the time that passed, so this is at most 1 but
+  // for the clocks' rounding.
+  return elapsed > 0 ? std::min(1.0, device_s() / elapsed) : 0.0;
+}
+
+std::string removal_to_json(size_t removed, const std::vector<StepUsage>& usage) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const StepUsage& u : usage) {
+    list.push_back({{"gpu", u.gpu},
+                    {"units", u.units},
+                    {"started_unix_ns", u.totals.started_unix_ns},
+                    {"ended_unix_ns", u.ended_unix_ns},
+                    {"device_ns", u.totals.device_ns},
+                    {"throttled_ns", u.totals.throttled_ns},
+                    {"mem_peak_bytes", u.totals.mem_peak_bytes},
+                    {"agent_restarts", u.totals.agent_restarts},
+                    {"partial", u.totals.partial != 0}});
+  }
+  return nlohmann::json{{"removed", removed}, {"usage", list}}.dump();
+}
+
+Result<std::vector<StepUsage>> usage_from_removal_json(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return Error{"the agent's removal reply is not a JSON object"};
+  const auto list = j.find("usage");
+  if (list == j.end() || !list->is_array())
+    return Error{"the agent's removal reply has no usage list"};
+  std::vector<StepUsage> out;
+  for (const nlohmann::json& e : *list) {
+    if (!e.is_object()) return Error{"a usage entry is not an object"};
+    StepUsage u;
+    // Each field must be there with the right kind of number.
+    auto get = [&](const char* key, auto* into) -> bool {
+      const auto f = e.find(key);
+      if (f == e.end() || !f->is_number_integer()) return false;
+      using T = std::remove_pointer_t<decltype(into)>;
+      if constexpr (std::is_signed_v<T>) {
+        const int64_t v = f->template get<int64_t>();
+        if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
+        *into = static_cast<T>(v);
+      } else {
+        if (f->is_number_unsigned() == false && f->template get<int64_t>() < 0) return false;
+        const uint64_t v = f->template get<uint64_t>();
+        if (v > std::numeric_limits<T>::max()) return false;
+        *into = static_cast<T>(v);
+      }
+      return true;
+    };
+    const auto partial = e.find("partial");
+    if (!get("gpu", &u.gpu) || !get("units", &u.units) ||
+        !get("started_unix_ns", &u.totals.started_unix_ns) ||
+        !get("ended_unix_ns", &u.ended_unix_ns) || !get("device_ns", &u.totals.device_ns) ||
+        !get("throttled_ns", &u.totals.throttled_ns) ||
+        !get("mem_peak_bytes", &u.totals.mem_peak_bytes) ||
+        !get("agent_restarts", &u.totals.agent_restarts) || partial == e.end() ||
+        !partial->is_boolean()) {
+      return Error{"a usage entry lacks a field or has one out of range: " + e.dump()};
+    }
+    u.totals.partial = partial->get<bool>() ? 1 : 0;
+    out.push_back(u);
+  }
+  return out;
+}
+
+}  // namespace egpu::accounting

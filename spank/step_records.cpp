@@ -1,0 +1,46 @@
+#include "spank/step_records.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "core/accounting/admin_comment.h"
+#include "core/accounting/step_record.h"
+#include "core/util/subprocess.h"
+
+namespace egpu::spank {
+
+std::string node_name(const std::string& egpu_node) {
+  if (!egpu_node.empty()) return egpu_node;
+  char host[256] = "";
+  if (::gethostname(host, sizeof host - 1) != 0) return "unknown";
+  std::string name = host;
+  return name.substr(0, name.find('.'));
+}
+
+std::string record_step_usage(uint64_t job_id, uint32_t step_id, const std::string& node,
+                              const std::string& removal_reply, int timeout_ms) {
+  auto usage = accounting::usage_from_removal_json(removal_reply);
+  if (!usage) return "cannot read the node agent's usage report: " + usage.error();
+  if (usage->empty()) return "";
+  if (!accounting::valid_node_name(node))
+    return "node name '" + node + "' cannot go into a usage record";
+  std::vector<std::string> records;
+  for (const accounting::StepUsage& u : *usage)
+    records.push_back(accounting::format_step_record({job_id, step_id, node, u}));
+  const std::string request = accounting::append_request(records);
+  // scontrol from the system, with slurmstepd's own SLURM_CONF if it has one
+  // (never the job's environment).
+  std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  if (const char* conf = std::getenv("SLURM_CONF"); conf != nullptr && conf[0] != '\0')
+    env.push_back(std::string("SLURM_CONF=") + conf);
+  const auto outcome = run_processes(
+      {{"scontrol", "update", "JobId=" + std::to_string(job_id), "AdminComment=" + request}},
+      timeout_ms, &env);
+  if (outcome.front().ok()) return "";
+  return "scontrol update of the job's AdminComment failed (" + outcome.front().failure() +
+         "); the step's usage was: " + request.substr(accounting::kAppendPrefix.size());
+}
+
+}  // namespace egpu::spank

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# What each step achieved on each GPU of each node (device time FAA charged,
+# its average share, memory peak, throttled time) is recorded in the job's
+# AdminComment when the step ends there, so sacct shows it after the job
+# ended: a step on two nodes leaves one record per node (job_submit/egpu
+# merges them; neither overwrites the other), the batch step's record goes on
+# across an agent restart in its middle, and an admin's own note stays in
+# front. Users cannot write records; a malformed request is refused whole.
+# shellcheck disable=SC2034 # read by lib.sh (ensure_testbed)
+testbed_nodes=2
+testbed_accounting=1
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/enforce_lib.sh"
+
+chunk=$((64 << 20))
+note="ops note; ticket 17"
+# Step 0 on both nodes (a short greedy run), then the batch step holds memory
+# until the test says so.
+j=$(submit_as_user --hold -N2 --gres=egpu:60 --wrap "srun -N2 --ntasks-per-node=1 --gres=egpu:30 $(greedy "r-$tag" 2)
+PROBE_HOLD_UNTIL=$out_dir/end-$tag SIMGPU_LABEL=m-$tag memory-probe fill $chunk 60000")
+sl scontrol update JobId="$j" AdminComment="$note"
+sl scontrol release "$j"
+wait_state "$j" RUNNING
+
+# The batch step's usage as n1's agent has it now: "memory_peak_bytes agent_restarts".
+batch_usage() {
+  sl egpuctl --local --socket "$state/run/agent-n1.sock" --json status | python3 -c '
+import json, sys
+for g in json.load(sys.stdin)["gpus"]:
+    for i in g["instances"]:
+        if i["job"] == int(sys.argv[1]) and i["step"] == "batch" and "usage" in i:
+            print(i["usage"]["memory_peak_bytes"], i["usage"]["agent_restarts"])' "$j"
+}
+for _ in $(seq 240); do
+  read -r peak _ <<<"$(batch_usage)"
+  [[ ${peak:-0} -ge $chunk ]] && break
+  sleep 0.25
+done
+[[ ${peak:-0} -ge $chunk ]] || fail "job $j's batch step never held $chunk B (usage: '$(batch_usage)'); output: $(cat "$out_dir/$j.out")"
+tb restart agent n1
+for _ in $(seq 80); do
+  read -r _ restarts <<<"$(batch_usage)"
+  [[ ${restarts:-0} == 1 ]] && break
+  sleep 0.25
+done
+[[ ${restarts:-0} == 1 ]] || fail "the restarted agent did not take over job $j's batch step: '$(batch_usage)'"
+ok "job $j: the batch step held $peak B; the restarted agent goes on with its totals"
+touch "$out_dir/end-$tag"
+wait_state "$j" COMPLETED 60
+
+# The job's AdminComment in the database, once slurmdbd has the job's end.
+comment=""
+for _ in $(seq 60); do
+  comment=$(sl sacct -n -P -X -j "$j" -o AdminComment)
+  [[ $comment == *"step=$j.batch "* ]] && break
+  sleep 0.5
+done
+say "sacct AdminComment of job $j: $comment"
+python3 - "$j" "$note" "$comment" "$chunk" <<'PY' || fail "job $j's records in sacct are not what its steps did"
+import sys
+job, note, comment, chunk = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+assert comment.startswith(note + "; "), "the admin's note is not kept in front"
+records = {}
+for part in comment[len(note) + 2:].split("; "):
+    fields = part.split(" ")
+    assert fields[0] == "egpu", part
+    kv = dict(f.split("=", 1) for f in fields[1:])
+    records[(kv["step"], kv["node"])] = kv
+want = {(job + ".0", "n1"), (job + ".0", "n2"), (job + ".batch", "n1")}
+assert set(records) == want, "records of %s, expected %s" % (sorted(records), sorted(want))
+for node in ("n1", "n2"):
+    r = records[(job + ".0", node)]
+    assert r["units"] == "30", r
+    assert float(r["device_s"]) > 0, "step 0 on %s ran kernels: %s" % (node, r)
+    assert 0 < float(r["share"]) <= 1 and float(r["elapsed_s"]) > 0, r
+    assert "agent_restarts" not in r, r
+b = records[(job + ".batch", "n1")]
+assert b.get("agent_restarts") == "1" and "partial" not in b, b
+assert int(b["mem_peak_mib"]) >= chunk >> 20, b
+PY
+ok "sacct: the admin's note, then step 0's records from n1 and n2 (device time > 0) and the batch step's (peak >= $((chunk >> 20)) MiB, 1 agent restart)"
+
+# A job srun allocates itself ends as soon as srun hears its tasks are done:
+# the record is in before slurmstepd tells it. The node in it is slurmd's
+# name, whatever the job's environment says.
+as_user env EGPU_NODE=forged srun -J "rec-$tag" --gres=egpu:20 $(greedy "s-$tag" 1) >/dev/null 2>&1 ||
+  fail "srun --gres=egpu:20 greedy failed"
+solo=""
+for _ in $(seq 60); do
+  solo=$(sl sacct -n -P -X --name "rec-$tag" -o JobID,State,AdminComment)
+  [[ $solo == *"|COMPLETED|egpu step="*".0 node=n1 gpu="*" units=20 "* ]] && break
+  sleep 0.5
+done
+[[ $solo == *"|COMPLETED|egpu step="*".0 node=n1 gpu="*" units=20 "* ]] ||
+  fail "the srun job's record is not in sacct: '$solo'"
+ok "a job srun allocated itself: $solo"
+
+# StepRecords=no in a node's egpu.conf (read by each slurmstepd): no record.
+conf=$state/etc/egpu-n1.conf
+cp "$conf" "$conf.saved"
+trap 'mv -f "$conf.saved" "$conf"' EXIT
+echo "StepRecords=no" >>"$conf"
+as_user srun -J "norec-$tag" -w n1 --gres=egpu:20 $(greedy "q-$tag" 1) >/dev/null 2>&1 ||
+  fail "srun --gres=egpu:20 greedy failed with StepRecords=no"
+mv -f "$conf.saved" "$conf"
+trap - EXIT
+norec=""
+for _ in $(seq 60); do
+  norec=$(sl sacct -n -P -X --name "norec-$tag" -o JobID,State,AdminComment)
+  [[ $norec == *"|COMPLETED|"* ]] && break
+  sleep 0.5
+done
+[[ $norec == *"|COMPLETED|" ]] || fail "with StepRecords=no the job's AdminComment is '$norec'"
+ok "StepRecords=no: $norec (no record)"
+
+# Nobody else writes records: the job's owner may not set AdminComment at
+# all, and root's malformed request is refused whole.
+other=$(submit_as_user --gres=egpu:10 --wrap 'sleep 300')
+wait_state "$other" RUNNING
+set +e
+out=$(as_user scontrol update JobId="$other" AdminComment="egpu-append:egpu step=$other.0 node=n1 gpu=0 units=100 elapsed_s=1.000 device_s=1.000 share=1.000 mem_peak_mib=0 throttled_s=0.000" 2>&1)
+rc=$?
+out_root=$(sl scontrol update JobId="$other" AdminComment="egpu-append:hello" 2>&1)
+rc_root=$?
+set -e
+[[ $rc -ne 0 ]] || fail "egpuuser could write an egpu record into job $other"
+[[ $rc_root -ne 0 ]] || fail "a malformed append request was taken: $out_root"
+[[ -z $(sl sacct -n -P -X -j "$other" -o AdminComment) ]] ||
+  fail "job $other's AdminComment changed: $(sl sacct -n -P -X -j "$other" -o AdminComment)"
+# 24.11 hands job_submit's message to the client; 22.05 has no channel for it.
+if [[ $release == 24.11 ]]; then
+  grep -q "not an egpu record" <<<"$out_root" || fail "the refusal does not say why: $out_root"
+fi
+ok "egpuuser's record refused ($out); root's malformed request refused ($out_root)"
+clean_jobs

@@ -1,0 +1,97 @@
+#include "core/accounting/admin_comment.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core/accounting/admin_comment_c.h"
+#include "core/accounting/step_record.h"
+
+namespace egpu::accounting {
+namespace {
+
+std::string record(uint32_t step, const std::string& node, uint32_t gpu, uint64_t device_s) {
+  StepRecord r;
+  r.job_id = 7;
+  r.step_id = step;
+  r.node = node;
+  r.usage.gpu = gpu;
+  r.usage.units = 50;
+  r.usage.totals.started_unix_ns = 0;
+  r.usage.ended_unix_ns = 100'000'000'000;
+  r.usage.totals.device_ns = device_s * 1'000'000'000;
+  return format_step_record(r);
+}
+
+TEST(AdminComment, AppendsAfterTheAdminsTextAndKeepsItAsItWas) {
+  const std::string a = record(0, "n1", 0, 10), b = record(0, "n2", 0, 20);
+  auto first = merge_append_request("", append_request({a}));
+  ASSERT_TRUE(first) << first.error();
+  EXPECT_EQ(*first, a);
+  // Another node's record of the same step: both stay.
+  auto second = merge_append_request(*first, append_request({b}));
+  ASSERT_TRUE(second) << second.error();
+  EXPECT_EQ(*second, a + "; " + b);
+  // An admin's note, separators and odd spacing included, stays as written.
+  const std::string note = "checked by ops;  ticket 12; ";
+  auto noted = merge_append_request(note, append_request({a, b}));
+  ASSERT_TRUE(noted) << noted.error();
+  EXPECT_EQ(*noted, note + "; " + a + "; " + b);
+  EXPECT_TRUE(noted->starts_with(note));
+}
+
+TEST(AdminComment, ARetriedRecordReplacesItsEarlierSelf) {
+  const std::string a = record(1, "n1", 0, 10), a_again = record(1, "n1", 0, 11);
+  const std::string other_gpu = record(1, "n1", 1, 12);
+  auto merged = merge_append_request("note; " + a, append_request({a_again, other_gpu}));
+  ASSERT_TRUE(merged) << merged.error();
+  EXPECT_EQ(*merged, "note; " + a_again + "; " + other_gpu);
+}
+
+TEST(AdminComment, RecordsPastTheLimitAreCountedNotKept) {
+  const std::string a = record(0, "n1", 0, 1);
+  const size_t limit = a.size() * 2 + 40;  // room for two records and the count
+  std::string comment;
+  for (uint32_t step = 0; step < 5; ++step) {
+    auto merged = merge_append_request(comment, append_request({record(step, "n1", 0, 1)}), limit);
+    ASSERT_TRUE(merged) << merged.error();
+    comment = *merged;
+    EXPECT_LE(comment.size(), limit);
+  }
+  EXPECT_EQ(comment, record(0, "n1", 0, 1) + "; " + record(1, "n1", 0, 1) + "; egpu dropped=3");
+  // A retry of a kept record still replaces it; the count stays last.
+  auto retried = merge_append_request(comment, append_request({record(1, "n1", 0, 2)}), limit);
+  ASSERT_TRUE(retried) << retried.error();
+  EXPECT_EQ(*retried, record(0, "n1", 0, 1) + "; " + record(1, "n1", 0, 2) + "; egpu dropped=3");
+}
+
+TEST(AdminComment, RefusesRequestsThatAreNotRecords) {
+  EXPECT_FALSE(merge_append_request("x", "egpu step=1.0"));  // no prefix
+  EXPECT_FALSE(merge_append_request("x", "egpu-append:"));
+  EXPECT_FALSE(merge_append_request("x", "egpu-append:hello"));
+  // One bad record spoils the request: nothing is appended.
+  auto bad = merge_append_request("x", append_request({record(0, "n1", 0, 1), "egpu dropped=0"}));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("egpu dropped=0"), std::string::npos) << bad.error();
+  EXPECT_TRUE(is_append_request("egpu-append:x"));
+  EXPECT_FALSE(is_append_request("note egpu-append:x"));
+}
+
+TEST(AdminCommentC, MergesAndReportsErrors) {
+  EXPECT_EQ(egpu_admin_comment_is_append(nullptr), 0);
+  EXPECT_EQ(egpu_admin_comment_is_append("site"), 0);
+  const std::string request = append_request({record(0, "n1", 0, 3)});
+  EXPECT_EQ(egpu_admin_comment_is_append(request.c_str()), 1);
+  char* out = nullptr;
+  char err[256] = "";
+  ASSERT_EQ(egpu_admin_comment_merge(nullptr, request.c_str(), &out, err, sizeof err), 0) << err;
+  EXPECT_EQ(std::string(out), record(0, "n1", 0, 3));
+  std::free(out);
+  EXPECT_EQ(egpu_admin_comment_merge("note", "egpu-append:junk", &out, err, sizeof err), -1);
+  EXPECT_EQ(out, nullptr);
+  EXPECT_NE(std::string(err).find("junk"), std::string::npos) << err;
+  EXPECT_EQ(egpu_admin_comment_merge("note", nullptr, nullptr, err, sizeof err), -1);
+}
+
+}  // namespace
+}  // namespace egpu::accounting
