@@ -13,7 +13,8 @@
  * 2. It refuses requests Slurm would accept but never run, with a message:
  *    egpu:0, and more than 100 units per node unless SelectTypeParameters has
  *    MULTIPLE_SHARING_GRES_PJ (24.11), without which a job's units must fit on
- *    one GPU and it would pend forever.
+ *    one GPU and it would pend forever. It says why Slurm 22.05 refuses egpu
+ *    jobs in the seconds after slurmctld starts, before nodes registered.
  * 3. With PackNodes=yes in egpu.conf it keeps node weights following free
  *    egpu units (egpu_node_weights.c).
  * 4. It appends the usage records SPANK sends when a step ends to the job's
@@ -129,9 +130,53 @@ static int check_job(job_desc_msg_t* job_desc, char** err_msg) {
   return rc;
 }
 
+static bool asks_for_egpu(const job_desc_msg_t* job_desc) {
+  const char* tres[] = {job_desc->tres_per_node, job_desc->tres_per_job, job_desc->tres_per_socket,
+                        job_desc->tres_per_task};
+  uint64_t units = 0;
+  for (size_t i = 0; i < sizeof(tres) / sizeof(tres[0]); i++)
+    if (egpu_request_units(tres[i], &units) == EGPU_REQUEST_FOUND) return true;
+  return false;
+}
+
+static int is_egpu_state(void* x, void* key) {
+  return ((gres_state_t*)x)->plugin_id == *(uint32_t*)key;
+}
+
+/* True while no node with egpu units has registered since slurmctld started
+ * and every one of them counts no units per GPU: 22.05 leaves the per-GPU
+ * counts of a shared GRES at 0 until the node registers (gres.c
+ * _sync_node_shared_to_sharing fills only the topology records it creates),
+ * so Slurm refuses every egpu job then with "Requested node configuration is
+ * not available". Under the node read lock job_submit() is called with. */
+static bool egpu_nodes_unreported(void) {
+  uint32_t egpu_id = gres_build_id("egpu");
+  bool any = false;
+  node_record_t* node_ptr;
+  for (int i = 0; (node_ptr = next_node(&i)); i++) {
+    if (!node_ptr->gres_list) continue;
+    gres_state_t* gs = list_find_first(node_ptr->gres_list, is_egpu_state, &egpu_id);
+    if (!gs || !gs->gres_data) continue;
+    gres_node_state_t* ns = gs->gres_data;
+    if (ns->gres_cnt_config == 0) continue;
+    if (ns->gres_cnt_found != NO_VAL64) return false;
+    for (int t = 0; t < ns->topo_cnt && ns->topo_gres_cnt_avail; t++)
+      if (ns->topo_gres_cnt_avail[t] > 0) return false;
+    any = true;
+  }
+  return any;
+}
+
 extern int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   (void)submit_uid;
-  return check_job(job_desc, err_msg);
+  int rc = check_job(job_desc, err_msg);
+  if (rc == SLURM_SUCCESS && asks_for_egpu(job_desc) && egpu_nodes_unreported()) {
+    xstrfmtcat(*err_msg,
+               "egpu: slurmctld has just started and no node has reported its GPUs yet, so no "
+               "egpu units can be placed; submit again in a few seconds");
+    rc = ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE;
+  }
+  return rc;
 }
 
 /* An AdminComment update that asks to append egpu records (SPANK, as root,
