@@ -98,4 +98,15 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
   return join(parts);
 }
 
+CommentRecords records_in_comment(std::string_view admin_comment) {
+  CommentRecords out;
+  for (std::string& part : split(admin_comment)) {
+    if (part.starts_with(kDropped))
+      out.dropped = dropped_count(part);
+    else if (parse_step_record(part))
+      out.records.push_back(std::move(part));
+  }
+  return out;
+}
+
 }  // namespace egpu::accounting

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,5 +35,13 @@ std::string append_request(const std::vector<std::string>& records);
 // An error, naming the fault, when the request holds anything but records.
 Result<std::string> merge_append_request(std::string_view existing, std::string_view request,
                                          size_t max_length = kMaxAdminComment);
+
+// The egpu records in an AdminComment, in order, and how many were dropped
+// for room ("egpu dropped=N"); the admin's own text is left out.
+struct CommentRecords {
+  std::vector<std::string> records;
+  uint64_t dropped = 0;
+};
+CommentRecords records_in_comment(std::string_view admin_comment);
 
 }  // namespace egpu::accounting

@@ -70,7 +70,8 @@ std::string format_step_record(const StepRecord& r) {
   return s;
 }
 
-Result<RecordKey> parse_step_record(std::string_view text) {
+Result<RecordKey> parse_step_record(std::string_view text,
+                                    std::vector<std::pair<std::string, std::string>>* fields) {
   static constexpr std::string_view kKeys[] = {
       "step",  "node",         "gpu",         "units",          "elapsed_s", "device_s",
       "share", "mem_peak_mib", "throttled_s", "agent_restarts", "partial"};
@@ -118,6 +119,7 @@ Result<RecordKey> parse_step_record(std::string_view text) {
     if (!ok)
       return Error{"bad value in '" + std::string(token) + "' of egpu record '" +
                    std::string(text) + "'"};
+    if (fields != nullptr) fields->emplace_back(name, value);
     ++k;
   }
   if (k < kRequired)

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/accounting/step_usage.h"
 #include "core/util/result.h"
@@ -39,7 +41,9 @@ struct RecordKey {
 };
 
 // The key of a record in the grammar above; an error names what is wrong.
-Result<RecordKey> parse_step_record(std::string_view text);
+// `fields`, when given, gets every key=value of it in order.
+Result<RecordKey> parse_step_record(
+    std::string_view text, std::vector<std::pair<std::string, std::string>>* fields = nullptr);
 
 // A node name fit for a record (Slurm node names; no spaces or separators).
 bool valid_node_name(std::string_view name);

@@ -20,6 +20,7 @@ int cmd_remove(const Globals& g, const std::vector<std::string>& args);
 int cmd_resize(const Globals& g, const std::vector<std::string>& args);
 int cmd_slo(const Globals& g, const std::vector<std::string>& args);
 int cmd_topo(const Globals& g, const std::vector<std::string>& args);
+int cmd_usage(const Globals& g, const std::vector<std::string>& args);
 
 // "error: ..." on stderr; returns the exit code for a refused request.
 int fail(const std::string& message, int code = 1);

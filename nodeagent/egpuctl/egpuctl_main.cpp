@@ -26,6 +26,9 @@ void usage(FILE* out) {
       "                                  (on the node, with --local). JOB.STEP acts on\n"
       "                                  every node of the step through Slurm, from any\n"
       "                                  node, all or nothing; an id on this node only\n"
+      "  usage JOB                       what each ended step of the job achieved on each\n"
+      "                                  GPU (device time, share, memory peak, throttled\n"
+      "                                  time), from its AdminComment (sacct or scontrol)\n"
       "  slo INSTANCE p99:40ms|off       a latency objective: the instance borrows share\n"
       "                                  from lend instances on its GPU while it is at risk\n"
       "  create --job J --step S --gpu G --units U [--job-units N] [--uid U] [--gid G]\n"
@@ -87,6 +90,7 @@ int main(int argc, char** argv) {
     if (cmd == "resize") return egpu::ctl::cmd_resize(g, args);
     if (cmd == "slo") return egpu::ctl::cmd_slo(g, args);
     if (cmd == "topo") return egpu::ctl::cmd_topo(g, args);
+    if (cmd == "usage") return egpu::ctl::cmd_usage(g, args);
   } catch (const std::exception& e) {
     return egpu::ctl::fail(std::string("unexpected reply (") + e.what() + ")");
   }

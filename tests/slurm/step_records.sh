@@ -80,6 +80,22 @@ assert int(b["mem_peak_mib"]) >= chunk >> 20, b
 PY
 ok "sacct: the admin's note, then step 0's records from n1 and n2 (device time > 0) and the batch step's (peak >= $((chunk >> 20)) MiB, 1 agent restart)"
 
+# egpuctl usage JOB: the same records as a table (and JSON), for the job's owner.
+table=$(as_user egpuctl usage "$j") || fail "egpuctl usage $j failed: $table"
+say "egpuctl usage $j:"$'\n'"$table"
+grep -Eq "^$j\.0 +n1 +[0-9]+ +30 " <<<"$table" && grep -Eq "^$j\.0 +n2 +[0-9]+ +30 " <<<"$table" &&
+  grep -Eq "^$j\.batch +n1 .*1 agent restart" <<<"$table" || fail "egpuctl usage $j: $table"
+as_user egpuctl --json usage "$j" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["job"] == int(sys.argv[1]) and d["dropped"] == 0, d
+steps = sorted((r["step"], r["node"]) for r in d["records"])
+want = sorted([(sys.argv[1] + ".0", "n1"), (sys.argv[1] + ".0", "n2"), (sys.argv[1] + ".batch", "n1")])
+assert steps == want, steps
+assert all(r["device_s"] > 0 for r in d["records"] if r["step"].endswith(".0")), d
+' "$j" || fail "egpuctl --json usage $j"
+ok "egpuctl usage $j: 3 records, as a table and as JSON"
+
 # A job srun allocates itself ends as soon as srun hears its tasks are done:
 # the record is in before slurmstepd tells it. The node in it is slurmd's
 # name, whatever the job's environment says.

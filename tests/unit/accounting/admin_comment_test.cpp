@@ -77,6 +77,21 @@ TEST(AdminComment, RefusesRequestsThatAreNotRecords) {
   EXPECT_FALSE(is_append_request("note egpu-append:x"));
 }
 
+TEST(AdminComment, RecordsAreReadBackWithoutTheAdminsText) {
+  const std::string a = record(0, "n1", 0, 1), b = record(1, "n2", 3, 2);
+  const auto found =
+      records_in_comment("note; egpu step=bogus; " + a + "; " + b + "; egpu dropped=4");
+  EXPECT_EQ(found.records, (std::vector<std::string>{a, b}));
+  EXPECT_EQ(found.dropped, 4u);
+  EXPECT_TRUE(records_in_comment("").records.empty());
+  std::vector<std::pair<std::string, std::string>> fields;
+  ASSERT_TRUE(parse_step_record(b, &fields));
+  ASSERT_GE(fields.size(), 9u);
+  EXPECT_EQ(fields[0], (std::pair<std::string, std::string>{"step", "7.1"}));
+  EXPECT_EQ(fields[2], (std::pair<std::string, std::string>{"gpu", "3"}));
+  EXPECT_EQ(fields[5], (std::pair<std::string, std::string>{"device_s", "2.000"}));
+}
+
 TEST(AdminCommentC, MergesAndReportsErrors) {
   EXPECT_EQ(egpu_admin_comment_is_append(nullptr), 0);
   EXPECT_EQ(egpu_admin_comment_is_append("site"), 0);
