@@ -21,6 +21,7 @@
  *    AdminComment (core/accounting/admin_comment.h), where sacct shows them
  *    after the job ended. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "egpu_node_weights.h"
 #include "egpu_request.h"
@@ -139,6 +140,7 @@ static bool asks_for_egpu(const job_desc_msg_t* job_desc) {
   return false;
 }
 
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 2, 0)
 static int is_egpu_state(void* x, void* key) {
   return ((gres_state_t*)x)->plugin_id == *(uint32_t*)key;
 }
@@ -154,7 +156,8 @@ static bool egpu_nodes_unreported(void) {
   bool any = false;
   node_record_t* node_ptr;
   for (int i = 0; (node_ptr = next_node(&i)); i++) {
-    if (!node_ptr->gres_list) continue;
+    /* Nodes that are down or powered off are not about to register. */
+    if (!node_ptr->gres_list || IS_NODE_DOWN(node_ptr) || IS_NODE_POWERED_DOWN(node_ptr)) continue;
     gres_state_t* gs = list_find_first(node_ptr->gres_list, is_egpu_state, &egpu_id);
     if (!gs || !gs->gres_data) continue;
     gres_node_state_t* ns = gs->gres_data;
@@ -166,6 +169,11 @@ static bool egpu_nodes_unreported(void) {
   }
   return any;
 }
+#else
+static bool egpu_nodes_unreported(void) {
+  return false; /* later releases keep the per-GPU counts */
+}
+#endif
 
 extern int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   (void)submit_uid;
@@ -180,30 +188,40 @@ extern int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_
 }
 
 /* An AdminComment update that asks to append egpu records (SPANK, as root,
- * when a step ends on a node) becomes the merged comment here: job_modify runs
- * under slurmctld's job write lock, so records of steps ending at once on
- * several nodes are all kept, where plain updates would replace each other.
- * Slurm has checked that the caller may set AdminComment (an admin) before it
- * calls job_modify. */
+ * when a step ends on a node) is merged here: job_modify runs under
+ * slurmctld's job write lock, so records of steps ending at once on several
+ * nodes are all kept, where plain updates would replace each other. Slurm has
+ * checked that the caller may set AdminComment (an admin) before it calls
+ * job_modify.
+ * The merged comment goes straight into the job, and the request is taken out
+ * of the update: Slurm runs one update for every job of a heterogeneous job
+ * (or every task of an array) given its first id, with this same job_desc, and
+ * none of them may be given this job's comment. Another job's records are
+ * refused (its turn leaves it untouched). */
 static int append_step_records(job_desc_msg_t* job_desc, job_record_t* job_ptr, char** err_msg) {
+  if (!job_desc->admin_comment || strncmp(job_desc->admin_comment, "egpu-append:", 12) != 0)
+    return SLURM_SUCCESS;
 #ifdef EGPU_HAVE_TOPO
   char err[512] = "";
   char* merged = NULL;
-  if (!egpu_admin_comment_is_append(job_desc->admin_comment)) return SLURM_SUCCESS;
-  if (egpu_admin_comment_merge(job_ptr->admin_comment, job_desc->admin_comment, &merged, err,
-                               sizeof err) != 0) {
+  if (egpu_admin_comment_merge(job_ptr->admin_comment, job_desc->admin_comment, job_ptr->job_id,
+                               &merged, err, sizeof err) != 0) {
     xstrfmtcat(*err_msg, "egpu: refused AdminComment update for job %u: %s", job_ptr->job_id, err);
     return SLURM_ERROR;
   }
-  xfree(job_desc->admin_comment);
-  job_desc->admin_comment = xstrdup(merged);
+  xfree(job_ptr->admin_comment);
+  job_ptr->admin_comment = xstrdup(merged);
   free(merged);
-#else
-  (void)job_desc;
-  (void)job_ptr;
-  (void)err_msg;
-#endif
+  xfree(job_desc->admin_comment); /* done: nothing for Slurm to set */
+  debug("job_submit/egpu: step records appended to the AdminComment of job %u", job_ptr->job_id);
   return SLURM_SUCCESS;
+#else
+  /* Built without core/accounting: it cannot merge, and a plain update
+   * would replace the comment with the request. */
+  xstrfmtcat(*err_msg, "egpu: job_submit/egpu was built without core/accounting and cannot "
+                       "append step records");
+  return SLURM_ERROR;
+#endif
 }
 
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)

@@ -80,8 +80,9 @@ PluginState& state() {
   return s;
 }
 
-// How long a step's end may wait for slurmctld to take its usage record.
-constexpr int kRecordTimeoutMs = 20'000;
+// How long a step's end may wait for slurmctld to take its usage record
+// (scontrol gets SIGKILL 3 s after this).
+constexpr int kRecordTimeoutMs = 7'000;
 
 // An option error: the client (sbatch, srun, salloc) refuses the command
 // line; in slurmstepd the job's tasks fail with the message (see the top).
@@ -294,11 +295,21 @@ void remove_step(spank_t sp) {
     return;
   }
   if (r->status != egpu::protocol::ReplyStatus::kOk || !s.config.step_records) return;
+  // A task of an array by its array id and task id: its own id may be the
+  // array's, which scontrol takes for every task.
+  uint32_t array_id = 0, array_task = 0;
+  std::string job_ref = std::to_string(s.job_id);
+  // Not a task of an array: 0, or NO_VAL in the steps of some releases.
+  constexpr uint32_t kNoVal = 0xfffffffe;
+  if (item(sp, S_JOB_ARRAY_ID, &array_id) && array_id != 0 && array_id != kNoVal &&
+      item(sp, S_JOB_ARRAY_TASK_ID, &array_task) && array_task != kNoVal)
+    job_ref = std::to_string(array_id) + "_" + std::to_string(array_task);
   const std::string failed = egpu::spank::record_step_usage(
-      s.job_id, s.step_id, egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE)), r->text,
+      s.job_id, s.step_id, job_ref, egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE)), r->text,
       kRecordTimeoutMs);
   if (!failed.empty())
-    slurm_error("egpu: step %u.%u: %s", static_cast<unsigned>(s.job_id), s.step_id, failed.c_str());
+    slurm_error("egpu: step %u.%s: %s", static_cast<unsigned>(s.job_id),
+                egpu::protocol::step_label(s.step_id).c_str(), failed.c_str());
 }
 
 }  // namespace

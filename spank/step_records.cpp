@@ -19,8 +19,9 @@ std::string node_name(const std::string& egpu_node) {
   return name.substr(0, name.find('.'));
 }
 
-std::string record_step_usage(uint64_t job_id, uint32_t step_id, const std::string& node,
-                              const std::string& removal_reply, int timeout_ms) {
+std::string record_step_usage(uint64_t job_id, uint32_t step_id, const std::string& job_ref,
+                              const std::string& node, const std::string& removal_reply,
+                              int timeout_ms) {
   auto usage = accounting::usage_from_removal_json(removal_reply);
   if (!usage) return "cannot read the node agent's usage report: " + usage.error();
   if (usage->empty()) return "";
@@ -30,14 +31,16 @@ std::string record_step_usage(uint64_t job_id, uint32_t step_id, const std::stri
   for (const accounting::StepUsage& u : *usage)
     records.push_back(accounting::format_step_record({job_id, step_id, node, u}));
   const std::string request = accounting::append_request(records);
-  // scontrol from the system, with slurmstepd's own SLURM_CONF if it has one
-  // (never the job's environment).
-  std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  // scontrol as slurmstepd finds it, on its own PATH and with its own
+  // SLURM_CONF (the daemon's environment, never the job's).
+  const char* path = std::getenv("PATH");
+  std::vector<std::string> env = {std::string("PATH=") + (path != nullptr && path[0] != '\0'
+                                                              ? path
+                                                              : "/usr/sbin:/usr/bin:/sbin:/bin")};
   if (const char* conf = std::getenv("SLURM_CONF"); conf != nullptr && conf[0] != '\0')
     env.push_back(std::string("SLURM_CONF=") + conf);
   const auto outcome = run_processes(
-      {{"scontrol", "update", "JobId=" + std::to_string(job_id), "AdminComment=" + request}},
-      timeout_ms, &env);
+      {{"scontrol", "update", "JobId=" + job_ref, "AdminComment=" + request}}, timeout_ms, &env);
   if (outcome.front().ok()) return "";
   return "scontrol update of the job's AdminComment failed (" + outcome.front().failure() +
          "); the step's usage was: " + request.substr(accounting::kAppendPrefix.size());

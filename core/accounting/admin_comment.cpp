@@ -1,5 +1,7 @@
 #include "core/accounting/admin_comment.h"
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "core/accounting/step_record.h"
@@ -29,13 +31,23 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
-uint64_t dropped_count(std::string_view entry) {
+// Our "egpu dropped=N" entry: N when `entry` is exactly that (an admin's
+// own text that merely starts the same way is not ours).
+std::optional<uint64_t> dropped_count(std::string_view entry) {
+  if (!entry.starts_with(kDropped)) return std::nullopt;
+  const std::string_view digits = entry.substr(kDropped.size());
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
   uint64_t n = 0;
-  for (char c : entry.substr(kDropped.size())) {
-    if (c < '0' || c > '9' || n > UINT64_MAX / 20) return n;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
     n = n * 10 + static_cast<uint64_t>(c - '0');
   }
   return n;
+}
+
+// The job a record's step belongs to ("42" of "42.batch").
+std::string_view job_of(const RecordKey& key) {
+  return std::string_view(key.step).substr(0, key.step.find('.'));
 }
 
 }  // namespace
@@ -49,7 +61,7 @@ std::string append_request(const std::vector<std::string>& records) {
 }
 
 Result<std::string> merge_append_request(std::string_view existing, std::string_view request,
-                                         size_t max_length) {
+                                         uint64_t job_id, size_t max_length) {
   if (!is_append_request(request))
     return Error{"not an egpu append request (it starts with '" + std::string(kAppendPrefix) +
                  "')"};
@@ -59,14 +71,16 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
   for (const std::string& r : incoming) {
     auto key = parse_step_record(r);
     if (!key) return Error{key.error()};
+    if (job_of(*key) != std::to_string(job_id))
+      return Error{"record '" + r + "' is not job " + std::to_string(job_id) + "'s"};
     keys.push_back(*key);
   }
   // Our dropped count, if any, is taken out and put back last.
   std::vector<std::string> parts;
   uint64_t dropped = 0;
   for (std::string& p : split(existing)) {
-    if (p.starts_with(kDropped))
-      dropped = dropped_count(p);
+    if (const auto n = dropped_count(p))
+      dropped += std::min(*n, UINT64_MAX / 4 - dropped);
     else
       parts.push_back(std::move(p));
   }
@@ -78,9 +92,14 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
     for (auto& p : parts) {
       if (!p.starts_with("egpu step=")) continue;
       if (auto key = parse_step_record(p); key && *key == keys[r]) {
+        replaced = true;
+        // A longer one must fit too; else the old one stays and this counts.
+        if (length - p.size() + incoming[r].size() + kDropped.size() + 20 > max_length) {
+          ++dropped;
+          break;
+        }
         length = length - p.size() + incoming[r].size();
         p = incoming[r];
-        replaced = true;
         break;
       }
     }
@@ -101,8 +120,8 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
 CommentRecords records_in_comment(std::string_view admin_comment) {
   CommentRecords out;
   for (std::string& part : split(admin_comment)) {
-    if (part.starts_with(kDropped))
-      out.dropped = dropped_count(part);
+    if (const auto n = dropped_count(part))
+      out.dropped += *n;
     else if (parse_step_record(part))
       out.records.push_back(std::move(part));
   }

@@ -32,9 +32,10 @@ std::string append_request(const std::vector<std::string>& records);
 // a record whose step, node and GPU are already there replaces that one (a
 // retried update), others go at the end. Records that would take the comment
 // past `max_length` are left out and counted in an "egpu dropped=N" entry.
-// An error, naming the fault, when the request holds anything but records.
+// An error, naming the fault, when the request holds anything but records
+// of job `job_id` (the job whose comment it is).
 Result<std::string> merge_append_request(std::string_view existing, std::string_view request,
-                                         size_t max_length = kMaxAdminComment);
+                                         uint64_t job_id, size_t max_length = kMaxAdminComment);
 
 // The egpu records in an AdminComment, in order, and how many were dropped
 // for room ("egpu dropped=N"); the admin's own text is left out.

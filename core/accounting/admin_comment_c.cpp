@@ -18,13 +18,14 @@ extern "C" int egpu_admin_comment_is_append(const char* update) {
   return update != nullptr && egpu::accounting::is_append_request(update) ? 1 : 0;
 }
 
-extern "C" int egpu_admin_comment_merge(const char* existing, const char* update, char** out,
-                                        char* err, size_t errlen) {
+extern "C" int egpu_admin_comment_merge(const char* existing, const char* update,
+                                        unsigned long long job_id, char** out, char* err,
+                                        size_t errlen) {
   if (out == nullptr) return -1;
   *out = nullptr;
   try {
-    auto merged =
-        egpu::accounting::merge_append_request(existing ? existing : "", update ? update : "");
+    auto merged = egpu::accounting::merge_append_request(existing ? existing : "",
+                                                         update ? update : "", job_id);
     if (!merged) {
       set_error(err, errlen, merged.error().c_str());
       return -1;

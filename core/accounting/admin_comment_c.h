@@ -16,11 +16,12 @@ extern "C" {
  * records rather than to set the comment. */
 int egpu_admin_comment_is_append(const char *update);
 
-/* The AdminComment after the append request `update` on `existing` (NULL:
- * none). Returns 0 and *out (release it with free()); else -1, *out NULL and
- * a message in err naming what is wrong with the request. */
-int egpu_admin_comment_merge(const char *existing, const char *update, char **out, char *err,
-                             size_t errlen);
+/* Job `job_id`'s AdminComment after the append request `update` on
+ * `existing` (NULL: none). Returns 0 and *out (release it with free()); else
+ * -1, *out NULL and a message in err naming what is wrong with the request
+ * (records of another job included). */
+int egpu_admin_comment_merge(const char *existing, const char *update, unsigned long long job_id,
+                             char **out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

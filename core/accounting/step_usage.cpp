@@ -12,10 +12,11 @@ uint64_t add_saturating(uint64_t a, uint64_t b) {
                                                       : a + b;
 }
 
-// A counter that went backwards belongs to a new agent whose first look we
-// missed: all of it is new.
+// A fold lives as long as its instance in one agent, whose counters only
+// grow; one that reads less than before (a wait shown while in progress,
+// then settled at another time) adds nothing until it passes its old value.
 uint64_t progress(uint64_t now, uint64_t last) {
-  return now >= last ? now - last : now;
+  return now > last ? now - last : 0;
 }
 
 }  // namespace
@@ -25,8 +26,8 @@ void UsageFold::observe(UsageTotals& totals, uint64_t charged_ns, uint64_t throt
   totals.device_ns = add_saturating(totals.device_ns, progress(charged_ns, last_charged_));
   totals.throttled_ns =
       add_saturating(totals.throttled_ns, progress(throttled_ns, last_throttled_));
-  last_charged_ = charged_ns;
-  last_throttled_ = throttled_ns;
+  last_charged_ = std::max(last_charged_, charged_ns);
+  last_throttled_ = std::max(last_throttled_, throttled_ns);
   totals.mem_peak_bytes = std::max(totals.mem_peak_bytes, std::min(memory_bytes, memory_cap));
 }
 

@@ -126,6 +126,7 @@ TEST(AgentUsage, OutlivesARestartAndComesWithTheRemoval) {
   // The next instance in that slot starts from nothing.
   auto again = agent.call(create_request(2, 40, kOwner));
   ASSERT_EQ(again->status, ReplyStatus::kOk) << again->text;
+  ASSERT_EQ(again->gpu_slot, created->gpu_slot);
   u = usage_of(agent, again->instance_id);
   EXPECT_EQ(u["device_s"].get<double>(), 0.0);
   EXPECT_EQ(u["agent_restarts"].get<uint32_t>(), 0u);

@@ -1,5 +1,5 @@
-// libFuzzer target: the AdminComment records (core/accounting). Input: the
-// job's comment, a newline, an append request. A merge that succeeds keeps
+// libFuzzer target: the AdminComment records (core/accounting). Input: job
+// 42's comment, a newline, an append request. A merge that succeeds keeps
 // the comment's own text, and merging the same request again changes nothing
 // unless records were dropped for room (a retried update replaces its
 // records). Also the record grammar and the agent's removal reply alone.
@@ -19,11 +19,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (nl == std::string_view::npos) return 0;
   const std::string_view existing = text.substr(0, nl), request = text.substr(nl + 1);
   constexpr size_t kLimit = 2000;  // small, so the dropping is reached
-  const auto merged = egpu::accounting::merge_append_request(existing, request, kLimit);
+  const auto merged = egpu::accounting::merge_append_request(existing, request, 42, kLimit);
   if (!merged) return 0;
   if (merged->size() > existing.size() + request.size() + 64) std::abort();
   if (merged->find("egpu dropped=") == std::string::npos) {
-    const auto again = egpu::accounting::merge_append_request(*merged, request, kLimit);
+    const auto again = egpu::accounting::merge_append_request(*merged, request, 42, kLimit);
     if (!again || *again != *merged) std::abort();
   }
   return 0;

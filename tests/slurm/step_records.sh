@@ -99,7 +99,7 @@ ok "egpuctl usage $j: 3 records, as a table and as JSON"
 # A job srun allocates itself ends as soon as srun hears its tasks are done:
 # the record is in before slurmstepd tells it. The node in it is slurmd's
 # name, whatever the job's environment says.
-as_user env EGPU_NODE=forged srun -J "rec-$tag" --gres=egpu:20 $(greedy "s-$tag" 1) >/dev/null 2>&1 ||
+as_user env EGPU_NODE=forged srun -J "rec-$tag" -w n1 --gres=egpu:20 $(greedy "s-$tag" 1) >/dev/null 2>&1 ||
   fail "srun --gres=egpu:20 greedy failed"
 solo=""
 for _ in $(seq 60); do
@@ -129,6 +129,31 @@ done
 [[ $norec == *"|COMPLETED|" ]] || fail "with StepRecords=no the job's AdminComment is '$norec'"
 ok "StepRecords=no: $norec (no record)"
 
+# The tasks of an array: each task's records in its own comment only. (The
+# task that keeps the array's id is "every task" to a bare scontrol JobId.)
+arr=$(submit_as_user --array=0-2 --gres=egpu:10 --wrap "srun --gres=egpu:10 $(greedy "a-$tag" 1); sleep 4")
+for _ in $(seq 120); do
+  states=$(sl sacct -n -P -X -j "$arr" -o State | sort -u)
+  [[ $states == COMPLETED ]] && break
+  sleep 0.5
+done
+[[ $states == COMPLETED ]] || fail "array job $arr: $(sl sacct -n -P -X -j "$arr" -o JobID,State)"
+for _ in $(seq 20); do
+  tasks=$(sl sacct -n -P -X -j "$arr" -o JobIDRaw,AdminComment)
+  [[ $(grep -c 'batch node=' <<<"$tasks") == 3 ]] && break
+  sleep 0.5
+done
+python3 - "$tasks" <<'PY' || fail "array job $arr: records in the wrong tasks: $tasks"
+import sys
+lines = [l for l in sys.argv[1].splitlines() if l]
+assert len(lines) == 3, lines
+for line in lines:
+    raw, comment = line.split("|", 1)
+    steps = sorted(p.split(" ")[1] for p in comment.split("; "))
+    assert steps == ["step=%s.0" % raw, "step=%s.batch" % raw], (raw, steps)
+PY
+ok "array job $arr: each of its 3 tasks has its own step 0 and batch records, no other's"
+
 # Nobody else writes records: the job's owner may not set AdminComment at
 # all, and root's malformed request is refused whole.
 other=$(submit_as_user --gres=egpu:10 --wrap 'sleep 300')
@@ -141,8 +166,8 @@ rc_root=$?
 set -e
 [[ $rc -ne 0 ]] || fail "egpuuser could write an egpu record into job $other"
 [[ $rc_root -ne 0 ]] || fail "a malformed append request was taken: $out_root"
-[[ -z $(sl sacct -n -P -X -j "$other" -o AdminComment) ]] ||
-  fail "job $other's AdminComment changed: $(sl sacct -n -P -X -j "$other" -o AdminComment)"
+live_comment() { sl scontrol show job "$1" | sed -n 's/^ *AdminComment=//p'; }
+[[ -z $(live_comment "$other") ]] || fail "job $other's AdminComment changed: $(live_comment "$other")"
 # 24.11 hands job_submit's message to the client; 22.05 has no channel for it.
 if [[ $release == 24.11 ]]; then
   grep -q "not an egpu record" <<<"$out_root" || fail "the refusal does not say why: $out_root"

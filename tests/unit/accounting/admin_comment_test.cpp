@@ -25,16 +25,16 @@ std::string record(uint32_t step, const std::string& node, uint32_t gpu, uint64_
 
 TEST(AdminComment, AppendsAfterTheAdminsTextAndKeepsItAsItWas) {
   const std::string a = record(0, "n1", 0, 10), b = record(0, "n2", 0, 20);
-  auto first = merge_append_request("", append_request({a}));
+  auto first = merge_append_request("", append_request({a}), 7);
   ASSERT_TRUE(first) << first.error();
   EXPECT_EQ(*first, a);
   // Another node's record of the same step: both stay.
-  auto second = merge_append_request(*first, append_request({b}));
+  auto second = merge_append_request(*first, append_request({b}), 7);
   ASSERT_TRUE(second) << second.error();
   EXPECT_EQ(*second, a + "; " + b);
   // An admin's note, separators and odd spacing included, stays as written.
   const std::string note = "checked by ops;  ticket 12; ";
-  auto noted = merge_append_request(note, append_request({a, b}));
+  auto noted = merge_append_request(note, append_request({a, b}), 7);
   ASSERT_TRUE(noted) << noted.error();
   EXPECT_EQ(*noted, note + "; " + a + "; " + b);
   EXPECT_TRUE(noted->starts_with(note));
@@ -43,7 +43,7 @@ TEST(AdminComment, AppendsAfterTheAdminsTextAndKeepsItAsItWas) {
 TEST(AdminComment, ARetriedRecordReplacesItsEarlierSelf) {
   const std::string a = record(1, "n1", 0, 10), a_again = record(1, "n1", 0, 11);
   const std::string other_gpu = record(1, "n1", 1, 12);
-  auto merged = merge_append_request("note; " + a, append_request({a_again, other_gpu}));
+  auto merged = merge_append_request("note; " + a, append_request({a_again, other_gpu}), 7);
   ASSERT_TRUE(merged) << merged.error();
   EXPECT_EQ(*merged, "note; " + a_again + "; " + other_gpu);
 }
@@ -53,26 +53,42 @@ TEST(AdminComment, RecordsPastTheLimitAreCountedNotKept) {
   const size_t limit = a.size() * 2 + 40;  // room for two records and the count
   std::string comment;
   for (uint32_t step = 0; step < 5; ++step) {
-    auto merged = merge_append_request(comment, append_request({record(step, "n1", 0, 1)}), limit);
+    auto merged =
+        merge_append_request(comment, append_request({record(step, "n1", 0, 1)}), 7, limit);
     ASSERT_TRUE(merged) << merged.error();
     comment = *merged;
     EXPECT_LE(comment.size(), limit);
   }
   EXPECT_EQ(comment, record(0, "n1", 0, 1) + "; " + record(1, "n1", 0, 1) + "; egpu dropped=3");
   // A retry of a kept record still replaces it; the count stays last.
-  auto retried = merge_append_request(comment, append_request({record(1, "n1", 0, 2)}), limit);
+  auto retried = merge_append_request(comment, append_request({record(1, "n1", 0, 2)}), 7, limit);
   ASSERT_TRUE(retried) << retried.error();
   EXPECT_EQ(*retried, record(0, "n1", 0, 1) + "; " + record(1, "n1", 0, 2) + "; egpu dropped=3");
+  // A longer replacement that would pass the limit is counted instead.
+  auto longer = merge_append_request(*retried, append_request({record(1, "n1", 0, 123456789)}), 7,
+                                     retried->size() + 2);
+  ASSERT_TRUE(longer) << longer.error();
+  EXPECT_EQ(*longer, record(0, "n1", 0, 1) + "; " + record(1, "n1", 0, 2) + "; egpu dropped=4");
+  // An admin's text that only looks like the count is theirs; counts add up.
+  auto kept = merge_append_request("egpu dropped=some; egpu dropped=2; egpu dropped=1",
+                                   append_request({record(0, "n1", 0, 1)}), 7);
+  ASSERT_TRUE(kept) << kept.error();
+  EXPECT_EQ(*kept, "egpu dropped=some; " + record(0, "n1", 0, 1) + "; egpu dropped=3");
 }
 
 TEST(AdminComment, RefusesRequestsThatAreNotRecords) {
-  EXPECT_FALSE(merge_append_request("x", "egpu step=1.0"));  // no prefix
-  EXPECT_FALSE(merge_append_request("x", "egpu-append:"));
-  EXPECT_FALSE(merge_append_request("x", "egpu-append:hello"));
+  EXPECT_FALSE(merge_append_request("x", "egpu step=1.0", 7));  // no prefix
+  EXPECT_FALSE(merge_append_request("x", "egpu-append:", 7));
+  EXPECT_FALSE(merge_append_request("x", "egpu-append:hello", 7));
   // One bad record spoils the request: nothing is appended.
-  auto bad = merge_append_request("x", append_request({record(0, "n1", 0, 1), "egpu dropped=0"}));
+  auto bad =
+      merge_append_request("x", append_request({record(0, "n1", 0, 1), "egpu dropped=0"}), 7);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("egpu dropped=0"), std::string::npos) << bad.error();
+  // Another job's records: a request addressed to this job must hold its own.
+  auto other = merge_append_request("x", append_request({record(0, "n1", 0, 1)}), 8);
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().find("not job 8's"), std::string::npos) << other.error();
   EXPECT_TRUE(is_append_request("egpu-append:x"));
   EXPECT_FALSE(is_append_request("note egpu-append:x"));
 }
@@ -99,13 +115,13 @@ TEST(AdminCommentC, MergesAndReportsErrors) {
   EXPECT_EQ(egpu_admin_comment_is_append(request.c_str()), 1);
   char* out = nullptr;
   char err[256] = "";
-  ASSERT_EQ(egpu_admin_comment_merge(nullptr, request.c_str(), &out, err, sizeof err), 0) << err;
+  ASSERT_EQ(egpu_admin_comment_merge(nullptr, request.c_str(), 7, &out, err, sizeof err), 0) << err;
   EXPECT_EQ(std::string(out), record(0, "n1", 0, 3));
   std::free(out);
-  EXPECT_EQ(egpu_admin_comment_merge("note", "egpu-append:junk", &out, err, sizeof err), -1);
+  EXPECT_EQ(egpu_admin_comment_merge("note", "egpu-append:junk", 7, &out, err, sizeof err), -1);
   EXPECT_EQ(out, nullptr);
   EXPECT_NE(std::string(err).find("junk"), std::string::npos) << err;
-  EXPECT_EQ(egpu_admin_comment_merge("note", nullptr, nullptr, err, sizeof err), -1);
+  EXPECT_EQ(egpu_admin_comment_merge("note", nullptr, 7, nullptr, err, sizeof err), -1);
 }
 
 }  // namespace

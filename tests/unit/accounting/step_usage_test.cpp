@@ -22,12 +22,16 @@ TEST(UsageFold, AddsProgressAndGoesOnAfterARestart) {
   EXPECT_EQ(t.mem_peak_bytes, 7u);
 }
 
-TEST(UsageFold, ACounterThatWentBackIsNewAndMemoryIsCapped) {
+TEST(UsageFold, ACounterThatDipsAddsNothingTwiceAndMemoryIsCapped) {
   UsageTotals t;
   UsageFold f;
-  f.observe(t, 500, 0, 0, 100);
-  f.observe(t, 20, 0, 1u << 30, 100);  // back: a reset, all 20 are new
+  f.observe(t, 500, 300, 0, 100);
+  f.observe(t, 20, 290, 1u << 30, 100);  // a dip adds nothing...
+  EXPECT_EQ(t.device_ns, 500u);
+  EXPECT_EQ(t.throttled_ns, 300u);
+  f.observe(t, 520, 310, 0, 100);  // ...and counts again from its old high
   EXPECT_EQ(t.device_ns, 520u);
+  EXPECT_EQ(t.throttled_ns, 310u);
   EXPECT_EQ(t.mem_peak_bytes, 100u);  // what the job's page says, up to the GPU's size
   t.device_ns = UINT64_MAX - 5;
   f.observe(t, 1000, 0, 0, 100);
