@@ -295,13 +295,16 @@ void remove_step(spank_t sp) {
     return;
   }
   if (r->status != egpu::protocol::ReplyStatus::kOk || !s.config.step_records) return;
-  // A task of an array by its array id and task id: its own id may be the
-  // array's, which scontrol takes for every task.
-  uint32_t array_id = 0, array_task = 0;
-  std::string job_ref = std::to_string(s.job_id);
-  // Not a task of an array: 0, or NO_VAL in the steps of some releases.
+  // The one task of an array whose own id is the array's id must be named
+  // ARRAYID_TASK: scontrol takes that id alone for every task of the array.
+  // Any other job is named by its own id. (In srun steps slurmstepd takes the
+  // array ids from the step's environment, which is the user's: forged ones
+  // can at worst lose the job its own record; job_submit/egpu takes records
+  // only into the job they are of.)
   constexpr uint32_t kNoVal = 0xfffffffe;
-  if (item(sp, S_JOB_ARRAY_ID, &array_id) && array_id != 0 && array_id != kNoVal &&
+  uint32_t array_id = 0, array_task = kNoVal;
+  std::string job_ref = std::to_string(s.job_id);
+  if (item(sp, S_JOB_ARRAY_ID, &array_id) && array_id == s.job_id &&
       item(sp, S_JOB_ARRAY_TASK_ID, &array_task) && array_task != kNoVal)
     job_ref = std::to_string(array_id) + "_" + std::to_string(array_task);
   const std::string failed = egpu::spank::record_step_usage(

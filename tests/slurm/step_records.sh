@@ -153,6 +153,19 @@ for line in lines:
     assert steps == ["step=%s.0" % raw, "step=%s.batch" % raw], (raw, steps)
 PY
 ok "array job $arr: each of its 3 tasks has its own step 0 and batch records, no other's"
+# A job started from inside an array task inherits SLURM_ARRAY_JOB_ID and
+# SLURM_ARRAY_TASK_ID, from which slurmstepd takes its steps' array ids: its
+# records still go to it.
+as_user env SLURM_ARRAY_JOB_ID="$arr" SLURM_ARRAY_TASK_ID=0 srun -J "inarr-$tag" -w n1 \
+  --gres=egpu:10 $(greedy "i-$tag" 1) >/dev/null 2>&1 || fail "srun with an array task's environment failed"
+for _ in $(seq 60); do
+  inarr=$(sl sacct -n -P -X --name "inarr-$tag" -o JobID,State,AdminComment)
+  [[ $inarr == *"|COMPLETED|egpu step="*".0 node=n1 "* ]] && break
+  sleep 0.5
+done
+[[ $inarr == *"|COMPLETED|egpu step=${inarr%%|*}.0 node=n1 "* ]] ||
+  fail "a job run with an array task's environment lost its record: '$inarr'"
+ok "a job run with an array task's environment keeps its record"
 
 # Nobody else writes records: the job's owner may not set AdminComment at
 # all, and root's malformed request is refused whole.
