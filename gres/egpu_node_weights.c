@@ -103,11 +103,15 @@ static int is_plugin(void* x, void* key) {
   return ((gres_state_t*)x)->plugin_id == *(uint32_t*)key;
 }
 
-static uint64_t free_egpu_units(node_record_t* node_ptr, uint32_t egpu_id) {
-  if (!node_ptr->gres_list) return 0;
+gres_node_state_t* egpu_node_gres_state(node_record_t* node_ptr, uint32_t egpu_id) {
+  if (!node_ptr->gres_list) return NULL;
   gres_state_t* gs = list_find_first(node_ptr->gres_list, is_plugin, &egpu_id);
-  if (!gs || !gs->gres_data) return 0;
-  gres_node_state_t* ns = gs->gres_data;
+  return gs ? gs->gres_data : NULL;
+}
+
+static uint64_t free_egpu_units(node_record_t* node_ptr, uint32_t egpu_id) {
+  gres_node_state_t* ns = egpu_node_gres_state(node_ptr, egpu_id);
+  if (!ns) return 0;
   if (ns->topo_cnt == 0 || !ns->topo_gres_cnt_avail || !ns->topo_gres_cnt_alloc)
     return ns->gres_cnt_avail > ns->gres_cnt_alloc ? ns->gres_cnt_avail - ns->gres_cnt_alloc : 0;
   gres_node_state_t* gpu = EGPU_ALT_GRES_NS(ns);

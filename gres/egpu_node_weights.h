@@ -12,4 +12,8 @@ void egpu_node_weights_start(void);
 /* Ends it (the plugin's fini). */
 void egpu_node_weights_stop(void);
 
+/* The node's egpu GRES state (egpu_id: gres_build_id("egpu")), or NULL.
+ * Under the caller's node lock. */
+gres_node_state_t* egpu_node_gres_state(node_record_t* node_ptr, uint32_t egpu_id);
+
 #endif

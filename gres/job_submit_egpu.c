@@ -141,10 +141,6 @@ static bool asks_for_egpu(const job_desc_msg_t* job_desc) {
 }
 
 #if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 2, 0)
-static int is_egpu_state(void* x, void* key) {
-  return ((gres_state_t*)x)->plugin_id == *(uint32_t*)key;
-}
-
 /* True while no node with egpu units has registered since slurmctld started
  * and every one of them counts no units per GPU: 22.05 leaves the per-GPU
  * counts of a shared GRES at 0 until the node registers (gres.c
@@ -157,10 +153,9 @@ static bool egpu_nodes_unreported(void) {
   node_record_t* node_ptr;
   for (int i = 0; (node_ptr = next_node(&i)); i++) {
     /* Nodes that are down or powered off are not about to register. */
-    if (!node_ptr->gres_list || IS_NODE_DOWN(node_ptr) || IS_NODE_POWERED_DOWN(node_ptr)) continue;
-    gres_state_t* gs = list_find_first(node_ptr->gres_list, is_egpu_state, &egpu_id);
-    if (!gs || !gs->gres_data) continue;
-    gres_node_state_t* ns = gs->gres_data;
+    if (IS_NODE_DOWN(node_ptr) || IS_NODE_POWERED_DOWN(node_ptr)) continue;
+    gres_node_state_t* ns = egpu_node_gres_state(node_ptr, egpu_id);
+    if (!ns) continue;
     if (ns->gres_cnt_config == 0) continue;
     if (ns->gres_cnt_found != NO_VAL64) return false;
     for (int t = 0; t < ns->topo_cnt && ns->topo_gres_cnt_avail; t++)

@@ -306,8 +306,6 @@ int64_t GpuArbiter::tick(int64_t now) {
   for (auto& [slot, m] : members_)
     observed_.emplace(slot, m.runtime.scan());
   const faa::Decision d = policy_.tick(now, observed_);
-  for (auto& [slot, m] : members_)
-    fold_usage(slot, m, now);
   publish_bound();
   if (d.draining) {
     publish_draining();
@@ -329,7 +327,8 @@ void GpuArbiter::publish_draining() {
 
 void GpuArbiter::heartbeat(int64_t now) {
   writer().beat(now);
-  // An idle GPU has no ticks: its instances' totals still reach the ledger.
+  // The totals reach the ledger here, off the scheduling path (ticks come
+  // every slice), and once more when an instance finishes.
   for (auto& [slot, m] : members_)
     fold_usage(slot, m, now);
 }
