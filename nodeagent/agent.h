@@ -70,6 +70,8 @@ class Agent {
                                       uint32_t id);
   std::vector<Outgoing> handle_objective(const PeerCred& peer, const protocol::ObjectiveRequest& r,
                                          uint32_t id);
+  std::vector<Outgoing> handle_usage(const PeerCred& peer, const protocol::UsageRequest& r,
+                                     uint32_t id);
   std::vector<Outgoing> handle_status(const PeerCred& peer, uint32_t id);
   std::vector<Outgoing> handle_show(const PeerCred& peer, const protocol::ShowRequest& r,
                                     uint32_t id);

@@ -67,6 +67,7 @@ std::vector<Outgoing> Agent::handle(const PeerCred& peer, std::span<const uint8_
         if constexpr (std::is_same_v<T, protocol::ObjectiveRequest>) {
           return handle_objective(peer, r, id);
         }
+        if constexpr (std::is_same_v<T, protocol::UsageRequest>) return handle_usage(peer, r, id);
       },
       decoded->request);
 }
@@ -177,6 +178,36 @@ std::vector<Outgoing> Agent::handle_remove(const PeerCred& peer, const protocol:
   // What each instance achieved: SPANK records it in the job's AdminComment.
   Reply ok;
   ok.text = accounting::removal_to_json(removed.size(), usage);
+  return {reply(ok, id)};
+}
+
+std::vector<Outgoing> Agent::handle_usage(const PeerCred& peer, const protocol::UsageRequest& r,
+                                          uint32_t id) {
+  std::vector<accounting::StepUsage> usage;
+  const std::string step =
+      r.step_id == protocol::kAllSteps
+          ? "job " + std::to_string(r.job_id)
+          : "step " + std::to_string(r.job_id) + "." + protocol::step_label(r.step_id);
+  for (const model::Instance* inst : registry_->all()) {
+    if (inst->job_id != r.job_id ||
+        (r.step_id != protocol::kAllSteps && inst->step_id != r.step_id))
+      continue;
+    if (!registry_->may_see_details(peer.uid, *inst))
+      return {reply(error_reply(ReplyStatus::kDenied, step + " belongs to another user"), id)};
+    // The totals as of the last heartbeat's fold (at most 100 ms old).
+    const accounting::UsageTotals* totals = arbiters_[inst->gpu]->usage(inst->id);
+    if (totals == nullptr) continue;
+    accounting::StepUsage u;
+    u.gpu = inst->gpu;
+    u.units = inst->units;
+    u.totals = *totals;
+    u.ended_unix_ns = realtime_ns();
+    usage.push_back(u);
+  }
+  if (usage.empty())
+    return {reply(error_reply(ReplyStatus::kNotFound, step + " has no instances here"), id)};
+  Reply ok;
+  ok.text = accounting::usage_to_json(usage);
   return {reply(ok, id)};
 }
 

@@ -34,6 +34,7 @@ extern "C" {
 #include "core/model/step_plan.h"
 #include "core/protocol/control_client.h"
 #include "core/topo/topology.h"
+#include "spank/step_checkpoints.h"
 #include "spank/step_records.h"
 
 #ifndef EGPU_SPANK_SLURM_VERSION
@@ -73,6 +74,10 @@ struct PluginState {
   // In slurmstepd: printed on each task's stderr by slurm_spank_task_init.
   std::string task_error;    // the task fails
   std::string task_warning;  // the task runs
+  // In slurmstepd, while the step's instances exist. Deleted only by
+  // stop_checkpoints(), never by a static destructor: a task forked from
+  // slurmstepd has a copy of it without the thread.
+  egpu::spank::StepCheckpoints* checkpoints = nullptr;
 };
 
 PluginState& state() {
@@ -83,6 +88,20 @@ PluginState& state() {
 // How long a step's end may wait for slurmctld to take its usage record
 // (scontrol gets SIGKILL 3 s after this).
 constexpr int kRecordTimeoutMs = 7'000;
+
+void stop_checkpoints() {
+  delete state().checkpoints;  // waits for a checkpoint under way
+  state().checkpoints = nullptr;
+}
+
+// How scontrol names the job (step_records.h): the one task of an array whose
+// own id is the array's id must be named ARRAYID_TASK, since scontrol takes
+// that id alone for every task of the array. Any other job is named by its
+// own id. (In srun steps slurmstepd takes the array ids from the step's
+// environment, which is the user's: forged ones can at worst lose the job
+// its own record; job_submit/egpu takes records only into the job they are
+// of.)
+std::string job_ref_of(spank_t sp, uint64_t job_id);
 
 // An option error: the client (sbatch, srun, salloc) refuses the command
 // line; in slurmstepd the job's tasks fail with the message (see the top).
@@ -263,6 +282,17 @@ int create_instances(spank_t sp) {
       }
     }
   }
+  if (s.created && s.config.step_records && s.config.step_record_interval_s > 0) {
+    // What the step achieved so far, every interval, until it ends here.
+    s.checkpoints = new egpu::spank::StepCheckpoints(
+        {job, step, job_ref_of(sp, job), egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE)),
+         s.config.socket_path},
+        std::chrono::seconds(s.config.step_record_interval_s), kRecordTimeoutMs,
+        [job, step](const std::string& what) {
+          slurm_error("egpu: step %u.%s: %s", static_cast<unsigned>(job),
+                      egpu::protocol::step_label(step).c_str(), what.c_str());
+        });
+  }
   // The tasks attach to these instances through the preloaded shim.
   std::string preload = s.config.shim_library;
   const std::string existing = getenv_of(sp, "LD_PRELOAD");
@@ -280,6 +310,7 @@ int create_instances(spank_t sp) {
 void remove_step(spank_t sp) {
   PluginState& s = state();
   s.created = false;
+  stop_checkpoints();
   auto client = egpu::protocol::ControlClient::connect(s.config.socket_path);
   if (!client) {
     // The reaper frees them when this slurmstepd ends; the agent logs their usage.
@@ -295,24 +326,22 @@ void remove_step(spank_t sp) {
     return;
   }
   if (r->status != egpu::protocol::ReplyStatus::kOk || !s.config.step_records) return;
-  // The one task of an array whose own id is the array's id must be named
-  // ARRAYID_TASK: scontrol takes that id alone for every task of the array.
-  // Any other job is named by its own id. (In srun steps slurmstepd takes the
-  // array ids from the step's environment, which is the user's: forged ones
-  // can at worst lose the job its own record; job_submit/egpu takes records
-  // only into the job they are of.)
-  constexpr uint32_t kNoVal = 0xfffffffe;
-  uint32_t array_id = 0, array_task = kNoVal;
-  std::string job_ref = std::to_string(s.job_id);
-  if (item(sp, S_JOB_ARRAY_ID, &array_id) && array_id == s.job_id &&
-      item(sp, S_JOB_ARRAY_TASK_ID, &array_task) && array_task != kNoVal)
-    job_ref = std::to_string(array_id) + "_" + std::to_string(array_task);
-  const std::string failed = egpu::spank::record_step_usage(
-      s.job_id, s.step_id, job_ref, egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE)), r->text,
-      kRecordTimeoutMs);
+  const std::string failed =
+      egpu::spank::record_step_usage({s.job_id, s.step_id, job_ref_of(sp, s.job_id),
+                                      egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE))},
+                                     r->text, egpu::spank::RecordKind::kFinal, kRecordTimeoutMs);
   if (!failed.empty())
     slurm_error("egpu: step %u.%s: %s", static_cast<unsigned>(s.job_id),
                 egpu::protocol::step_label(s.step_id).c_str(), failed.c_str());
+}
+
+std::string job_ref_of(spank_t sp, uint64_t job_id) {
+  constexpr uint32_t kNoVal = 0xfffffffe;
+  uint32_t array_id = 0, array_task = kNoVal;
+  if (item(sp, S_JOB_ARRAY_ID, &array_id) && array_id == job_id &&
+      item(sp, S_JOB_ARRAY_TASK_ID, &array_task) && array_task != kNoVal)
+    return std::to_string(array_id) + "_" + std::to_string(array_task);
+  return std::to_string(job_id);
 }
 
 }  // namespace
@@ -401,6 +430,7 @@ EGPU_EXPORT int slurm_spank_task_exit(spank_t sp, int, char**) {
 EGPU_EXPORT int slurm_spank_exit(spank_t sp, int, char**) {
   try {
     if (spank_context() == S_CTX_REMOTE && state().created) remove_step(sp);
+    stop_checkpoints();
     return 0;
   } catch (...) {
     return 0;

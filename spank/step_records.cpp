@@ -19,17 +19,17 @@ std::string node_name(const std::string& egpu_node) {
   return name.substr(0, name.find('.'));
 }
 
-std::string record_step_usage(uint64_t job_id, uint32_t step_id, const std::string& job_ref,
-                              const std::string& node, const std::string& removal_reply,
+std::string record_step_usage(const StepRef& step, const std::string& usage_reply, RecordKind kind,
                               int timeout_ms) {
-  auto usage = accounting::usage_from_removal_json(removal_reply);
+  auto usage = accounting::usage_from_json(usage_reply);
   if (!usage) return "cannot read the node agent's usage report: " + usage.error();
   if (usage->empty()) return "";
-  if (!accounting::valid_node_name(node))
-    return "node name '" + node + "' cannot go into a usage record";
+  if (!accounting::valid_node_name(step.node))
+    return "node name '" + step.node + "' cannot go into a usage record";
   std::vector<std::string> records;
   for (const accounting::StepUsage& u : *usage)
-    records.push_back(accounting::format_step_record({job_id, step_id, node, u}));
+    records.push_back(accounting::format_step_record(
+        {step.job_id, step.step_id, step.node, u, kind == RecordKind::kCheckpoint}));
   const std::string request = accounting::append_request(records);
   // scontrol as slurmstepd finds it, on its own PATH and with its own
   // SLURM_CONF (the daemon's environment, never the job's).
@@ -39,8 +39,9 @@ std::string record_step_usage(uint64_t job_id, uint32_t step_id, const std::stri
                                                               : "/usr/sbin:/usr/bin:/sbin:/bin")};
   if (const char* conf = std::getenv("SLURM_CONF"); conf != nullptr && conf[0] != '\0')
     env.push_back(std::string("SLURM_CONF=") + conf);
-  const auto outcome = run_processes(
-      {{"scontrol", "update", "JobId=" + job_ref, "AdminComment=" + request}}, timeout_ms, &env);
+  const auto outcome =
+      run_processes({{"scontrol", "update", "JobId=" + step.job_ref, "AdminComment=" + request}},
+                    timeout_ms, &env);
   if (outcome.front().ok()) return "";
   return "scontrol update of the job's AdminComment failed (" + outcome.front().failure() +
          "); the step's usage was: " + request.substr(accounting::kAppendPrefix.size());

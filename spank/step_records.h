@@ -1,5 +1,6 @@
-// After a step's instances on this node are removed: what they achieved, as
-// records in the job's AdminComment (core/accounting/admin_comment.h), where
+// What a step's instances on this node achieved (when they are removed, or
+// so far while the step runs: step_checkpoints.h), as records in the job's
+// AdminComment (core/accounting/admin_comment.h), where
 // sacct shows them after the job ended. Written by slurmstepd (root) through
 // scontrol, whose protocol matches the running slurmctld (the plugin itself
 // is built against one Slurm's SPANK API only); job_submit/egpu appends them.
@@ -10,14 +11,26 @@
 
 namespace egpu::spank {
 
-// `removal_reply`: the agent's answer to the step's RemoveRequest
-// (accounting::removal_to_json). `job_ref` names the job to scontrol exactly:
+// The step a record is of. `job_ref` names the job to scontrol exactly:
 // "ARRAYID_TASK" for a task of an array (its own id may be the array's,
-// which scontrol takes for every task), else the job id. Returns "" when
-// done or there was nothing to record; else what went wrong, with the
-// records, so the caller's log keeps them.
-std::string record_step_usage(uint64_t job_id, uint32_t step_id, const std::string& job_ref,
-                              const std::string& node, const std::string& removal_reply,
+// which scontrol takes for every task), else the job id.
+struct StepRef {
+  uint64_t job_id = 0;
+  uint32_t step_id = 0;
+  std::string job_ref;
+  std::string node;  // node_name()
+};
+
+enum class RecordKind {
+  kFinal,       // the step ended here: its instances were removed
+  kCheckpoint,  // the step runs on: usage so far (running=1)
+};
+
+// `usage_reply`: the agent's answer to the step's RemoveRequest (final) or
+// UsageRequest (checkpoint), accounting::removal_to_json / usage_to_json.
+// Returns "" when done or there was nothing to record; else what went
+// wrong, with the records, so the caller's log keeps them.
+std::string record_step_usage(const StepRef& step, const std::string& usage_reply, RecordKind kind,
                               int timeout_ms);
 
 // This node's Slurm name: `egpu_node` ($EGPU_NODE of the step, which

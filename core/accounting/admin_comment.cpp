@@ -93,6 +93,9 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
       if (!p.starts_with("egpu step=")) continue;
       if (auto key = parse_step_record(p); key && *key == keys[r]) {
         replaced = true;
+        // A checkpoint that comes late (from a step's own checkpoint thread)
+        // never undoes the step's final record.
+        if (is_running_record(incoming[r]) && !is_running_record(p)) break;
         // A longer one must fit too; else the old one stays and this counts.
         if (length - p.size() + incoming[r].size() + kDropped.size() + 20 > max_length) {
           ++dropped;

@@ -30,7 +30,9 @@ std::string append_request(const std::vector<std::string>& records);
 
 // The AdminComment after appending the records of `request` to `existing`:
 // a record whose step, node and GPU are already there replaces that one (a
-// retried update), others go at the end. Records that would take the comment
+// retried update, or the final record after the step's checkpoints), except
+// that a checkpoint (running=1) never replaces a final record; others go at
+// the end. Records that would take the comment
 // past `max_length` are left out and counted in an "egpu dropped=N" entry.
 // An error, naming the fault, when the request holds anything but records
 // of job `job_id` (the job whose comment it is).

@@ -67,6 +67,7 @@ std::string format_step_record(const StepRecord& r) {
   if (u.totals.agent_restarts > 0)
     s += " agent_restarts=" + std::to_string(u.totals.agent_restarts);
   if (u.totals.partial != 0) s += " partial=1";
+  if (r.running) s += " running=1";
   return s;
 }
 
@@ -74,7 +75,7 @@ Result<RecordKey> parse_step_record(std::string_view text,
                                     std::vector<std::pair<std::string, std::string>>* fields) {
   static constexpr std::string_view kKeys[] = {
       "step",  "node",         "gpu",         "units",          "elapsed_s", "device_s",
-      "share", "mem_peak_mib", "throttled_s", "agent_restarts", "partial"};
+      "share", "mem_peak_mib", "throttled_s", "agent_restarts", "partial",   "running"};
   static constexpr size_t kRequired = 9;
   const std::string shown(text.substr(0, 80));
   if (text.size() > kMaxRecordLength)
@@ -111,7 +112,7 @@ Result<RecordKey> parse_step_record(std::string_view text,
     } else if (name == "gpu") {
       ok = value.size() <= 4 && all_of(value, digit);
       if (ok) key.gpu = static_cast<uint32_t>(std::stoul(std::string(value)));
-    } else if (name == "partial") {
+    } else if (name == "partial" || name == "running") {
       ok = value == "1";
     } else {
       ok = number(value);
@@ -125,6 +126,11 @@ Result<RecordKey> parse_step_record(std::string_view text,
   if (k < kRequired)
     return Error{"egpu record '" + std::string(text) + "' lacks " + std::string(kKeys[k])};
   return key;
+}
+
+bool is_running_record(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  return parse_step_record(text, &fields) && !fields.empty() && fields.back().first == "running";
 }
 
 }  // namespace egpu::accounting

@@ -44,7 +44,9 @@ double StepUsage::achieved_share() const {
   return elapsed > 0 ? std::min(1.0, device_s() / elapsed) : 0.0;
 }
 
-std::string removal_to_json(size_t removed, const std::vector<StepUsage>& usage) {
+namespace {
+
+nlohmann::json usage_list(const std::vector<StepUsage>& usage) {
   nlohmann::json list = nlohmann::json::array();
   for (const StepUsage& u : usage) {
     list.push_back({{"gpu", u.gpu},
@@ -57,16 +59,26 @@ std::string removal_to_json(size_t removed, const std::vector<StepUsage>& usage)
                     {"agent_restarts", u.totals.agent_restarts},
                     {"partial", u.totals.partial != 0}});
   }
-  return nlohmann::json{{"removed", removed}, {"usage", list}}.dump();
+  return list;
 }
 
-Result<std::vector<StepUsage>> usage_from_removal_json(std::string_view text) {
+}  // namespace
+
+std::string removal_to_json(size_t removed, const std::vector<StepUsage>& usage) {
+  return nlohmann::json{{"removed", removed}, {"usage", usage_list(usage)}}.dump();
+}
+
+std::string usage_to_json(const std::vector<StepUsage>& usage) {
+  return nlohmann::json{{"usage", usage_list(usage)}}.dump();
+}
+
+Result<std::vector<StepUsage>> usage_from_json(std::string_view text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
-    return Error{"the agent's removal reply is not a JSON object"};
+    return Error{"the agent's usage reply is not a JSON object"};
   const auto list = j.find("usage");
   if (list == j.end() || !list->is_array())
-    return Error{"the agent's removal reply has no usage list"};
+    return Error{"the agent's usage reply has no usage list"};
   std::vector<StepUsage> out;
   for (const nlohmann::json& e : *list) {
     if (!e.is_object()) return Error{"a usage entry is not an object"};

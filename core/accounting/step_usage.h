@@ -61,7 +61,11 @@ struct StepUsage {
 // The agent's reply to a remove: how many instances went and what each
 // achieved, as JSON ({"removed":N,"usage":[{...},...]}).
 std::string removal_to_json(size_t removed, const std::vector<StepUsage>& usage);
-// Reads that reply back; an error names what is wrong.
-Result<std::vector<StepUsage>> usage_from_removal_json(std::string_view text);
+// The agent's reply to a usage request (protocol::UsageRequest): what a
+// running step's instances achieved so far, as {"usage":[{...},...]}
+// (ended_unix_ns: when the figures were taken).
+std::string usage_to_json(const std::vector<StepUsage>& usage);
+// Reads either reply back; an error names what is wrong.
+Result<std::vector<StepUsage>> usage_from_json(std::string_view text);
 
 }  // namespace egpu::accounting

@@ -198,6 +198,7 @@ const std::vector<KeySpec>& key_specs() {
       {"ShimLibrary", path_field(&EgpuConfig::shim_library)},
       {"PackNodes", enum_field(&EgpuConfig::pack_nodes, {{"yes", true}, {"no", false}})},
       {"StepRecords", enum_field(&EgpuConfig::step_records, {{"yes", true}, {"no", false}})},
+      {"StepRecordInterval", int_field(&EgpuConfig::step_record_interval_s, 0, 86400)},
   };
   return specs;
 }

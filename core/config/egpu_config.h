@@ -74,6 +74,11 @@ struct EgpuConfig {
   // step ends on the node (core/accounting/admin_comment.h); `no` for sites
   // that keep AdminComment for something else.
   bool step_records = true;
+  // While a step runs, SPANK checkpoints its usage so far into the job's
+  // AdminComment every this many seconds (running=1 records, which the final
+  // one replaces), so a step the job's end cuts short (scancel, time limit,
+  // node failure) keeps a record; 0 = final records only.
+  int step_record_interval_s = 300;
   // Where the SPANK plugin finds the shim to preload.
   std::string shim_library = "/usr/lib/x86_64-linux-gnu/egpu/libegpu-shim.so";
 

@@ -33,6 +33,7 @@ constexpr MessageType type_of() {
   if constexpr (std::is_same_v<Payload, StatusRequest>) return MessageType::kStatus;
   if constexpr (std::is_same_v<Payload, ShowRequest>) return MessageType::kShow;
   if constexpr (std::is_same_v<Payload, ObjectiveRequest>) return MessageType::kObjective;
+  if constexpr (std::is_same_v<Payload, UsageRequest>) return MessageType::kUsage;
 }
 
 std::string num(uint64_t v) {
@@ -73,6 +74,12 @@ Status validate(const CreateRequest& r) {
 }
 
 Status validate(const RemoveRequest& r) {
+  if (r.job_id == 0) return Error{"job id 0"};
+  if (r.reserved != 0) return Error{"reserved field not zero"};
+  return {};
+}
+
+Status validate(const UsageRequest& r) {
   if (r.job_id == 0) return Error{"job id 0"};
   if (r.reserved != 0) return Error{"reserved field not zero"};
   return {};
@@ -164,6 +171,8 @@ const char* to_string(MessageType type) {
       return "show";
     case MessageType::kObjective:
       return "objective";
+    case MessageType::kUsage:
+      return "usage";
     case MessageType::kReply:
       return "reply";
   }
@@ -231,6 +240,8 @@ Result<DecodedRequest> decode_request(std::span<const uint8_t> bytes) {
       return decode_payload<ShowRequest>(bytes, *h);
     case MessageType::kObjective:
       return decode_payload<ObjectiveRequest>(bytes, *h);
+    case MessageType::kUsage:
+      return decode_payload<UsageRequest>(bytes, *h);
     case MessageType::kReply:
       break;
   }

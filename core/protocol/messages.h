@@ -29,6 +29,7 @@ enum class MessageType : uint16_t {
   kStatus = 5,     // anyone: JSON of the GPUs and the instances the caller may see
   kShow = 6,       // owner or root: JSON of one instance in detail
   kObjective = 7,  // owner or root: set or clear an instance's latency objective
+  kUsage = 8,      // owner or root: what a step's instances achieved so far
   kReply = 100,
 };
 
@@ -138,8 +139,17 @@ struct ObjectiveRequest {
 };
 static_assert(sizeof(ObjectiveRequest) == 24);
 
+// What a running step's instances on this node achieved so far (the reply:
+// accounting::usage_to_json); SPANK checkpoints it into the job's record.
+struct UsageRequest {
+  uint64_t job_id;
+  uint32_t step_id;  // kAllSteps: every step of the job
+  uint32_t reserved;
+};
+static_assert(sizeof(UsageRequest) == 16);
+
 using Request = std::variant<AttachRequest, CreateRequest, RemoveRequest, ResizeRequest,
-                             StatusRequest, ShowRequest, ObjectiveRequest>;
+                             StatusRequest, ShowRequest, ObjectiveRequest, UsageRequest>;
 
 // Reply: a status code, a message or JSON text, and for an attach the instance
 // coordinates (the page and event file descriptors travel as SCM_RIGHTS).

@@ -1,8 +1,8 @@
 // egpuctl usage JOB: what each step of a job achieved on each GPU of each
 // node, from the records SPANK leaves in the job's AdminComment when a step
-// ends (core/accounting/admin_comment.h). sacct has them after the job ended;
-// without slurmdbd, scontrol has them while slurmctld keeps the job. Slurm
-// decides who may see the job.
+// ends, or checkpoints while it runs (core/accounting/admin_comment.h). sacct has them after the
+// job ended; without slurmdbd, scontrol has them while slurmctld keeps the job. Slurm decides who
+// may see the job.
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -64,8 +64,8 @@ int cmd_usage(const Globals& g, const std::vector<std::string>& args) {
   const accounting::CommentRecords found = accounting::records_in_comment(*comment);
   if (found.records.empty()) {
     return fail("job " + args[0] +
-                " has no egpu records: none of its egpu steps has ended yet, or its nodes "
-                "have StepRecords=no");
+                " has no egpu records: none of its egpu steps has ended or reached its first "
+                "checkpoint yet, or its nodes have StepRecords=no");
   }
   static constexpr const char* kColumns[] = {"step",  "node",         "gpu",
                                              "units", "elapsed_s",    "device_s",
@@ -86,6 +86,10 @@ int cmd_usage(const Globals& g, const std::vector<std::string>& args) {
       } else if (k == "partial") {
         j[k] = true;
         note += (note.empty() ? "" : ", ") + std::string("partial");
+      } else if (k == "running") {
+        // A checkpoint: the job ended (or has not yet) before the step's final record.
+        j[k] = true;
+        note += (note.empty() ? "" : ", ") + std::string("running at last checkpoint");
       } else if (k == "agent_restarts") {
         j[k] = std::strtoull(v.c_str(), nullptr, 10);
         note += (note.empty() ? "" : ", ") + v + " agent restart(s)";

@@ -141,6 +141,7 @@ TEST_F(AgentControl, AnotherUserCannotAttachResizeOrReadDetails) {
       return 11;
     if (c->call(protocol::ResizeRequest{a, 0, 1, 0, 0})->status != ReplyStatus::kDenied) return 12;
     if (c->call(protocol::ShowRequest{a})->status != ReplyStatus::kDenied) return 13;
+    if (c->call(protocol::UsageRequest{1, 0, 0})->status != ReplyStatus::kDenied) return 17;
     auto st = c->call(protocol::StatusRequest{0, 0});
     auto j = nlohmann::json::parse(st->text);
     if (!j["gpus"][0]["instances"].empty()) return 14;
@@ -153,6 +154,7 @@ TEST_F(AgentControl, AnotherUserCannotAttachResizeOrReadDetails) {
   const int alice = run_as(kAlice, [&] {
     auto c = protocol::ControlClient::connect(sock);
     if (c->call(protocol::ShowRequest{a})->status != ReplyStatus::kOk) return 20;
+    if (c->call(protocol::UsageRequest{1, 0, 0})->status != ReplyStatus::kOk) return 23;
     // The owner cannot raise its share past what Slurm allocated...
     if (c->call(protocol::ResizeRequest{a, 41, protocol::kModeUnchanged, 0, 0})->status !=
         ReplyStatus::kOverAllocation) {

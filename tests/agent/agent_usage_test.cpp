@@ -1,7 +1,8 @@
 // What an instance achieved (device time charged, throttled time, memory
 // peak) is kept in the agent's usage ledger: it outlives an agent restart,
-// shows in `egpuctl show`, and comes with the step's removal, which SPANK
-// turns into the job's AdminComment record.
+// shows in `egpuctl show` and in a usage request (SPANK's checkpoints), and
+// comes with the step's removal, which SPANK turns into the job's
+// AdminComment record.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,12 +10,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/accounting/step_usage.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
+#include "spank/step_checkpoints.h"
 #include "tests/agent/agent_fixture.h"
 
 namespace egpu::test {
@@ -107,9 +112,24 @@ TEST(AgentUsage, OutlivesARestartAndComesWithTheRemoval) {
   EXPECT_GE(u["device_s"].get<double>(), before - 0.15);  // a fold is at most a heartbeat old
   const double after = wait_charged(agent, worker.pid, id, u["device_s"].get<double>() + 0.2);
 
+  // A running step's usage so far (SPANK's checkpoints), without removing it.
+  auto so_far = agent.call(protocol::UsageRequest{1, 0, 0});
+  ASSERT_EQ(so_far->status, ReplyStatus::kOk) << so_far->text;
+  auto checkpoint = accounting::usage_from_json(so_far->text);
+  ASSERT_TRUE(checkpoint) << checkpoint.error() << ": " << so_far->text;
+  ASSERT_EQ(checkpoint->size(), 1u);
+  EXPECT_EQ(checkpoint->front().units, 40u);
+  EXPECT_GE(checkpoint->front().device_s(), after - 0.15);
+  EXPECT_EQ(checkpoint->front().totals.agent_restarts, 1u);
+  EXPECT_EQ(checkpoint->front().totals.mem_peak_bytes, kMemory);
+  EXPECT_EQ(agent.call(protocol::UsageRequest{1, 5, 0})->status, ReplyStatus::kNotFound);
+  EXPECT_EQ(agent.call(protocol::UsageRequest{1, protocol::kAllSteps, 0})->status,
+            ReplyStatus::kOk);
+
   auto removed = agent.call(protocol::RemoveRequest{1, 0, 0});
   ASSERT_EQ(removed->status, ReplyStatus::kOk) << removed->text;
-  auto usage = accounting::usage_from_removal_json(removed->text);
+  EXPECT_EQ(agent.call(protocol::UsageRequest{1, 0, 0})->status, ReplyStatus::kNotFound);
+  auto usage = accounting::usage_from_json(removed->text);
   ASSERT_TRUE(usage) << usage.error() << ": " << removed->text;
   ASSERT_EQ(usage->size(), 1u);
   const accounting::StepUsage& final_usage = usage->front();
@@ -147,6 +167,63 @@ TEST(AgentUsage, ALostLedgerMakesRecoveredTotalsPartial) {
   EXPECT_TRUE(u["partial"].get<bool>());
   EXPECT_EQ(u["agent_restarts"].get<uint32_t>(), 1u);
   EXPECT_NE(agent.log().find("usage ledger"), std::string::npos) << agent.log();
+}
+
+// SPANK's checkpoints of a running step (spank/step_checkpoints.h) against a
+// real agent. There is no scontrol on PATH here, so each write fails and its
+// message carries the records it would have written; step_records.sh sees
+// real ones reach sacct.
+TEST(AgentUsage, CheckpointsCarryTheUsageSoFarUntilStopped) {
+  AgentProcess agent;
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto created = agent.call(create_request(3, 40, kOwner));
+  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  Worker worker{start_worker(agent, 3)};
+  ASSERT_GT(worker.pid, 0) << agent.log();
+  ASSERT_GE(wait_charged(agent, worker.pid, created->instance_id, 0.1), 0.1) << agent.log();
+
+  const std::string no_tools = agent.dir() + "/empty-path";
+  std::filesystem::create_directories(no_tools);
+  const std::string saved_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("PATH", no_tools.c_str(), 1);
+  const spank::CheckpointTarget target{3, 0, "3", "n7", agent.socket()};
+  std::mutex mu;
+  std::vector<std::string> logged;
+  {
+    spank::StepCheckpoints checkpoints(target, 50ms, 2'000, [&](const std::string& what) {
+      std::lock_guard lock(mu);
+      logged.push_back(what);
+    });
+    for (int i = 0; i < 300; ++i) {
+      {
+        std::lock_guard lock(mu);
+        if (logged.size() >= 2) break;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+  }  // stopped: no checkpoint after this
+  const size_t after_stop = logged.size();
+  ASSERT_GE(after_stop, 2u) << agent.log();
+  for (const std::string& line : logged) {
+    EXPECT_NE(line.find("scontrol update of the job's AdminComment failed"), std::string::npos)
+        << line;
+    EXPECT_NE(line.find("egpu step=3.0 node=n7 gpu=0 units=40 "), std::string::npos) << line;
+    EXPECT_TRUE(line.ends_with(" running=1")) << line;
+  }
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(logged.size(), after_stop);
+
+  // One interval too long to come: stopping does not wait for it.
+  {
+    spank::StepCheckpoints idle(target, std::chrono::hours(1), 2'000, [](const std::string&) {});
+  }
+  // A step the agent no longer has is ending: nothing to write, no error.
+  ASSERT_EQ(agent.call(protocol::RemoveRequest{3, 0, 0})->status, ReplyStatus::kOk);
+  EXPECT_EQ(spank::checkpoint_step(target, 2'000), "");
+  setenv("PATH", saved_path.c_str(), 1);
+  const spank::CheckpointTarget no_agent{3, 0, "3", "n7", agent.dir() + "/no-such.sock"};
+  EXPECT_NE(spank::checkpoint_step(no_agent, 2'000).find("no node agent answers"),
+            std::string::npos);
 }
 
 }  // namespace

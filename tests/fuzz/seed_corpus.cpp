@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
                                    ResizeRequest{3, 40, 1, 0, 0},
                                    StatusRequest{0, 0},
                                    ShowRequest{3},
-                                   ObjectiveRequest{3, 99'000, 0, 40'000'000}};
+                                   ObjectiveRequest{3, 99'000, 0, 40'000'000},
+                                   UsageRequest{1, 0, 0}};
   for (size_t i = 0; i < requests.size(); ++i) {
     write(req + "/seed" + std::to_string(i),
           encode_request(requests[i], static_cast<uint32_t>(i + 1)));

@@ -5,12 +5,23 @@
 # ended: a step on two nodes leaves one record per node (job_submit/egpu
 # merges them; neither overwrites the other), the batch step's record goes on
 # across an agent restart in its middle, and an admin's own note stays in
-# front. Users cannot write records; a malformed request is refused whole.
+# front. While a step runs, checkpoints of its usage so far (running=1) stand
+# in for the final record, which replaces them; a step the job's end cuts
+# short (scancel) keeps its last checkpoint. Users cannot write records; a
+# malformed request is refused whole.
 # shellcheck disable=SC2034 # read by lib.sh (ensure_testbed)
 testbed_nodes=2
 testbed_accounting=1
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/enforce_lib.sh"
+
+# Checkpoints every second here (300 s by default), read by each slurmstepd.
+for n in 1 2; do
+  cp "$state/etc/egpu-n$n.conf" "$state/etc/egpu-n$n.conf.saved"
+  echo "StepRecordInterval=1" >>"$state/etc/egpu-n$n.conf"
+done
+trap 'for n in 1 2; do mv -f "$state/etc/egpu-n$n.conf.saved" "$state/etc/egpu-n$n.conf"; done' EXIT
+live_comment() { sl scontrol show job "$1" | sed -n 's/^ *AdminComment=//p'; }
 
 chunk=$((64 << 20))
 note="ops note; ticket 17"
@@ -45,6 +56,15 @@ for _ in $(seq 80); do
 done
 [[ ${restarts:-0} == 1 ]] || fail "the restarted agent did not take over job $j's batch step: '$(batch_usage)'"
 ok "job $j: the batch step held $peak B; the restarted agent goes on with its totals"
+# The running batch step's checkpoint, with the restart in it, stands in the job now.
+for _ in $(seq 40); do
+  live=$(live_comment "$j")
+  [[ $live == *"step=$j.batch node=n1 "*"agent_restarts=1 running=1"* ]] && break
+  sleep 0.25
+done
+[[ $live == *"step=$j.batch node=n1 "*"agent_restarts=1 running=1"* ]] ||
+  fail "no checkpoint of job $j's running batch step after its agent's restart: '$live'"
+ok "job $j's running batch step has a checkpoint: $(tr ';' '\n' <<<"$live" | grep -o "egpu step=$j.batch .*")"
 touch "$out_dir/end-$tag"
 wait_state "$j" COMPLETED 60
 
@@ -64,6 +84,7 @@ records = {}
 for part in comment[len(note) + 2:].split("; "):
     fields = part.split(" ")
     assert fields[0] == "egpu", part
+    assert not part.endswith(" running=1"), "a checkpoint outlived its step's final record: " + part
     kv = dict(f.split("=", 1) for f in fields[1:])
     records[(kv["step"], kv["node"])] = kv
 want = {(job + ".0", "n1"), (job + ".0", "n2"), (job + ".batch", "n1")}
@@ -78,7 +99,38 @@ b = records[(job + ".batch", "n1")]
 assert b.get("agent_restarts") == "1" and "partial" not in b, b
 assert int(b["mem_peak_mib"]) >= chunk >> 20, b
 PY
-ok "sacct: the admin's note, then step 0's records from n1 and n2 (device time > 0) and the batch step's (peak >= $((chunk >> 20)) MiB, 1 agent restart)"
+ok "sacct: the admin's note, then step 0's records from n1 and n2 (device time > 0) and the batch step's (peak >= $((chunk >> 20)) MiB, 1 agent restart), all final"
+
+# scancel ends the job first: slurmctld refuses the step's final record, and
+# its last checkpoint stands in sacct.
+cut=$(submit_as_user -w n1 --gres=egpu:20 --wrap "srun --gres=egpu:20 $(greedy "c-$tag" 600)")
+for _ in $(seq 120); do
+  live=$(live_comment "$cut")
+  [[ $live == *"step=$cut.0 node=n1 "*" running=1"* && $live != *"step=$cut.0 node=n1 gpu=0 units=20 elapsed_s=0.000 "* ]] && break
+  sleep 0.25
+done
+[[ $live == *"step=$cut.0 node=n1 "*" running=1"* ]] || fail "job $cut's step 0 has no checkpoint: '$live'"
+sl scancel "$cut"
+for _ in $(seq 60); do
+  cancelled=$(sl sacct -n -P -X -j "$cut" -o State,AdminComment)
+  [[ $cancelled == CANCELLED*"|"*"step=$cut.0 node=n1 "* ]] && break
+  sleep 0.5
+done
+python3 - "$cut" "$cancelled" <<'PY' || fail "job $cut, cancelled: its step's checkpoint is not in sacct: '$cancelled'"
+import sys
+job, line = sys.argv[1], sys.argv[2]
+state, comment = line.split("|", 1)
+assert state.startswith("CANCELLED"), state
+step = [p for p in comment.split("; ") if p.startswith("egpu step=%s.0 node=n1 " % job)]
+assert len(step) == 1, comment
+kv = dict(f.split("=", 1) for f in step[0].split(" ")[1:])
+assert kv["units"] == "20" and kv.get("running") == "1", kv
+assert float(kv["device_s"]) > 0 and float(kv["elapsed_s"]) > 0, kv
+PY
+cut_table=$(as_user egpuctl usage "$cut") || fail "egpuctl usage $cut failed: $cut_table"
+grep -Eq "^$cut\.0 +n1 +[0-9]+ +20 .*running at last checkpoint" <<<"$cut_table" ||
+  fail "egpuctl usage $cut does not say the step was cut short: $cut_table"
+ok "job $cut, cancelled while its step ran: sacct keeps the step's last checkpoint: ${cancelled#*|}"
 
 # egpuctl usage JOB: the same records as a table (and JSON), for the job's owner.
 table=$(as_user egpuctl usage "$j") || fail "egpuctl usage $j failed: $table"
@@ -113,13 +165,11 @@ ok "a job srun allocated itself: $solo"
 
 # StepRecords=no in a node's egpu.conf (read by each slurmstepd): no record.
 conf=$state/etc/egpu-n1.conf
-cp "$conf" "$conf.saved"
-trap 'mv -f "$conf.saved" "$conf"' EXIT
+cp "$conf" "$conf.records"
 echo "StepRecords=no" >>"$conf"
-as_user srun -J "norec-$tag" -w n1 --gres=egpu:20 $(greedy "q-$tag" 1) >/dev/null 2>&1 ||
+as_user srun -J "norec-$tag" -w n1 --gres=egpu:20 $(greedy "q-$tag" 2) >/dev/null 2>&1 ||
   fail "srun --gres=egpu:20 greedy failed with StepRecords=no"
-mv -f "$conf.saved" "$conf"
-trap - EXIT
+mv -f "$conf.records" "$conf"
 norec=""
 for _ in $(seq 60); do
   norec=$(sl sacct -n -P -X --name "norec-$tag" -o JobID,State,AdminComment)
@@ -168,7 +218,9 @@ done
 ok "a job run with an array task's environment keeps its record"
 
 # Nobody else writes records: the job's owner may not set AdminComment at
-# all, and root's malformed request is refused whole.
+# all, and root's malformed request is refused whole. (No checkpoints from
+# here on: the job's comment must stay empty.)
+for n in 1 2; do cp -f "$state/etc/egpu-n$n.conf.saved" "$state/etc/egpu-n$n.conf"; done
 other=$(submit_as_user --gres=egpu:10 --wrap 'sleep 300')
 wait_state "$other" RUNNING
 set +e
@@ -179,7 +231,6 @@ rc_root=$?
 set -e
 [[ $rc -ne 0 ]] || fail "egpuuser could write an egpu record into job $other"
 [[ $rc_root -ne 0 ]] || fail "a malformed append request was taken: $out_root"
-live_comment() { sl scontrol show job "$1" | sed -n 's/^ *AdminComment=//p'; }
 [[ -z $(live_comment "$other") ]] || fail "job $other's AdminComment changed: $(live_comment "$other")"
 # 24.11 hands job_submit's message to the client; 22.05 has no channel for it.
 if [[ $release == 24.11 ]]; then

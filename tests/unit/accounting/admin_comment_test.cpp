@@ -10,8 +10,10 @@
 namespace egpu::accounting {
 namespace {
 
-std::string record(uint32_t step, const std::string& node, uint32_t gpu, uint64_t device_s) {
+std::string record(uint32_t step, const std::string& node, uint32_t gpu, uint64_t device_s,
+                   bool running = false) {
   StepRecord r;
+  r.running = running;
   r.job_id = 7;
   r.step_id = step;
   r.node = node;
@@ -46,6 +48,27 @@ TEST(AdminComment, ARetriedRecordReplacesItsEarlierSelf) {
   auto merged = merge_append_request("note; " + a, append_request({a_again, other_gpu}), 7);
   ASSERT_TRUE(merged) << merged.error();
   EXPECT_EQ(*merged, "note; " + a_again + "; " + other_gpu);
+}
+
+TEST(AdminComment, CheckpointsGiveWayToTheFinalRecordNeverTheOtherWay) {
+  const std::string first = record(1, "n1", 0, 10, true), later = record(1, "n1", 0, 20, true);
+  const std::string final = record(1, "n1", 0, 25);
+  auto c = merge_append_request("note", append_request({first}), 7);
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(*c, "note; " + first);
+  c = merge_append_request(*c, append_request({later}), 7);  // a checkpoint replaces one
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(*c, "note; " + later);
+  c = merge_append_request(*c, append_request({final}), 7);  // the final one replaces it
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(*c, "note; " + final);
+  // A checkpoint that was on its way when the step ended changes nothing and
+  // is not counted as dropped; the step's other GPU still gets its own.
+  const std::string other_gpu = record(1, "n1", 1, 5, true);
+  c = merge_append_request(*c, append_request({record(1, "n1", 0, 24, true), other_gpu}), 7);
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(*c, "note; " + final + "; " + other_gpu);
+  EXPECT_EQ(records_in_comment(*c).dropped, 0u);
 }
 
 TEST(AdminComment, RecordsPastTheLimitAreCountedNotKept) {

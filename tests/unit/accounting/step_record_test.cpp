@@ -41,6 +41,16 @@ TEST(StepRecord, FormatsOneLineAndParsesBack) {
   EXPECT_TRUE(batch.ends_with(" agent_restarts=2 partial=1")) << batch;
   ASSERT_TRUE(parse_step_record(batch)) << parse_step_record(batch).error();
   EXPECT_EQ(parse_step_record(batch)->step, "42.batch");
+  EXPECT_FALSE(is_running_record(batch));
+  // A checkpoint of a running step says so last; its key is the final one's.
+  r.running = true;
+  const std::string checkpoint = format_step_record(r);
+  EXPECT_TRUE(checkpoint.ends_with(" partial=1 running=1")) << checkpoint;
+  EXPECT_TRUE(is_running_record(checkpoint));
+  ASSERT_TRUE(parse_step_record(checkpoint)) << parse_step_record(checkpoint).error();
+  EXPECT_EQ(*parse_step_record(checkpoint), *parse_step_record(batch));
+  EXPECT_FALSE(is_running_record("running=1"));
+  EXPECT_FALSE(is_running_record(checkpoint + " "));
 }
 
 TEST(StepRecord, RefusesAnythingElse) {
@@ -53,6 +63,8 @@ TEST(StepRecord, RefusesAnythingElse) {
            good + " extra=1",                            // unknown key
            good + " partial=2",                          // partial is 1 or absent
            good + " partial=1 agent_restarts=1",         // out of order
+           good + " running=0",                          // running is 1 or absent
+           good + " running=1 partial=1",                // out of order
            "egpu node=n1 step=42.0" + rest,              // out of order
            "egpu step=42 node=n1" + rest,                // no step part
            "egpu step=42.x node=n1" + rest,              // bad step name

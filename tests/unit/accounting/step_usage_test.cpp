@@ -58,7 +58,7 @@ TEST(RemovalJson, RoundTrips) {
   a.ended_unix_ns = 9;
   const std::string text = removal_to_json(2, {a});
   EXPECT_NE(text.find("\"removed\":2"), std::string::npos) << text;
-  auto back = usage_from_removal_json(text);
+  auto back = usage_from_json(text);
   ASSERT_TRUE(back) << back.error();
   ASSERT_EQ(back->size(), 1u);
   const StepUsage& b = back->front();
@@ -73,6 +73,22 @@ TEST(RemovalJson, RoundTrips) {
   EXPECT_EQ(b.ended_unix_ns, 9);
 }
 
+TEST(RemovalJson, TheUsageSoFarReadsBackTheSame) {
+  StepUsage a;
+  a.gpu = 1;
+  a.units = 40;
+  a.totals = {1, 2, 3, 4, 0, 0};
+  a.ended_unix_ns = 5;
+  const std::string text = usage_to_json({a, a});
+  EXPECT_EQ(text.find("removed"), std::string::npos) << text;
+  auto back = usage_from_json(text);
+  ASSERT_TRUE(back) << back.error();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ(back->back().units, 40u);
+  EXPECT_EQ(back->back().totals.mem_peak_bytes, 4u);
+  EXPECT_EQ(back->back().ended_unix_ns, 5);
+}
+
 TEST(RemovalJson, RefusesWhatIsNotAReport) {
   for (
       const char* bad :
@@ -84,9 +100,9 @@ TEST(RemovalJson, RefusesWhatIsNotAReport) {
        R"("device_ns":0,"throttled_ns":0,"mem_peak_bytes":0,"agent_restarts":0,"partial":false}]})",
        R"({"usage":[{"gpu":0,"units":1,"started_unix_ns":0,"ended_unix_ns":0,"device_ns":0.5,)"
        R"("throttled_ns":0,"mem_peak_bytes":0,"agent_restarts":0,"partial":false}]})"}) {
-    EXPECT_FALSE(usage_from_removal_json(bad)) << bad;
+    EXPECT_FALSE(usage_from_json(bad)) << bad;
   }
-  auto none = usage_from_removal_json(R"({"removed":0,"usage":[]})");
+  auto none = usage_from_json(R"({"removed":0,"usage":[]})");
   ASSERT_TRUE(none) << none.error();
   EXPECT_TRUE(none->empty());
 }

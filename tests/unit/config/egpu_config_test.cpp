@@ -59,6 +59,7 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   EXPECT_EQ(c->gang_clock, GangClock::kAdjtimex);
   EXPECT_FALSE(c->pack_nodes);  // node weights are the admin's unless asked
   EXPECT_TRUE(c->step_records);
+  EXPECT_EQ(c->step_record_interval_s, 300);
 }
 
 TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
@@ -67,7 +68,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
       "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
       "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n"
       "InflightUs=1000 InflightAloneUs=0 GangPeriodMs=40 GangClock=shared PackNodes=Yes\n"
-      "StepRecords=no\n",
+      "StepRecords=no StepRecordInterval=0\n",
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
@@ -88,6 +89,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   EXPECT_EQ(c->gang_clock, GangClock::kShared);
   EXPECT_TRUE(c->pack_nodes);
   EXPECT_FALSE(c->step_records);
+  EXPECT_EQ(c->step_record_interval_s, 0);
 }
 
 struct BadCase {
@@ -126,7 +128,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"GangPeriodMs=3", "at least twice InflightUs"},
         BadCase{"GangPeriodMs=2000", "between 0 and 1000"}, BadCase{"GangClock=ntp", "adjtimex"},
         BadCase{"PackNodes=1", "must be one of yes|no"},
-        BadCase{"StepRecords=adminComment", "must be one of yes|no"}));
+        BadCase{"StepRecords=adminComment", "must be one of yes|no"},
+        BadCase{"StepRecordInterval=5m", "StepRecordInterval"},
+        BadCase{"StepRecordInterval=-1", "between 0 and 86400"}));
 
 TEST(EgpuConfig, LoadFileReportsMissingPath) {
   auto c = load_egpu_config("/nonexistent/egpu.conf");

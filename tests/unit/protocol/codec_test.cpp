@@ -32,7 +32,9 @@ TEST(Codec, RoundTripsEveryRequestType) {
                                    StatusRequest{0, 0},
                                    ShowRequest{5},
                                    ObjectiveRequest{5, 99'000, 0, 40'000'000},
-                                   ObjectiveRequest{5, 0, 0, 0}};
+                                   ObjectiveRequest{5, 0, 0, 0},
+                                   UsageRequest{7, 0, 0},
+                                   UsageRequest{7, kStepBatch, 0}};
   uint32_t id = 1;
   for (const auto& req : requests) {
     auto bytes = encode_request(req, id);
@@ -148,6 +150,8 @@ TEST(Codec, ValidatesFields) {
   expect_bad(ObjectiveRequest{1, 99'000, 0, -5}, "latency target -5 ns");
   expect_bad(ObjectiveRequest{1, 99'000, 0, 601'000'000'000}, "latency target 601000000000 ns");
   expect_bad(ObjectiveRequest{1, 99'000, 7, 40'000'000}, "reserved");
+  expect_bad(UsageRequest{0, 0, 0}, "usage: job id 0");
+  expect_bad(UsageRequest{7, 0, 1}, "reserved");
 }
 
 TEST(Codec, ReplyRoundTripAndIdCheck) {
