@@ -8,6 +8,7 @@
 
 #include "core/config/egpu_config.h"
 #include "core/env/egpu_env_names.h"
+#include "core/shm/page_takeover.h"
 #include "core/util/log.h"
 #include "nodeagent/agent.h"
 
@@ -15,11 +16,14 @@ namespace {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: egpu-agentd [-f CONFIG] [--check]\n"
+               "usage: egpu-agentd [-f CONFIG] [--check | --check-pages]\n"
                "  -f, --config FILE   configuration (default " EGPU_CONF_DEFAULT_PATH
                "; a missing\n"
                "                      default file means built-in defaults)\n"
                "  --check             validate the configuration and exit\n"
+               "  --check-pages       exit 0 when this agent can take over the pages a running\n"
+               "                      agent keeps in RuntimeDir (their steps' instances), 3\n"
+               "                      when not (another page layout: an upgrade should wait)\n"
                "  -v, --verbose       debug logging\n"
                "  -h, --help          this text\n");
 }
@@ -30,12 +34,12 @@ int main(int argc, char** argv) {
   std::string path = EGPU_CONF_DEFAULT_PATH;
   bool explicit_path = false;
   bool check_only = false;
+  bool check_pages = false;
   bool verbose = false;
-  static const option kOptions[] = {{"config", required_argument, nullptr, 'f'},
-                                    {"check", no_argument, nullptr, 'c'},
-                                    {"verbose", no_argument, nullptr, 'v'},
-                                    {"help", no_argument, nullptr, 'h'},
-                                    {nullptr, 0, nullptr, 0}};
+  static const option kOptions[] = {
+      {"config", required_argument, nullptr, 'f'}, {"check", no_argument, nullptr, 'c'},
+      {"check-pages", no_argument, nullptr, 'p'},  {"verbose", no_argument, nullptr, 'v'},
+      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
   int opt;
   while ((opt = getopt_long(argc, argv, "f:vh", kOptions, nullptr)) != -1) {
     switch (opt) {
@@ -45,6 +49,9 @@ int main(int argc, char** argv) {
         break;
       case 'c':
         check_only = true;
+        break;
+      case 'p':
+        check_pages = true;
         break;
       case 'v':
         verbose = true;
@@ -73,6 +80,15 @@ int main(int argc, char** argv) {
   }
   if (check_only) {
     std::printf("%s: ok\n", path.c_str());
+    return 0;
+  }
+  if (check_pages) {
+    if (egpu::Status s = egpu::shm::check_page_takeover(config.runtime_dir); !s) {
+      std::fprintf(stderr, "egpu-agentd: cannot take over the running agent's instances: %s\n",
+                   s.error().c_str());
+      return 3;
+    }
+    std::printf("%s: this agent can take over its pages\n", config.runtime_dir.c_str());
     return 0;
   }
   using egpu::log::Level;

@@ -1,6 +1,7 @@
 #include "nodeagent/gpu_arbiter.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +37,14 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
                                                      const ArbiterSettings& settings,
                                                      std::vector<model::Instance>* recovered) {
   const std::string path = page_path(settings.runtime_dir, gpu);
+  if (struct stat st{}; ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                        static_cast<size_t>(st.st_size) != sizeof(shm::GpuPage)) {
+    // open_page_file replaces it (see below for why not in place).
+    EGPU_LOG_ERROR(
+        "%s has %lld bytes, not this agent's %zu (another page layout): the "
+        "instances it held are not taken over",
+        path.c_str(), static_cast<long long>(st.st_size), sizeof(shm::GpuPage));
+  }
   // Root only: shims get a read-only descriptor at attach, so a user sees the
   // page only while running an egpu job on this GPU.
   auto file = shm::open_page_file(path, sizeof(shm::GpuPage), 0, 0, 0600);
@@ -44,6 +53,29 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   const bool reuse = !file->created && page->magic == shm::kGpuPageMagic &&
                      page->version == shm::kLayoutVersion && page->gpu_index == gpu &&
                      page->max_slots == settings.max_slots;
+  if (!file->created && !reuse) {
+    // Another agent's page that this one cannot take over: the previous
+    // version's (an upgrade that changed the layout), or another
+    // MaxInstancesPerGpu. Its instances are not carried over. A new file,
+    // not this one rewritten: the shims of those steps still map it, and
+    // must see their agent gone rather than read this layout as theirs.
+    if (page->magic == shm::kGpuPageMagic && page->version != shm::kLayoutVersion) {
+      EGPU_LOG_ERROR(
+          "%s was written by an agent with page layout %u (this one: %u): the "
+          "instances it held are not taken over; their steps run on as with a dead "
+          "agent (FailMode) until they end. Drain a node before an upgrade that "
+          "changes the layout.",
+          path.c_str(), page->version, shm::kLayoutVersion);
+    } else {
+      EGPU_LOG_ERROR(
+          "%s is not a page this agent can take over (GPU %u, %u slots; this agent: "
+          "GPU %u, %u slots): the instances it held are not taken over",
+          path.c_str(), page->gpu_index, page->max_slots, gpu, settings.max_slots);
+    }
+    file = shm::replace_page_file(path, sizeof(shm::GpuPage), 0, 0, 0600);
+    if (!file) return Error{file.error()};
+    page = file->mapping.as<shm::GpuPage>();
+  }
   if (reuse) {
     // Keep the file (shims map it) and the holder until the first decision.
     for (uint32_t s = 0; s < settings.max_slots; ++s) {

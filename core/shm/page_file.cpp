@@ -43,8 +43,11 @@ Result<Mapping> map_fd(int fd, size_t size, Access access) {
   return Mapping(addr, size);
 }
 
-Result<PageFile> open_page_file(const std::string& path, size_t size, uid_t uid, gid_t gid,
-                                mode_t mode) {
+namespace {
+
+// `may_replace`: an existing file of the wrong size is replaced (once).
+Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_t gid, mode_t mode,
+                           bool may_replace) {
   PageFile page;
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd >= 0) {
@@ -59,18 +62,37 @@ Result<PageFile> open_page_file(const std::string& path, size_t size, uid_t uid,
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Error{errno_text("fstat " + path)};
   if (!S_ISREG(st.st_mode)) return Error{path + " is not a regular file"};
-  if (page.created || static_cast<size_t>(st.st_size) != size) {
-    if (!page.created) page.created = true;  // wrong size: start over with a fresh page
-    if (::ftruncate(fd, 0) != 0 || ::ftruncate(fd, static_cast<off_t>(size)) != 0) {
-      return Error{errno_text("size " + path)};
-    }
+  if (!page.created && static_cast<size_t>(st.st_size) != size) {
+    // Another layout's page (an upgrade) or a damaged one: start over in a
+    // new file. Resizing this one would SIGBUS the processes that still map
+    // it (shims of the previous agent) past its new end.
+    page.fd.reset();
+    if (!may_replace) return Error{path + " came back with the wrong size while being replaced"};
+    return replace_page_file(path, size, uid, gid, mode);
   }
+  if (page.created && ::ftruncate(fd, static_cast<off_t>(size)) != 0)
+    return Error{errno_text("size " + path)};
   // Ownership and mode are enforced on every open, not only at creation.
   if (::fchown(fd, uid, gid) != 0) return Error{errno_text("chown " + path)};
   if (::fchmod(fd, mode) != 0) return Error{errno_text("chmod " + path)};
   auto mapping = map_fd(fd, size, Access::kReadWrite);
   if (!mapping) return Error{path + ": " + mapping.error()};
   page.mapping = std::move(*mapping);
+  return page;
+}
+
+}  // namespace
+
+Result<PageFile> open_page_file(const std::string& path, size_t size, uid_t uid, gid_t gid,
+                                mode_t mode) {
+  return open_page(path, size, uid, gid, mode, true);
+}
+
+Result<PageFile> replace_page_file(const std::string& path, size_t size, uid_t uid, gid_t gid,
+                                   mode_t mode) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Error{errno_text("unlink " + path)};
+  auto page = open_page(path, size, uid, gid, mode, false);
+  if (page && !page->created) return Error{path + " came back before it could be replaced"};
   return page;
 }
 

@@ -42,7 +42,9 @@ enum class Access { kReadOnly, kReadWrite };
 Result<Mapping> map_fd(int fd, size_t size, Access access);
 
 // Creates or reopens a page file of `size` bytes at `path`, owned by uid:gid
-// with `mode`. `created` tells whether it is new (zero-filled).
+// with `mode`. `created` tells whether it is new (zero-filled). An existing
+// file of another size is replaced by a new one, never resized: processes
+// that map it keep what they map.
 struct PageFile {
   UniqueFd fd;
   Mapping mapping;
@@ -50,5 +52,10 @@ struct PageFile {
 };
 Result<PageFile> open_page_file(const std::string& path, size_t size, uid_t uid, gid_t gid,
                                 mode_t mode);
+
+// A new page file at `path` in place of whatever is there (unlinked: those
+// who map the old one keep it, unchanged).
+Result<PageFile> replace_page_file(const std::string& path, size_t size, uid_t uid, gid_t gid,
+                                   mode_t mode);
 
 }  // namespace egpu::shm

@@ -1,0 +1,86 @@
+// An agent started on pages another version of it wrote (an upgrade that
+// changed the page layout): `egpu-agentd --check-pages` says so beforehand
+// (the package's postinst then leaves the running agent alone); started
+// anyway, it cannot take their instances over, says so,
+// and starts on new files, leaving the old ones untouched to the shims that
+// still map them, which then see their agent gone (FailMode) instead of
+// reading a layout that is not theirs.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <thread>
+
+#include "core/shm/page_file.h"
+#include "core/shm/pages.h"
+#include "core/util/subprocess.h"
+#include "tests/agent/agent_fixture.h"
+
+namespace egpu::test {
+namespace {
+
+using protocol::ReplyStatus;
+
+ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+TEST(AgentUpgrade, PagesOfAnotherLayoutAreLeftToTheirShimsNotTakenOver) {
+  AgentProcess agent;
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto created = agent.call(create_request(1, 40, 4242));
+  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  agent.kill_hard();
+
+  // What the previous version left: its GPU page says layout N-1. A shim of
+  // the running step maps it, as shims do (read-only).
+  const std::string path = agent.dir() + "/run/gpu0";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const uint32_t older = shm::kLayoutVersion - 1;
+  ASSERT_EQ(::pwrite(fd, &older, sizeof older, offsetof(shm::GpuPage, version)),
+            static_cast<ssize_t>(sizeof older));
+  auto mapped = shm::map_fd(fd, sizeof(shm::GpuPage), shm::Access::kReadOnly);
+  ::close(fd);
+  ASSERT_TRUE(mapped) << mapped.error();
+  const auto* old_page = mapped->as<const shm::GpuPage>();
+  const ino_t old_inode = inode_of(path);
+  const int64_t old_beat = old_page->heartbeat_ns.load();
+
+  // What the package's postinst asks before it restarts the agent: no.
+  auto check =
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  EXPECT_EQ(check.front().exit_code, 3) << check.front().out << check.front().err;
+  EXPECT_NE(check.front().err.find(path + " has page layout " + std::to_string(older) +
+                                   ", this agent's is " + std::to_string(shm::kLayoutVersion)),
+            std::string::npos)
+      << check.front().err;
+
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_NE(agent.log().find("page layout " + std::to_string(older) +
+                             " (this one: " + std::to_string(shm::kLayoutVersion) + ")"),
+            std::string::npos)
+      << agent.log();
+  EXPECT_NE(inode_of(path), old_inode);
+  // Not taken over: the step's instance is not this agent's.
+  EXPECT_EQ(agent.call(protocol::ShowRequest{created->instance_id})->status,
+            ReplyStatus::kNotFound);
+  // The old page is as the previous agent left it: its shims read their own
+  // layout, and a heartbeat that no longer moves.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(old_page->magic, shm::kGpuPageMagic);
+  EXPECT_EQ(old_page->version, older);
+  EXPECT_EQ(old_page->heartbeat_ns.load(), old_beat);
+  // The new agent works on its new page, which the next one can take over.
+  auto again = agent.call(create_request(2, 40, 4242));
+  EXPECT_EQ(again->status, ReplyStatus::kOk) << again->text;
+  check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  EXPECT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
+}
+
+}  // namespace
+}  // namespace egpu::test
