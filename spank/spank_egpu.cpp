@@ -25,6 +25,7 @@ extern "C" {
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -284,14 +285,24 @@ int create_instances(spank_t sp) {
   }
   if (s.created && s.config.step_records && s.config.step_record_interval_s > 0) {
     // What the step achieved so far, every interval, until it ends here.
-    s.checkpoints = new egpu::spank::StepCheckpoints(
-        {job, step, job_ref_of(sp, job), egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE)),
-         s.config.socket_path},
-        std::chrono::seconds(s.config.step_record_interval_s), kRecordTimeoutMs,
-        [job, step](const std::string& what) {
-          slurm_error("egpu: step %u.%s: %s", static_cast<unsigned>(job),
-                      egpu::protocol::step_label(step).c_str(), what.c_str());
-        });
+    // Without the thread (none could be started) the step runs on with its
+    // final record only.
+    try {
+      s.checkpoints = new egpu::spank::StepCheckpoints(
+          {job, step, job_ref_of(sp, job), egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE)),
+           s.config.socket_path, egpu::spank::scontrol_env()},
+          std::chrono::seconds(s.config.step_record_interval_s), kRecordTimeoutMs,
+          // slurmd's log only: slurm_error would also reach the job's
+          // output, and a missed checkpoint (the agent restarting) is not
+          // the user's concern; the next one or the final record follows.
+          [job, step](const std::string& what) {
+            slurm_info("egpu: step %u.%s: %s", static_cast<unsigned>(job),
+                       egpu::protocol::step_label(step).c_str(), what.c_str());
+          });
+    } catch (const std::exception& e) {
+      slurm_error("egpu: step %u.%s: no checkpoints of its usage: %s", static_cast<unsigned>(job),
+                  egpu::protocol::step_label(step).c_str(), e.what());
+    }
   }
   // The tasks attach to these instances through the preloaded shim.
   std::string preload = s.config.shim_library;
@@ -326,10 +337,10 @@ void remove_step(spank_t sp) {
     return;
   }
   if (r->status != egpu::protocol::ReplyStatus::kOk || !s.config.step_records) return;
-  const std::string failed =
-      egpu::spank::record_step_usage({s.job_id, s.step_id, job_ref_of(sp, s.job_id),
-                                      egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE))},
-                                     r->text, egpu::spank::RecordKind::kFinal, kRecordTimeoutMs);
+  const std::string failed = egpu::spank::record_step_usage(
+      {s.job_id, s.step_id, job_ref_of(sp, s.job_id),
+       egpu::spank::node_name(getenv_of(sp, EGPU_ENV_NODE))},
+      r->text, egpu::spank::RecordKind::kFinal, kRecordTimeoutMs, egpu::spank::scontrol_env());
   if (!failed.empty())
     slurm_error("egpu: step %u.%s: %s", static_cast<unsigned>(s.job_id),
                 egpu::protocol::step_label(s.step_id).c_str(), failed.c_str());

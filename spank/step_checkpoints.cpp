@@ -1,6 +1,5 @@
 #include "spank/step_checkpoints.h"
 
-#include <exception>
 #include <utility>
 
 #include "core/protocol/control_client.h"
@@ -18,7 +17,7 @@ std::string checkpoint_step(const CheckpointTarget& target, int timeout_ms) {
     return "the node agent refused: " + std::string(protocol::to_string(r->status)) + ": " +
            r->text;
   return record_step_usage({target.job_id, target.step_id, target.job_ref, target.node}, r->text,
-                           RecordKind::kCheckpoint, timeout_ms);
+                           RecordKind::kCheckpoint, timeout_ms, target.env);
 }
 
 StepCheckpoints::StepCheckpoints(CheckpointTarget target, std::chrono::milliseconds interval,
@@ -48,17 +47,16 @@ void StepCheckpoints::run() {
   for (;;) {
     if (wake_.wait_for(lock, interval_, [this] { return stopping_; })) return;
     lock.unlock();
-    std::string failed;
+    bool ok = false;
+    // Nothing may leave this thread: an exception here would end slurmstepd.
     try {
-      failed = checkpoint_step(target_, timeout_ms_);
-    } catch (const std::exception& e) {
-      failed = e.what();
+      const std::string failed = checkpoint_step(target_, timeout_ms_);
+      ok = failed.empty();
+      if (!ok) log_("checkpoint of the step's usage: " + failed);
     } catch (...) {
-      failed = "unknown error";
     }
-    if (!failed.empty()) log_("checkpoint of the step's usage: " + failed);
     lock.lock();
-    if (failed.empty()) ++written_;
+    if (ok) ++written_;
   }
 }
 

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace egpu::spank {
 
@@ -30,6 +31,9 @@ struct CheckpointTarget {
   std::string job_ref;  // as scontrol names the job (step_records.h)
   std::string node;
   std::string socket_path;  // the node agent's
+  // scontrol's environment (scontrol_env()), read when the thread starts:
+  // the thread must not read slurmstepd's while another thread changes it.
+  std::vector<std::string> env;
 };
 
 class StepCheckpoints {

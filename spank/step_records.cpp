@@ -19,8 +19,20 @@ std::string node_name(const std::string& egpu_node) {
   return name.substr(0, name.find('.'));
 }
 
+std::vector<std::string> scontrol_env() {
+  // scontrol as slurmstepd finds it, on its own PATH and with its own
+  // SLURM_CONF (the daemon's environment, never the job's).
+  const char* path = std::getenv("PATH");
+  std::vector<std::string> env = {std::string("PATH=") + (path != nullptr && path[0] != '\0'
+                                                              ? path
+                                                              : "/usr/sbin:/usr/bin:/sbin:/bin")};
+  if (const char* conf = std::getenv("SLURM_CONF"); conf != nullptr && conf[0] != '\0')
+    env.push_back(std::string("SLURM_CONF=") + conf);
+  return env;
+}
+
 std::string record_step_usage(const StepRef& step, const std::string& usage_reply, RecordKind kind,
-                              int timeout_ms) {
+                              int timeout_ms, const std::vector<std::string>& env) {
   auto usage = accounting::usage_from_json(usage_reply);
   if (!usage) return "cannot read the node agent's usage report: " + usage.error();
   if (usage->empty()) return "";
@@ -31,14 +43,6 @@ std::string record_step_usage(const StepRef& step, const std::string& usage_repl
     records.push_back(accounting::format_step_record(
         {step.job_id, step.step_id, step.node, u, kind == RecordKind::kCheckpoint}));
   const std::string request = accounting::append_request(records);
-  // scontrol as slurmstepd finds it, on its own PATH and with its own
-  // SLURM_CONF (the daemon's environment, never the job's).
-  const char* path = std::getenv("PATH");
-  std::vector<std::string> env = {std::string("PATH=") + (path != nullptr && path[0] != '\0'
-                                                              ? path
-                                                              : "/usr/sbin:/usr/bin:/sbin:/bin")};
-  if (const char* conf = std::getenv("SLURM_CONF"); conf != nullptr && conf[0] != '\0')
-    env.push_back(std::string("SLURM_CONF=") + conf);
   const auto outcome =
       run_processes({{"scontrol", "update", "JobId=" + step.job_ref, "AdminComment=" + request}},
                     timeout_ms, &env);

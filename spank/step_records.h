@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace egpu::spank {
 
@@ -30,8 +31,13 @@ enum class RecordKind {
 // UsageRequest (checkpoint), accounting::removal_to_json / usage_to_json.
 // Returns "" when done or there was nothing to record; else what went
 // wrong, with the records, so the caller's log keeps them.
+// `env`: scontrol's environment (scontrol_env()).
 std::string record_step_usage(const StepRef& step, const std::string& usage_reply, RecordKind kind,
-                              int timeout_ms);
+                              int timeout_ms, const std::vector<std::string>& env);
+
+// slurmstepd's PATH and SLURM_CONF (the daemon's, never the job's), for
+// scontrol. Read it where no other thread may change the environment.
+std::vector<std::string> scontrol_env();
 
 // This node's Slurm name: `egpu_node` ($EGPU_NODE of the step, which
 // gres/egpu sets from slurmd's own name over whatever the job's environment

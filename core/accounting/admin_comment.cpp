@@ -88,6 +88,9 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
   for (const auto& p : parts)
     length += p.size() + kSeparator.size();
   for (size_t r = 0; r < incoming.size(); ++r) {
+    // A checkpoint that does not fit is not counted: the next one would
+    // count again, and the count is of records lost.
+    const bool checkpoint = is_running_record(incoming[r]);
     bool replaced = false;
     for (auto& p : parts) {
       if (!p.starts_with("egpu step=")) continue;
@@ -95,10 +98,10 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
         replaced = true;
         // A checkpoint that comes late (from a step's own checkpoint thread)
         // never undoes the step's final record.
-        if (is_running_record(incoming[r]) && !is_running_record(p)) break;
+        if (checkpoint && !is_running_record(p)) break;
         // A longer one must fit too; else the old one stays and this counts.
         if (length - p.size() + incoming[r].size() + kDropped.size() + 20 > max_length) {
-          ++dropped;
+          dropped += checkpoint ? 0 : 1;
           break;
         }
         length = length - p.size() + incoming[r].size();
@@ -110,7 +113,7 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
     // Room for the record and for the dropped count that may follow it.
     const size_t needed = incoming[r].size() + kSeparator.size();
     if (length + needed + kDropped.size() + 20 > max_length) {
-      ++dropped;
+      dropped += checkpoint ? 0 : 1;
       continue;
     }
     parts.push_back(incoming[r]);

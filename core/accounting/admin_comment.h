@@ -33,7 +33,9 @@ std::string append_request(const std::vector<std::string>& records);
 // retried update, or the final record after the step's checkpoints), except
 // that a checkpoint (running=1) never replaces a final record; others go at
 // the end. Records that would take the comment
-// past `max_length` are left out and counted in an "egpu dropped=N" entry.
+// past `max_length` are left out and counted in an "egpu dropped=N" entry
+// (checkpoints that do not fit are left out uncounted: the next would count
+// again).
 // An error, naming the fault, when the request holds anything but records
 // of job `job_id` (the job whose comment it is).
 Result<std::string> merge_append_request(std::string_view existing, std::string_view request,

@@ -184,9 +184,7 @@ TEST(AgentUsage, CheckpointsCarryTheUsageSoFarUntilStopped) {
 
   const std::string no_tools = agent.dir() + "/empty-path";
   std::filesystem::create_directories(no_tools);
-  const std::string saved_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
-  setenv("PATH", no_tools.c_str(), 1);
-  const spank::CheckpointTarget target{3, 0, "3", "n7", agent.socket()};
+  const spank::CheckpointTarget target{3, 0, "3", "n7", agent.socket(), {"PATH=" + no_tools}};
   std::mutex mu;
   std::vector<std::string> logged;
   {
@@ -220,8 +218,7 @@ TEST(AgentUsage, CheckpointsCarryTheUsageSoFarUntilStopped) {
   // A step the agent no longer has is ending: nothing to write, no error.
   ASSERT_EQ(agent.call(protocol::RemoveRequest{3, 0, 0})->status, ReplyStatus::kOk);
   EXPECT_EQ(spank::checkpoint_step(target, 2'000), "");
-  setenv("PATH", saved_path.c_str(), 1);
-  const spank::CheckpointTarget no_agent{3, 0, "3", "n7", agent.dir() + "/no-such.sock"};
+  const spank::CheckpointTarget no_agent{3, 0, "3", "n7", agent.dir() + "/no-such.sock", {}};
   EXPECT_NE(spank::checkpoint_step(no_agent, 2'000).find("no node agent answers"),
             std::string::npos);
 }

@@ -69,6 +69,17 @@ TEST(AdminComment, CheckpointsGiveWayToTheFinalRecordNeverTheOtherWay) {
   ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(*c, "note; " + final + "; " + other_gpu);
   EXPECT_EQ(records_in_comment(*c).dropped, 0u);
+  // A full comment: checkpoints that do not fit are not counted (each
+  // interval would count again); a final record that does not fit is.
+  const size_t full = c->size() + 2;
+  for (int i = 0; i < 3; ++i) {
+    auto again = merge_append_request(*c, append_request({record(2, "n1", 0, 1, true)}), 7, full);
+    ASSERT_TRUE(again) << again.error();
+    EXPECT_EQ(*again, *c);
+  }
+  auto lost = merge_append_request(*c, append_request({record(2, "n1", 0, 1)}), 7, full);
+  ASSERT_TRUE(lost) << lost.error();
+  EXPECT_EQ(records_in_comment(*lost).dropped, 1u);
 }
 
 TEST(AdminComment, RecordsPastTheLimitAreCountedNotKept) {

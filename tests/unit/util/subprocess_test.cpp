@@ -3,6 +3,16 @@
 #include "core/util/subprocess.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
 
 namespace egpu {
 namespace {
@@ -37,6 +47,41 @@ TEST(Subprocess, AMissingProgramIsNamed) {
       << r[0].failure();
 }
 
+TEST(Subprocess, AFileThatCannotRunIsNamed) {
+  char path[] = "/tmp/egpu-not-a-program-XXXXXX";
+  const int fd = ::mkstemp(path);  // mode 0600: no one may execute it
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  auto r = run_processes({{path}}, 30'000);
+  ::unlink(path);
+  EXPECT_FALSE(r[0].ok());
+  EXPECT_NE(r[0].failure().find(std::string("cannot run ") + path + ": Permission denied"),
+            std::string::npos)
+      << r[0].failure();
+}
+
+// slurmstepd's main thread reaps any child of its own (wait3(-1)) while the
+// SPANK checkpoint thread runs scontrol: the status must still be ours.
+TEST(Subprocess, AnotherThreadReapingAnyChildDoesNotTakeTheStatus) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> stolen{0};
+  std::thread reaper([&] {
+    while (!stop.load()) {
+      const pid_t r = ::waitpid(-1, nullptr, 0);
+      if (r > 0) stolen.fetch_add(1);
+      if (r < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    auto r = run_processes({{"sh", "-c", "echo x; exit 3"}}, 30'000);
+    EXPECT_EQ(r[0].exit_code, 3) << r[0].failure();
+    EXPECT_EQ(r[0].out, "x\n");
+  }
+  stop.store(true);
+  reaper.join();
+  EXPECT_EQ(stolen.load(), 0);
+}
+
 TEST(Subprocess, ASignalledChildSaysSo) {
   auto r = run_processes({{"sh", "-c", "kill -KILL $$"}}, 30'000);
   EXPECT_EQ(r[0].signal, 9);
@@ -53,8 +98,20 @@ TEST(Subprocess, PastTheDeadlineChildrenAreEndedAndReported) {
 }
 
 TEST(Subprocess, AChildIgnoringTermIsKilled) {
-  auto r = run_processes({{"sh", "-c", "trap '' TERM; while :; do sleep 1; done"}}, 200);
+  auto r = run_processes({{"sh", "-c", "echo $$; trap '' TERM; while :; do sleep 1; done"}}, 200);
   EXPECT_TRUE(r[0].timed_out);
+  // Gone (or a zombie on its way), not left running.
+  const int pid = std::atoi(r[0].out.c_str());
+  ASSERT_GT(pid, 0) << r[0].out;
+  const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    std::ifstream in(stat);
+    std::string id, name, state;
+    gone = !(in >> id >> name >> state) || state == "Z";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << stat;
 }
 
 }  // namespace
