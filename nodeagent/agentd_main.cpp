@@ -21,9 +21,9 @@ void usage(FILE* out) {
                "; a missing\n"
                "                      default file means built-in defaults)\n"
                "  --check             validate the configuration and exit\n"
-               "  --check-pages       exit 0 when this agent can take over the pages a running\n"
-               "                      agent keeps in RuntimeDir (their steps' instances), 3\n"
-               "                      when not (another page layout: an upgrade should wait)\n"
+               "  --check-pages       exit 0 when this agent can take over the instances a\n"
+               "                      running agent holds (its pages in RuntimeDir), 3 when\n"
+               "                      not (another page layout: restart once they ended)\n"
                "  -v, --verbose       debug logging\n"
                "  -h, --help          this text\n");
 }
@@ -83,7 +83,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (check_pages) {
-    if (egpu::Status s = egpu::shm::check_page_takeover(config.runtime_dir); !s) {
+    if (egpu::Status s = egpu::shm::check_page_takeover(
+            config.runtime_dir, static_cast<uint32_t>(config.max_instances_per_gpu));
+        !s) {
       std::fprintf(stderr, "egpu-agentd: cannot take over the running agent's instances: %s\n",
                    s.error().c_str());
       return 3;

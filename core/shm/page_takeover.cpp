@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "core/protocol/messages.h"
 #include "core/shm/pages.h"
@@ -14,7 +16,17 @@
 
 namespace egpu::shm {
 
-Status check_page_takeover(const std::string& runtime_dir) {
+Status check_page_takeover(const std::string& runtime_dir, uint32_t max_slots) {
+  // Instance pages live as long as their instances (removal unlinks them).
+  std::error_code ec;
+  bool instances = false;
+  for (const auto& entry : std::filesystem::directory_iterator(runtime_dir, ec)) {
+    if (entry.path().filename().string().starts_with("instance-")) {
+      instances = true;
+      break;
+    }
+  }
+  if (!instances) return {};
   std::string problems;
   auto problem = [&](const std::string& text) {
     problems += (problems.empty() ? "" : "; ") + text;
@@ -36,8 +48,9 @@ Status check_page_takeover(const std::string& runtime_dir) {
               std::to_string(sizeof(GpuPage)) + " (another page layout)");
       continue;
     }
-    uint32_t head[2] = {0, 0};  // magic, version
-    static_assert(offsetof(GpuPage, magic) == 0 && offsetof(GpuPage, version) == 4);
+    uint32_t head[4] = {0, 0, 0, 0};  // magic, version, gpu_index, max_slots
+    static_assert(offsetof(GpuPage, magic) == 0 && offsetof(GpuPage, version) == 4 &&
+                  offsetof(GpuPage, gpu_index) == 8 && offsetof(GpuPage, max_slots) == 12);
     if (::pread(fd.get(), head, sizeof head, 0) != static_cast<ssize_t>(sizeof head)) {
       problem(path + ": cannot read its header");
       continue;
@@ -48,6 +61,10 @@ Status check_page_takeover(const std::string& runtime_dir) {
     } else if (head[1] != kLayoutVersion) {
       problem(path + " has page layout " + std::to_string(head[1]) + ", this agent's is " +
               std::to_string(kLayoutVersion));
+    } else if (head[2] != gpu || head[3] != max_slots) {
+      problem(path + " is GPU " + std::to_string(head[2]) + " with " + std::to_string(head[3]) +
+              " slots; this agent's is GPU " + std::to_string(gpu) + " with " +
+              std::to_string(max_slots) + " (MaxInstancesPerGpu)");
     }
   }
   if (problems.empty()) return {};

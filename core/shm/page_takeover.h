@@ -5,14 +5,17 @@
 // it running when the answer is no (packaging/egpu.postinst).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/util/result.h"
 
 namespace egpu::shm {
 
-// OK when every GPU page in `runtime_dir` (gpu0..gpu63) is absent or of this
-// build's layout; else an error naming each page that is not and why.
-Status check_page_takeover(const std::string& runtime_dir);
+// OK when the running agent holds no instance (no instance page in
+// `runtime_dir`: an idle node restarts whatever its pages), or every GPU page
+// (gpu0..gpu63) is absent or one this build, with `max_slots` instances per
+// GPU, reuses; else an error naming each page it cannot and why.
+Status check_page_takeover(const std::string& runtime_dir, uint32_t max_slots);
 
 }  // namespace egpu::shm

@@ -98,26 +98,40 @@ TEST(PageFile, ReplacingLeavesTheOldFileToThoseWhoMapIt) {
   EXPECT_NE(refused.error().find("no/such/dir/gpu3"), std::string::npos) << refused.error();
 }
 
-// `egpu-agentd --check-pages`: which pages a new agent could not take over.
-TEST(PageTakeover, NamesEachPageOfAnotherLayout) {
+// `egpu-agentd --check-pages`: which pages a new agent could not take over,
+// while instances (their pages) exist.
+TEST(PageTakeover, NamesEachPageOfAnotherLayoutWhileInstancesRun) {
   TempDir dir;
   ASSERT_FALSE(dir.path.empty());
-  EXPECT_TRUE(check_page_takeover(dir.path));  // nothing there yet
+  constexpr uint32_t kSlots = 64;
+  EXPECT_TRUE(check_page_takeover(dir.path, kSlots));  // nothing there yet
   auto current = open_page_file(dir.path + "/gpu0", sizeof(GpuPage), ::getuid(), ::getgid(), 0600);
   ASSERT_TRUE(current) << current.error();
-  EXPECT_TRUE(check_page_takeover(dir.path));  // created, never finished (magic 0)
-  current->mapping.as<GpuPage>()->magic = kGpuPageMagic;
-  current->mapping.as<GpuPage>()->version = kLayoutVersion;
-  EXPECT_TRUE(check_page_takeover(dir.path));
   (void)old_page(dir.path + "/gpu5", 100);
   auto other = open_page_file(dir.path + "/gpu7", sizeof(GpuPage), ::getuid(), ::getgid(), 0600);
   ASSERT_TRUE(other) << other.error();
   other->mapping.as<GpuPage>()->magic = 0x12345678;
-  const Status s = check_page_takeover(dir.path);
+  // No instance: an idle node restarts whatever its pages say.
+  EXPECT_TRUE(check_page_takeover(dir.path, kSlots));
+  const Mapping instance = old_page(dir.path + "/instance-12", 64);
+  Status s = check_page_takeover(dir.path, kSlots);
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().find(dir.path + "/gpu5 has 100 bytes"), std::string::npos) << s.error();
   EXPECT_NE(s.error().find(dir.path + "/gpu7 is not a GPU page"), std::string::npos) << s.error();
-  EXPECT_EQ(s.error().find("/gpu0"), std::string::npos) << s.error();
+  EXPECT_EQ(s.error().find("/gpu0"), std::string::npos) << s.error();  // never finished: magic 0
+  ::unlink((dir.path + "/gpu5").c_str());
+  ::unlink((dir.path + "/gpu7").c_str());
+  auto* page = current->mapping.as<GpuPage>();
+  page->magic = kGpuPageMagic;
+  page->version = kLayoutVersion;
+  page->gpu_index = 0;
+  page->max_slots = kSlots;
+  EXPECT_TRUE(check_page_takeover(dir.path, kSlots));
+  // Another MaxInstancesPerGpu: GpuArbiter::open would not reuse it either.
+  s = check_page_takeover(dir.path, 32);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().find("GPU 0 with 64 slots; this agent's is GPU 0 with 32"), std::string::npos)
+      << s.error();
 }
 
 }  // namespace

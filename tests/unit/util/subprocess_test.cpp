@@ -2,7 +2,9 @@
 // to start, and the deadline.
 #include "core/util/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,6 +82,41 @@ TEST(Subprocess, AnotherThreadReapingAnyChildDoesNotTakeTheStatus) {
   stop.store(true);
   reaper.join();
   EXPECT_EQ(stolen.load(), 0);
+}
+
+// The status stays right when the caller ignores SIGCHLD (the kernel would
+// reap the command itself), and the command gets no descriptor of the
+// caller's but its stdio.
+TEST(Subprocess, TheCallersSignalsAndDescriptorsDoNotReachTheCommand) {
+  struct sigaction ignore {
+  }, before{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGCHLD, &ignore, &before), 0);
+  const int leaked = ::open("/dev/null", O_RDONLY);  // not close-on-exec
+  ASSERT_GE(leaked, 3);
+  auto r = run_processes({{"sh", "-c", "ls /proc/$$/fd; exit 4"}}, 30'000);
+  ::close(leaked);
+  ::sigaction(SIGCHLD, &before, nullptr);
+  EXPECT_EQ(r[0].exit_code, 4) << r[0].failure();
+  EXPECT_EQ(r[0].out, "0\n1\n2\n") << r[0].out;
+}
+
+// A caller whose stdio is closed: the pipes may take descriptors 0-2.
+TEST(Subprocess, ACallerWithoutStdioStillGetsTheOutput) {
+  const int saved_out = ::dup(1), saved_err = ::dup(2), saved_in = ::dup(0);
+  ::close(0);
+  ::close(1);
+  ::close(2);
+  auto r = run_processes({{"sh", "-c", "echo out; echo err >&2; read x || echo eof"}}, 30'000);
+  ::dup2(saved_in, 0);
+  ::dup2(saved_out, 1);
+  ::dup2(saved_err, 2);
+  ::close(saved_in);
+  ::close(saved_out);
+  ::close(saved_err);
+  EXPECT_TRUE(r[0].ok()) << r[0].failure();
+  EXPECT_EQ(r[0].out, "out\neof\n");
+  EXPECT_EQ(r[0].err, "err\n");
 }
 
 TEST(Subprocess, ASignalledChildSaysSo) {
