@@ -9,7 +9,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
+#include <string_view>
+#include <system_error>
 
 #include "core/util/clock.h"
 #include "core/util/log.h"
@@ -129,6 +132,7 @@ Status Agent::init() {
     gpu_events_.push_back(std::move(ev));
     if (Status s = recover(gpu, recovered); !s) return s;
   }
+  remove_orphan_pages();
   auto control = ControlServer::listen(
       base_.get(), config_.socket_path,
       [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); });
@@ -157,6 +161,26 @@ Status Agent::init() {
                 arbiters_.size(), config_.socket_path.c_str(), config_.slice_ms, config_.window_ms,
                 to_string(config_.fail_mode));
   return {};
+}
+
+void Agent::remove_orphan_pages() {
+  // Pages of instances no agent holds any more: a previous agent's that this
+  // one could not take over (another page layout), or that died before it
+  // removed them. Their processes keep their mappings; the files would only
+  // linger, and make `egpu-agentd --check-pages` see instances that are gone.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(config_.runtime_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    constexpr std::string_view kPrefix = "instance-";
+    if (!name.starts_with(kPrefix) || name.size() == kPrefix.size() || name.size() > 29 ||
+        name.find_first_not_of("0123456789", kPrefix.size()) != std::string::npos)
+      continue;
+    const uint64_t id = std::stoull(name.substr(kPrefix.size()));
+    if (registry_->find(id) != nullptr) continue;
+    if (::unlink(entry.path().c_str()) == 0)
+      EGPU_LOG_INFO("removed %s: no agent holds instance %llu", entry.path().c_str(),
+                    static_cast<unsigned long long>(id));
+  }
 }
 
 Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovered) {

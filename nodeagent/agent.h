@@ -57,6 +57,7 @@ class Agent {
   explicit Agent(const config::EgpuConfig& config);
   Status init();
   Status recover(uint32_t gpu, const std::vector<model::Instance>& recovered);
+  void remove_orphan_pages();
 
   std::vector<Outgoing> handle(const PeerCred& peer, std::span<const uint8_t> bytes);
   Outgoing reply(const protocol::Reply& r, uint32_t request_id, std::vector<int> fds = {});

@@ -66,9 +66,16 @@ TEST(AgentUpgrade, PagesOfAnotherLayoutAreLeftToTheirShimsNotTakenOver) {
             std::string::npos)
       << agent.log();
   EXPECT_NE(inode_of(path), old_inode);
-  // Not taken over: the step's instance is not this agent's.
+  // Not taken over: the step's instance is not this agent's, and its page
+  // file is gone from the runtime directory (its processes keep their map).
   EXPECT_EQ(agent.call(protocol::ShowRequest{created->instance_id})->status,
             ReplyStatus::kNotFound);
+  const std::string instance_page =
+      agent.dir() + "/run/instance-" + std::to_string(created->instance_id);
+  EXPECT_EQ(inode_of(instance_page), 0u) << instance_page;
+  EXPECT_NE(agent.log().find("removed " + instance_page + ": no agent holds instance"),
+            std::string::npos)
+      << agent.log();
   // The old page is as the previous agent left it: its shims read their own
   // layout, and a heartbeat that no longer moves.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
