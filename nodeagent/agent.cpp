@@ -1,12 +1,15 @@
 #include "nodeagent/agent.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -85,6 +88,16 @@ Status Agent::init() {
   // Before any page of a job is mapped (see UserPageGuard).
   if (Status s = UserPageGuard::install(); !s) return s;
   if (Status s = make_runtime_dir(config_.runtime_dir); !s) return s;
+  // One agent per runtime directory: a second one (started by hand) would
+  // take the socket and the pages from under the first.
+  const std::string lock_path = config_.runtime_dir + "/agent.lock";
+  runtime_lock_.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!runtime_lock_.valid()) return Error{lock_path + ": " + std::strerror(errno)};
+  if (::flock(runtime_lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+    return Error{errno == EWOULDBLOCK ? "another egpu-agentd runs on " + config_.runtime_dir +
+                                            " (it holds " + lock_path + ")"
+                                      : lock_path + ": " + std::strerror(errno)};
+  }
   auto inventory = discover_gpus(config_);
   if (!inventory) return Error{inventory.error()};
   // Precise timers (timerfd): FAA acts on sub-millisecond deadlines, which
@@ -169,16 +182,19 @@ void Agent::remove_orphan_pages() {
   // removed them. Their processes keep their mappings; the files would only
   // linger, and make `egpu-agentd --check-pages` see instances that are gone.
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(config_.runtime_dir, ec)) {
-    const std::string name = entry.path().filename().string();
+  std::filesystem::directory_iterator it(config_.runtime_dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     constexpr std::string_view kPrefix = "instance-";
-    if (!name.starts_with(kPrefix) || name.size() == kPrefix.size() || name.size() > 29 ||
-        name.find_first_not_of("0123456789", kPrefix.size()) != std::string::npos)
-      continue;
-    const uint64_t id = std::stoull(name.substr(kPrefix.size()));
+    if (!name.starts_with(kPrefix)) continue;
+    uint64_t id = 0;
+    const char* first = name.data() + kPrefix.size();
+    const char* last = name.data() + name.size();
+    const auto [at, why] = std::from_chars(first, last, id);
+    if (first == last || why != std::errc() || at != last) continue;
     if (registry_->find(id) != nullptr) continue;
-    if (::unlink(entry.path().c_str()) == 0)
-      EGPU_LOG_INFO("removed %s: no agent holds instance %llu", entry.path().c_str(),
+    if (::unlink(it->path().c_str()) == 0)
+      EGPU_LOG_INFO("removed %s: no agent holds instance %llu", it->path().c_str(),
                     static_cast<unsigned long long>(id));
   }
 }

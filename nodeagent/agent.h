@@ -19,6 +19,7 @@
 #include "core/model/instance_registry.h"
 #include "core/protocol/messages.h"
 #include "core/util/result.h"
+#include "core/util/unique_fd.h"
 #include "nodeagent/control_server.h"
 #include "nodeagent/event_handle.h"
 #include "nodeagent/gpu_arbiter.h"
@@ -122,6 +123,7 @@ class Agent {
 
   config::EgpuConfig config_;
   uint64_t epoch_ = 0;
+  UniqueFd runtime_lock_;  // flock: one agent per RuntimeDir
   int64_t started_ns_ = 0;
   EventBaseHandle base_;
   std::unique_ptr<model::InstanceRegistry> registry_;

@@ -92,7 +92,11 @@ void close_from(int first) {
   // dup2 lands on one of its own sources or leaves a close-on-exec flag).
   const int in = ::fcntl(null_fd, F_DUPFD, 5), out = ::fcntl(out_w, F_DUPFD, 5),
             err = ::fcntl(err_w, F_DUPFD, 5), rep = ::fcntl(report_w, F_DUPFD, 5);
-  if (in < 0 || out < 0 || err < 0 || rep < 0 || ::dup2(rep, 3) != 3) ::_exit(125);
+  if (in < 0 || out < 0 || err < 0 || rep < 0 || ::dup2(rep, 3) != 3) {
+    const Message m{1, errno};
+    (void)!::write(report_w, &m, sizeof m);
+    ::_exit(125);
+  }
   const int why_dup = ::dup2(in, 0) == 0 && ::dup2(out, 1) == 1 && ::dup2(err, 2) == 2 ? 0 : errno;
   close_from(4);
   ::fcntl(3, F_SETFD, FD_CLOEXEC);
@@ -118,6 +122,11 @@ void close_from(int first) {
   const int clone_errno = errno;
   ::close(exec_pipe[1]);
   if (command < 0) say(1, clone_errno);
+  // A TERM for the group that came while it was blocked here is the
+  // command's.
+  sigset_t pending;
+  if (::sigpending(&pending) == 0 && ::sigismember(&pending, SIGTERM) == 1)
+    ::kill(static_cast<pid_t>(command), SIGTERM);
   // Only the command could still hold the pipe: this ends at its exec.
   int why = 0;
   ssize_t n;
@@ -172,6 +181,9 @@ Result<ReportedChild> spawn_reported(const std::vector<std::string>& argv, char*
                  ends[1][1].get(), ends[2][1].get());
   }
   const int clone_errno = errno;
+  // Its own group from the start, whichever of the two gets there first: a
+  // kill of the group before the copy set it must not miss it.
+  if (reporter > 0) ::setpgid(static_cast<pid_t>(reporter), static_cast<pid_t>(reporter));
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (reporter < 0) return Error{"cannot run " + argv[0] + ": " + std::strerror(clone_errno)};
   ReportedChild child;

@@ -129,21 +129,33 @@ std::vector<ProcessOutcome> run_processes(const std::vector<std::vector<std::str
     bool running = false;
     for (auto& c : children) {
       if (c.pid > 0) {
-        int status = 0;
-        const pid_t r = ::waitpid(c.pid, &status, WNOHANG | __WALL);
-        // ECHILD: someone reaped it after all (its status is lost, its
-        // output is not).
-        if (r == c.pid || (r < 0 && errno == ECHILD)) {
-          // How the command ended, as its reporter says; the reporter's own
-          // status when it died first (the deadline's KILL).
+        // Has the reporter ended? Looked at without reaping it, so that its
+        // group (the command's too) can still be killed when it ended
+        // without a report (killed alone: the OOM killer counts all of this
+        // process's copied memory against it).
+        siginfo_t info{};
+        const int w =
+            ::waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT | __WALL);
+        const bool lost = w < 0 && errno == ECHILD;  // reaped by someone else
+        if (lost || (w == 0 && info.si_pid == c.pid)) {
           const auto report = c.status.valid() ? read_report(c.status) : Error{"none"};
+          if (!report) ::kill(-c.pid, SIGKILL);
+          int status = 0;
+          if (!lost) {
+            while (::waitpid(c.pid, &status, __WALL) < 0 && errno == EINTR) {
+            }
+          }
           if (report && report->started)
             record_exit(*c.outcome, report->wait_status);
           else if (report)
             c.outcome->spawn_error =
                 "cannot run " + c.name + ": " + std::strerror(report->exec_errno);
-          else if (r == c.pid)
-            record_exit(*c.outcome, status);
+          else if (!c.outcome->timed_out)
+            c.outcome->spawn_error =
+                "lost " + c.name + ": the process watching it ended first (" +
+                (WIFSIGNALED(status) ? std::string("signal ") + ::strsignal(WTERMSIG(status))
+                                     : "exit " + std::to_string(WEXITSTATUS(status))) +
+                ")";
           c.status.reset();
           c.pid = -1;
           // What it wrote before it exited is in the pipes now; a grandchild

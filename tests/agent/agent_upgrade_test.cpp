@@ -89,5 +89,22 @@ TEST(AgentUpgrade, PagesOfAnotherLayoutAreLeftToTheirShimsNotTakenOver) {
   EXPECT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
 }
 
+// One agent per runtime directory: a second one started by hand is refused
+// before it touches the first one's socket or pages.
+TEST(AgentUpgrade, ASecondAgentOnTheSameRuntimeDirectoryIsRefused) {
+  AgentProcess agent;
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto created = agent.call(create_request(1, 40, 4242));
+  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  auto second = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path()}}, 30'000);
+  EXPECT_EQ(second.front().exit_code, 1) << second.front().err;
+  EXPECT_NE(second.front().err.find("another egpu-agentd runs on"), std::string::npos)
+      << second.front().err;
+  // The first one serves on, its instance and page untouched.
+  auto shown = agent.call(protocol::ShowRequest{created->instance_id});
+  ASSERT_TRUE(shown);
+  EXPECT_EQ(shown->status, ReplyStatus::kOk) << shown->text;
+}
+
 }  // namespace
 }  // namespace egpu::test

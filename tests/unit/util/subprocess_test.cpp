@@ -119,6 +119,28 @@ TEST(Subprocess, ACallerWithoutStdioStillGetsTheOutput) {
   EXPECT_EQ(r[0].err, "err\n");
 }
 
+// The process that watches the command dies alone (the OOM killer's
+// choice): the command goes too, and the outcome says it was lost, not how
+// the watcher ended.
+TEST(Subprocess, ACommandWhoseWatcherDiedIsEndedAndReportedLost) {
+  auto r = run_processes({{"sh", "-c", "echo $$; kill -KILL $PPID; sleep 30"}}, 60'000);
+  EXPECT_FALSE(r[0].ok());
+  EXPECT_NE(r[0].failure().find("lost sh: the process watching it ended first (signal Killed)"),
+            std::string::npos)
+      << r[0].failure();
+  const int pid = std::atoi(r[0].out.c_str());
+  ASSERT_GT(pid, 0) << r[0].out;
+  const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    std::ifstream in(stat);
+    std::string id, name, state;
+    gone = !(in >> id >> name >> state) || state == "Z";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << stat;
+}
+
 TEST(Subprocess, ASignalledChildSaysSo) {
   auto r = run_processes({{"sh", "-c", "kill -KILL $$"}}, 30'000);
   EXPECT_EQ(r[0].signal, 9);
