@@ -194,15 +194,7 @@ std::vector<Outgoing> Agent::handle_usage(const PeerCred& peer, const protocol::
       continue;
     if (!registry_->may_see_details(peer.uid, *inst))
       return {reply(error_reply(ReplyStatus::kDenied, step + " belongs to another user"), id)};
-    // The totals as of the last heartbeat's fold (at most 100 ms old).
-    const accounting::UsageTotals* totals = arbiters_[inst->gpu]->usage(inst->id);
-    if (totals == nullptr) continue;
-    accounting::StepUsage u;
-    u.gpu = inst->gpu;
-    u.units = inst->units;
-    u.totals = *totals;
-    u.ended_unix_ns = realtime_ns();
-    usage.push_back(u);
+    if (auto u = arbiters_[inst->gpu]->usage_so_far(inst->id)) usage.push_back(*u);
   }
   if (usage.empty())
     return {reply(error_reply(ReplyStatus::kNotFound, step + " has no instances here"), id)};

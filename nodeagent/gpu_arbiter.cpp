@@ -191,11 +191,16 @@ std::optional<accounting::StepUsage> GpuArbiter::finish(uint64_t instance_id) {
   // that exited included) is charged, then folded in.
   const int64_t now = monotonic_ns();
   (void)tick(now);
-  Member& m = members_.at(it->second);
-  fold_usage(it->second, m, now);
+  fold_usage(it->second, members_.at(it->second), now);
+  return usage_so_far(instance_id);
+}
+
+std::optional<accounting::StepUsage> GpuArbiter::usage_so_far(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return std::nullopt;
   accounting::StepUsage u;
   u.gpu = gpu_;
-  u.units = m.instance.units;
+  u.units = members_.at(it->second).instance.units;
   u.totals = ledger_.totals(it->second);
   u.ended_unix_ns = realtime_ns();
   return u;

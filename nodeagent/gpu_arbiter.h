@@ -68,6 +68,9 @@ class GpuArbiter {
   // What the instance achieved over its life (its ledger totals after one
   // last look at its page), for the record of its step; call before remove().
   std::optional<accounting::StepUsage> finish(uint64_t instance_id);
+  // The same as of the last fold (at most a heartbeat old), the instance
+  // running on: a usage request (SPANK's checkpoints).
+  std::optional<accounting::StepUsage> usage_so_far(uint64_t instance_id) const;
   // Applies new targets (fractions) and modes; shrinks are applied before grows.
   Status retarget(const std::map<uint64_t, std::pair<double, Mode>>& targets);
   void update_control(const model::Instance& instance);

@@ -50,9 +50,6 @@ class StepCheckpoints {
   StepCheckpoints(const StepCheckpoints&) = delete;
   StepCheckpoints& operator=(const StepCheckpoints&) = delete;
 
-  // Checkpoints written so far (for tests and the log).
-  int written() const;
-
  private:
   void run();
 
@@ -60,10 +57,9 @@ class StepCheckpoints {
   const std::chrono::milliseconds interval_;
   const int timeout_ms_;
   const Log log_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  int written_ = 0;
   std::thread thread_;
 };
 

@@ -19,6 +19,18 @@
 namespace egpu {
 namespace {
 
+// Whether process `pid` is gone, or a zombie on its way, within 5 s.
+bool gone_within_5s(int pid) {
+  const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream in(stat);
+    std::string id, name, state;
+    if (!(in >> id >> name >> state) || state == "Z") return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 TEST(Subprocess, CollectsOutputAndStatusOfEachInOrder) {
   auto r =
       run_processes({{"sh", "-c", "echo out; echo err >&2; exit 3"}, {"echo", "hello"}}, 30'000);
@@ -130,15 +142,7 @@ TEST(Subprocess, ACommandWhoseWatcherDiedIsEndedAndReportedLost) {
       << r[0].failure();
   const int pid = std::atoi(r[0].out.c_str());
   ASSERT_GT(pid, 0) << r[0].out;
-  const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
-  bool gone = false;
-  for (int i = 0; i < 500 && !gone; ++i) {
-    std::ifstream in(stat);
-    std::string id, name, state;
-    gone = !(in >> id >> name >> state) || state == "Z";
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(gone) << stat;
+  EXPECT_TRUE(gone_within_5s(pid)) << "process " << pid << " is still running";
 }
 
 TEST(Subprocess, ASignalledChildSaysSo) {
@@ -159,18 +163,10 @@ TEST(Subprocess, PastTheDeadlineChildrenAreEndedAndReported) {
 TEST(Subprocess, AChildIgnoringTermIsKilled) {
   auto r = run_processes({{"sh", "-c", "echo $$; trap '' TERM; while :; do sleep 1; done"}}, 200);
   EXPECT_TRUE(r[0].timed_out);
-  // Gone (or a zombie on its way), not left running.
+  // Not left running.
   const int pid = std::atoi(r[0].out.c_str());
   ASSERT_GT(pid, 0) << r[0].out;
-  const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
-  bool gone = false;
-  for (int i = 0; i < 500 && !gone; ++i) {
-    std::ifstream in(stat);
-    std::string id, name, state;
-    gone = !(in >> id >> name >> state) || state == "Z";
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(gone) << stat;
+  EXPECT_TRUE(gone_within_5s(pid)) << "process " << pid << " is still running";
 }
 
 }  // namespace
