@@ -210,6 +210,7 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
     }
     restored.push_back(inst);
   }
+  restore_latency_control(gpu);
   // Targets once every instance is known: an umbrella's share depends on its steps.
   for (const model::Instance& inst : restored) {
     if (Status s = arb.add(inst, targets(gpu).at(inst.id).first, registry_->memory_limit(inst),
@@ -245,6 +246,8 @@ int Agent::run() {
     tick(gpu);
   // -1: the event loop itself failed (not a stop request).
   const int dispatched = event_base_dispatch(base_.get());
+  for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
+    save_latency_control(gpu);
   for (auto& arb : arbiters_)
     arb->shutdown();
   if (dispatched < 0) {
@@ -357,48 +360,6 @@ void Agent::on_kick(evutil_socket_t, short, void* arg) {
   const int64_t at = g.last_kick_tick + kMinKickGapNs;
   // `scheduled` is the pending tick, or one that already fired (<= now).
   if (g.scheduled <= now || g.scheduled > at) self.schedule_tick(g.gpu, at, /*slack=*/false);
-}
-
-void Agent::schedule_latency_control() {
-  if (latency_timer_on_ || !latency_timer_) return;
-  bool wanted = false;
-  for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
-    wanted = wanted || latency_.wanted(gpu, *registry_);
-  if (!wanted) return;
-  timeval period{0, static_cast<suseconds_t>(LatencyControl::kPeriodNs / 1000)};
-  if (event_add(latency_timer_.get(), &period) != 0) {
-    EGPU_LOG_WARN("cannot start the latency control's timer; objectives are not acted on");
-    return;
-  }
-  latency_timer_on_ = true;
-  latency_last_ns_ = monotonic_ns();
-}
-
-void Agent::on_latency_timer(evutil_socket_t, short, void* arg) {
-  auto* self = static_cast<Agent*>(arg);
-  const int64_t now = monotonic_ns();
-  // The period as it was: a late timer must not make a period's device
-  // time look like more than the GPU had.
-  const int64_t period = std::max<int64_t>(now - self->latency_last_ns_, 1'000'000);
-  self->latency_last_ns_ = now;
-  bool wanted = false;
-  for (uint32_t gpu = 0; gpu < self->arbiters_.size(); ++gpu) {
-    if (!self->latency_.wanted(gpu, *self->registry_)) {
-      self->latency_.forget(gpu);
-      continue;
-    }
-    wanted = true;
-    if (!self->latency_.step(gpu, *self->registry_, *self->arbiters_[gpu], period)) continue;
-    if (Status s = self->retarget(gpu); !s) {
-      EGPU_LOG_WARN("GPU %u: cannot apply the latency control's shares: %s", gpu,
-                    s.error().c_str());
-    }
-    self->tick(gpu);
-  }
-  if (!wanted) {
-    event_del(self->latency_timer_.get());
-    self->latency_timer_on_ = false;
-  }
 }
 
 void Agent::on_heartbeat(evutil_socket_t, short, void* arg) {

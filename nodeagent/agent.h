@@ -115,6 +115,10 @@ class Agent {
   // not running; the timer stops itself when none does (no wake-ups without
   // objectives).
   void schedule_latency_control();
+  // The latency control of a GPU as a previous agent left it (its loans and
+  // models); and keeping it for the next one (agent_latency.cpp).
+  void restore_latency_control(uint32_t gpu);
+  void save_latency_control(uint32_t gpu);
   static void on_latency_timer(evutil_socket_t, short, void* arg);
   static void on_tick_timer(evutil_socket_t, short, void* arg);
   static void on_kick(evutil_socket_t, short, void* arg);

@@ -1,5 +1,6 @@
 #include "nodeagent/latency_control.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -45,7 +46,12 @@ bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
     seen[inst->id] = now;
     inputs.push_back(std::move(in));
   }
+  // The first period of a GPU (a new agent, or control starting) has no
+  // baseline: what its instances did in it is unknown, not nothing.
+  const bool first = g.seen.empty() && !seen.empty();
   g.seen = std::move(seen);
+  g.periods_unsaved = std::min(g.periods_unsaved + 1, 1 << 30);
+  if (first) return false;
   std::map<uint64_t, int32_t> loans;
   for (const slo::SloState& s : g.controller.step(inputs, period_ns)) {
     if (s.borrowed != 0) loans[s.id] = s.borrowed;
@@ -66,12 +72,92 @@ const std::map<uint64_t, int32_t>& LatencyControl::loans(uint32_t gpu) const {
   return it == gpus_.end() ? kNoLoans : it->second.loans;
 }
 
-void LatencyControl::forget(uint32_t gpu) {
+bool LatencyControl::forget(uint32_t gpu) {
   auto it = gpus_.find(gpu);
-  if (it == gpus_.end()) return;
+  if (it == gpus_.end()) return false;
   for (const auto& [id, seen] : it->second.seen)
     states_.erase(id);
+  for (const auto& [id, units] : it->second.loans)
+    states_.erase(id);
+  for (const auto& [id, memory] : it->second.controller.memory())
+    states_.erase(id);
   gpus_.erase(it);
+  return true;
+}
+
+slo::SloMemory LatencyControl::memory(uint32_t gpu) const {
+  slo::SloMemory out;
+  const auto it = gpus_.find(gpu);
+  if (it == gpus_.end()) return out;
+  out.loans = it->second.loans;
+  for (const auto& [id, m] : it->second.controller.memory()) {
+    if (m.objective) out.instances[id] = m;  // others remember nothing
+  }
+  return out;
+}
+
+void LatencyControl::restore(uint32_t gpu, const slo::SloMemory& memory,
+                             const model::InstanceRegistry& registry) {
+  forget(gpu);
+  PerGpu& g = gpus_[gpu];
+  const auto here = [&](uint64_t id) {
+    const model::Instance* inst = registry.find(id);
+    return inst != nullptr && inst->gpu == gpu ? inst : nullptr;
+  };
+  // Only a lender lends and only a latency-critical instance borrows (as
+  // faa_targets holds them to).
+  for (const auto& [id, units] : memory.loans) {
+    const model::Instance* inst = here(id);
+    if (inst == nullptr) continue;
+    const slo::SloRole role = role_of(*inst);
+    if ((units < 0 && role == slo::SloRole::kLend) ||
+        (units > 0 && role == slo::SloRole::kLatencyCritical))
+      g.loans[id] = units;
+  }
+  for (auto [id, m] : memory.instances) {
+    const model::Instance* inst = here(id);
+    if (inst == nullptr || !inst->latency_critical() || m.objective != inst->objective) continue;
+    m.since_change = 0;
+    m.calm = 0;
+    m.idle = 0;
+    m.window.clear();
+    g.controller.restore(id, std::move(m));
+  }
+  // What status and metrics show until the first period: the loans as they
+  // were, and each instance's record.
+  for (const auto& [id, units] : g.loans) {
+    const model::Instance* inst = here(id);
+    slo::SloState s;
+    s.id = id;
+    s.role = role_of(*inst);
+    s.units = static_cast<uint32_t>(std::lround(registry.effective_share(*inst) * 100.0));
+    s.borrowed = units;
+    states_[id] = s;
+  }
+  for (const auto& [id, m] : g.controller.memory()) {
+    slo::SloState& s = states_[id];
+    s.id = id;
+    s.role = slo::SloRole::kLatencyCritical;
+    s.units = static_cast<uint32_t>(std::lround(registry.effective_share(*here(id)) * 100.0));
+    s.objective = m.objective;
+    s.windows_judged = m.windows_judged;
+    s.windows_met = m.windows_met;
+    s.model_points = m.model.points();
+  }
+  for (auto& [id, s] : states_) {
+    if (here(id) != nullptr)
+      s.effective_units =
+          static_cast<uint32_t>(std::max(0, static_cast<int32_t>(s.units) + s.borrowed));
+  }
+}
+
+int LatencyControl::periods_unsaved(uint32_t gpu) const {
+  const auto it = gpus_.find(gpu);
+  return it == gpus_.end() ? 0 : it->second.periods_unsaved;
+}
+
+void LatencyControl::mark_saved(uint32_t gpu) {
+  if (auto it = gpus_.find(gpu); it != gpus_.end()) it->second.periods_unsaved = 0;
 }
 
 const slo::SloState* LatencyControl::state(uint64_t instance_id) const {

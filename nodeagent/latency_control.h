@@ -11,6 +11,7 @@
 
 #include "core/model/instance_registry.h"
 #include "core/slo/slo_controller.h"
+#include "core/slo/slo_memory_codec.h"
 #include "nodeagent/gpu_arbiter.h"
 
 namespace egpu::agent {
@@ -28,12 +29,27 @@ class LatencyControl {
   // The GPU needs no control now: everything about it is forgotten, so the
   // first period after a gap starts from fresh readings (an old baseline
   // would pass hours of device time and stale samples off as one period).
-  void forget(uint32_t gpu);
+  // True when there was something to forget.
+  bool forget(uint32_t gpu);
   // Units moved on a GPU: + borrowed, - lent, by instance id.
   const std::map<uint64_t, int32_t>& loans(uint32_t gpu) const;
   // The controller's last view of an instance (status, metrics); nullptr if
   // it has none.
   const slo::SloState* state(uint64_t instance_id) const;
+
+  // What a GPU's control would need to go on after an agent restart (its
+  // loans, what its controller remembers), and taking it back in a new
+  // agent. The time the agent was away counts as a change of share: the
+  // controller judges afresh from the next window, but the loans, the model
+  // and the record stand meanwhile. Only instances of this GPU that are
+  // still latency-critical (for memories) or in the registry (for loans)
+  // are taken; faa_targets checks the loans again against their modes.
+  slo::SloMemory memory(uint32_t gpu) const;
+  void restore(uint32_t gpu, const slo::SloMemory& memory, const model::InstanceRegistry& registry);
+  // Periods since memory(gpu) was last marked saved; the agent saves a GPU's
+  // memory when its loans change and every so many periods.
+  int periods_unsaved(uint32_t gpu) const;
+  void mark_saved(uint32_t gpu);
 
  private:
   struct Seen {
@@ -44,6 +60,7 @@ class LatencyControl {
     slo::SloController controller;
     std::map<uint64_t, Seen> seen;  // by instance id
     std::map<uint64_t, int32_t> loans;
+    int periods_unsaved = 0;
   };
 
   std::map<uint32_t, PerGpu> gpus_;

@@ -39,6 +39,7 @@ class LatencyHistogram {
   int64_t quantile_ns(double q) const;
   const Counts& counts() const { return counts_; }
   void clear();
+  bool operator==(const LatencyHistogram&) const = default;
 
  private:
   Counts counts_{};

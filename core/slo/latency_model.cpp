@@ -23,9 +23,14 @@ double LatencyModel::Point::latency_ns() const {
 }
 
 void LatencyModel::observe(double h, int64_t latency_ns) {
-  if (!(h > 0.0) || latency_ns <= 0) return;
+  if (!(h > 0.0)) return;
+  observe_at(nearest_point(h), latency_ns);
+}
+
+void LatencyModel::observe_at(std::size_t point, int64_t latency_ns) {
+  if (latency_ns <= 0) return;
   // The ring forgets: a drifting service is followed within kRecent windows.
-  Point& p = points_[nearest_point(h)];
+  Point& p = points_[point];
   p.recent[p.next] = latency_ns;
   p.next = (p.next + 1) % kRecent;
   p.count = std::min<uint32_t>(p.count + 1, kRecent);
@@ -99,6 +104,27 @@ std::size_t LatencyModel::points() const {
 
 void LatencyModel::clear() {
   points_ = {};
+}
+
+LatencyModel::Windows LatencyModel::windows() const {
+  Windows out;
+  for (std::size_t i = 0; i < points_.size(); ++i) {
+    const Point& p = points_[i];
+    // The ring's oldest entry is at `next` once it is full, at 0 before.
+    const uint32_t first = p.count == kRecent ? p.next : 0;
+    for (uint32_t k = 0; k < p.count; ++k)
+      out[i].push_back(p.recent[(first + k) % kRecent]);
+  }
+  return out;
+}
+
+LatencyModel LatencyModel::from_windows(const Windows& windows) {
+  LatencyModel model;
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    for (int64_t latency_ns : windows[i])
+      model.observe_at(i, latency_ns);
+  }
+  return model;
 }
 
 }  // namespace egpu::slo

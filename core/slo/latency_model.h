@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace egpu::slo {
 
@@ -39,6 +40,15 @@ class LatencyModel {
   std::size_t points() const;
   void clear();
 
+  // What the model remembers, so a restarted agent keeps it: for each grid
+  // point, its windows' latencies, oldest first. from_windows() takes the
+  // same back, keeping the newest kRecent of a point and ignoring latencies
+  // <= 0 (as observe() does), so any input gives a valid model.
+  using Windows = std::array<std::vector<int64_t>, kHeadrooms.size()>;
+  Windows windows() const;
+  static LatencyModel from_windows(const Windows& windows);
+  bool operator==(const LatencyModel& other) const { return windows() == other.windows(); }
+
  private:
   static constexpr std::size_t kRecent = 16;
   struct Point {
@@ -49,6 +59,7 @@ class LatencyModel {
   };
   // The curve: grid points with data, made non-increasing (pool adjacent
   // violators, weighted).
+  void observe_at(std::size_t point, int64_t latency_ns);
   std::size_t fitted(std::array<double, kHeadrooms.size()>& h,
                      std::array<double, kHeadrooms.size()>& latency) const;
 

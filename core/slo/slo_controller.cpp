@@ -42,7 +42,7 @@ std::optional<uint32_t> units_for(const LatencyModel& model, double demand, doub
 
 }  // namespace
 
-uint32_t SloController::wanted(const SloInput& in, Tracked& t, SloState& s) {
+uint32_t SloController::wanted(const SloInput& in, Memory& t, SloState& s) {
   const uint32_t borrowed = static_cast<uint32_t>(t.borrowed);
   LatencyHistogram merged;
   for (const LatencyHistogram& h : t.window)
@@ -113,6 +113,23 @@ uint32_t SloController::wanted(const SloInput& in, Tracked& t, SloState& s) {
   return borrowed;
 }
 
+void SloController::restore(uint64_t id, Memory m) {
+  m.borrowed = std::clamp<int32_t>(m.borrowed, 0, static_cast<int32_t>(kMaxUnits));
+  m.since_change = std::clamp(m.since_change, 0, kCountCap);
+  m.calm = std::clamp(m.calm, 0, kCountCap);
+  m.idle = std::clamp(m.idle, 0, kCountCap);
+  m.windows_met = std::min(m.windows_met, m.windows_judged);
+  for (double& u : m.used)
+    u = std::isfinite(u) ? std::clamp(u, 0.0, 1.0) : 0.0;
+  const auto keep_used =
+      static_cast<std::size_t>(std::max(params_.demand_periods, params_.window_periods));
+  while (m.used.size() > keep_used)
+    m.used.pop_front();
+  while (m.window.size() > static_cast<std::size_t>(params_.window_periods))
+    m.window.pop_front();
+  tracked_[id] = std::move(m);
+}
+
 const std::vector<SloState>& SloController::step(const std::vector<SloInput>& inputs,
                                                  int64_t period_ns) {
   // Forget instances that left.
@@ -132,9 +149,9 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
     s.objective = in.role == SloRole::kLatencyCritical ? in.objective : std::nullopt;
     if (in.role == SloRole::kLend)
       lendable += in.units > params_.lend_floor_units ? in.units - params_.lend_floor_units : 0;
-    Tracked& t = tracked_[in.id];
+    Memory& t = tracked_[in.id];
     if (in.role != SloRole::kLatencyCritical || !in.objective) {
-      t = Tracked{};  // nothing to keep: it may become latency-critical later
+      t = Memory{};  // nothing to keep: it may become latency-critical later
       continue;
     }
     if (t.objective != in.objective) {  // a new objective is judged afresh
@@ -168,7 +185,7 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
   std::vector<Want> wants;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].role != SloRole::kLatencyCritical || !inputs[i].objective) continue;
-    Tracked& t = tracked_[inputs[i].id];
+    Memory& t = tracked_[inputs[i].id];
     const uint32_t units = wanted(inputs[i], t, states_[i]);
     const double urgency = static_cast<double>(states_[i].recent_latency_ns) /
                            static_cast<double>(inputs[i].objective->target_ns);
@@ -182,7 +199,7 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
   uint32_t lent = 0;
   for (const Want& w : wants) {
     const SloInput& in = inputs[w.index];
-    Tracked& t = tracked_[in.id];
+    Memory& t = tracked_[in.id];
     const uint32_t room = kMaxUnits > in.units ? kMaxUnits - in.units : 0;
     const uint32_t got = std::min({w.units, left, room});
     left -= got;

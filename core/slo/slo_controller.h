@@ -85,6 +85,7 @@ struct SloState {
   double demand = 0;            // share of the device used, averaged over the window
   double peak_demand = 0;       // the largest such average in the last demand_periods
   std::size_t model_points = 0;
+  bool operator==(const SloState&) const = default;
 };
 
 class SloController {
@@ -98,8 +99,11 @@ class SloController {
   const std::vector<SloState>& states() const { return states_; }
   const SloParams& params() const { return params_; }
 
- private:
-  struct Tracked {
+  // What the controller remembers of an instance between periods. An agent
+  // keeps it across its own restart (memory(), restore()), so a latency-
+  // critical instance keeps its loan, its model and its record instead of
+  // starting from its granted share and an empty model.
+  struct Memory {
     std::deque<LatencyHistogram> window;  // newest last
     std::deque<double> used;              // share used per period (demand_periods), newest last
     LatencyModel model;
@@ -110,14 +114,22 @@ class SloController {
     uint64_t windows_judged = 0;
     uint64_t windows_met = 0;
     std::optional<LatencyObjective> objective;
+    bool operator==(const Memory&) const = default;
   };
+  const std::map<uint64_t, Memory>& memory() const { return tracked_; }
+  // Takes back what memory() gave, for an instance the next step() lists
+  // (others are forgotten there). Values out of their range (a damaged
+  // file) are brought into it: a loan within [0, 100] units, shares used
+  // within [0, 1], no more periods than the controller keeps, no more
+  // windows met than judged.
+  void restore(uint64_t id, Memory memory);
 
+ private:
   // The units a latency-critical instance wants to borrow after this period.
-  uint32_t wanted(const SloInput& in, Tracked& t, SloState& s);
-  void judge(const SloInput& in, Tracked& t, SloState& s, uint32_t lendable);
+  uint32_t wanted(const SloInput& in, Memory& t, SloState& s);
 
   SloParams params_;
-  std::map<uint64_t, Tracked> tracked_;
+  std::map<uint64_t, Memory> tracked_;
   std::vector<SloState> states_;
 };
 

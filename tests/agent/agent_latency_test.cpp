@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -135,6 +136,105 @@ TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBack
   }
   EXPECT_NEAR(back["target_pct"].get<double>(), 50.0, 1e-6) << back.dump();
   EXPECT_NEAR(show(serve)["target_pct"].get<double>(), 20.0, 1e-6);
+}
+
+// A killed agent (a crash, an upgrade) is followed by one that goes on with
+// its loans and record: the instance at risk keeps what it borrowed through
+// the restart instead of falling back to its own units until it has been
+// judged again.
+TEST_F(AgentLatency, LoansAndTheirRecordOutliveAKilledAgent) {
+  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
+  const uint64_t lender = create(2, 50, kBob, Mode::kLend);
+  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+  const std::string run = agent.dir() + "/run";
+  json s = json::object();
+  for (int i = 0; i < 200 && s.value("borrowed_units", 0) == 0; ++i) {
+    report_latency(run, serve, 100'000'000, 50);  // far past 40 ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = show(serve);
+  }
+  ASSERT_GT(s.value("borrowed_units", 0), 0) << s.dump();
+  // Then 30 ms, every 50 ms throughout (so it is never idle): above
+  // return_at x 40 ms, below raise_at x 40 ms, where nothing moves. Wait
+  // until the loan has held for a second.
+  // A jthread: stopped and joined however the test ends.
+  std::jthread reporter([&](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      report_latency(run, serve, 30'000'000, 50);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  const auto stop_reporting = [&] {
+    reporter.request_stop();
+    reporter.join();
+  };
+  int held = 0, borrowed = 0;
+  for (int i = 0; i < 400 && held < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const int now = show(serve).value("borrowed_units", 0);
+    held = now == borrowed ? held + 1 : 0;
+    borrowed = now;
+  }
+  ASSERT_GE(held, 20) << "the loan never settled: " << show(serve).dump();
+  ASSERT_GT(borrowed, 0);
+
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  // At once: 30 ms alone would never make the new agent borrow.
+  s = show(serve);
+  EXPECT_EQ(s.value("borrowed_units", 0), borrowed) << s.dump();
+  EXPECT_NEAR(s["target_pct"].get<double>(), 20.0 + borrowed, 1e-6) << s.dump();
+  // Its record as of the loan's last change (kept then, and every 5 s).
+  EXPECT_GT(s.value("slo_windows_judged", uint64_t{0}), 0u) << s.dump();
+  const json l = show(lender);
+  EXPECT_EQ(l.value("borrowed_units", 0), -borrowed) << l.dump();
+  EXPECT_NEAR(l["target_pct"].get<double>(), 50.0 - borrowed, 1e-6) << l.dump();
+  EXPECT_NE(agent.log().find("GPU 0: the latency control goes on with 2 loan(s) and 1 instance(s)"),
+            std::string::npos);
+  // And the new agent's own control keeps it.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  s = show(serve);
+  EXPECT_EQ(s.value("borrowed_units", 0), borrowed) << s.dump();
+  // An agent stopped cleanly keeps its record as it stood.
+  const uint64_t judged = s["slo_windows_judged"];
+  ASSERT_TRUE(agent.stop()) << agent.log();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  s = show(serve);
+  stop_reporting();
+  EXPECT_GE(s.value("slo_windows_judged", uint64_t{0}), judged) << s.dump();
+  EXPECT_EQ(s.value("borrowed_units", 0), borrowed) << s.dump();
+}
+
+// The memory file is the agent's own, but may be damaged: a new agent says
+// what is wrong with it and starts the control afresh.
+TEST_F(AgentLatency, ADamagedMemoryIsNamedAndControlStartsAfresh) {
+  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
+  const uint64_t lender = create(2, 50, kBob, Mode::kLend);
+  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+  agent.kill_hard();
+  const std::string file = agent.dir() + "/run/latency-gpu0.json";
+  {
+    const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string text =
+        "{\"version\":1,\"loans\":{\"" + std::to_string(serve) + "\":20},\"instances\":[]}";
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+  }
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_NE(agent.log().find("GPU 0: the latency control starts afresh: " + file +
+                             ": instances: missing or not an object"),
+            std::string::npos)
+      << agent.log();
+  EXPECT_NEAR(show(serve)["target_pct"].get<double>(), 20.0, 1e-6);
+  EXPECT_NEAR(show(lender)["target_pct"].get<double>(), 50.0, 1e-6);
+  // A file another user could have written is not read at all.
+  agent.kill_hard();
+  ASSERT_EQ(chmod(file.c_str(), 0666), 0);
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_NE(agent.log().find(file + ": not a file this agent wrote (type, owner or mode)"),
+            std::string::npos)
+      << agent.log();
 }
 
 // Samples written while no objective was set are history, not a period's

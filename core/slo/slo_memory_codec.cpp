@@ -1,0 +1,187 @@
+#include "core/slo/slo_memory_codec.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace egpu::slo {
+namespace {
+
+using nlohmann::json;
+
+// An integer of type T from `j`, or nullopt when it is not one or is out of T's range.
+template <typename T>
+std::optional<T> integer(const json& j) {
+  if (!j.is_number_integer()) return std::nullopt;
+  if (j.is_number_unsigned()) {
+    const uint64_t v = j.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) return std::nullopt;
+    return static_cast<T>(v);
+  }
+  const int64_t v = j.get<int64_t>();
+  if constexpr (std::is_unsigned_v<T>) {
+    if (v < 0 || static_cast<uint64_t>(v) > std::numeric_limits<T>::max()) return std::nullopt;
+  } else {
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return std::nullopt;
+  }
+  return static_cast<T>(v);
+}
+
+std::optional<uint64_t> instance_id(const std::string& key) {
+  uint64_t id = 0;
+  const char* last = key.data() + key.size();
+  const auto [at, why] = std::from_chars(key.data(), last, id);
+  if (key.empty() || why != std::errc() || at != last || id == 0) return std::nullopt;
+  return id;
+}
+
+json encode_histogram(const LatencyHistogram& h) {
+  json buckets = json::array();  // [bucket, count] of the buckets with samples
+  for (std::size_t b = 0; b < h.counts().size(); ++b) {
+    if (h.counts()[b] != 0) buckets.push_back({b, h.counts()[b]});
+  }
+  return buckets;
+}
+
+json encode_instance(const SloController::Memory& m) {
+  json model = json::array();
+  for (const std::vector<int64_t>& point : m.model.windows())
+    model.push_back(point);
+  json window = json::array();
+  for (const LatencyHistogram& h : m.window)
+    window.push_back(encode_histogram(h));
+  return json{{"objective", m.objective ? json(to_string(m.objective)) : json(nullptr)},
+              {"borrowed", m.borrowed},
+              {"since_change", m.since_change},
+              {"calm", m.calm},
+              {"idle", m.idle},
+              {"windows_judged", m.windows_judged},
+              {"windows_met", m.windows_met},
+              {"used", m.used},
+              {"window", window},
+              {"model", model}};
+}
+
+Result<LatencyHistogram> decode_histogram(const json& j) {
+  if (!j.is_array()) return Error{"a window is not a list of [bucket, count]"};
+  LatencyHistogram::Counts counts{};
+  for (const json& e : j) {
+    if (!e.is_array() || e.size() != 2) return Error{"a window entry is not [bucket, count]"};
+    const auto bucket = integer<uint32_t>(e[0]);
+    const auto count = integer<uint64_t>(e[1]);
+    if (!bucket || *bucket >= kLatencyBuckets)
+      return Error{"a window's bucket is not in [0, " + std::to_string(kLatencyBuckets) + ")"};
+    if (!count) return Error{"a window's count is not a count"};
+    counts[*bucket] = *count;
+  }
+  return LatencyHistogram::delta(counts, LatencyHistogram::Counts{});
+}
+
+Result<SloController::Memory> decode_instance(const json& j) {
+  if (!j.is_object()) return Error{"not an object"};
+  SloController::Memory m;
+  const auto field = [&](const char* key) -> const json* {
+    const auto it = j.find(key);
+    return it == j.end() ? nullptr : &*it;
+  };
+  const json* objective = field("objective");
+  if (objective == nullptr) return Error{"no objective"};
+  if (!objective->is_null()) {
+    if (!objective->is_string()) return Error{"objective: not a string"};
+    auto parsed = parse_objective(objective->get<std::string>());
+    if (!parsed) return Error{"objective: " + parsed.error()};
+    m.objective = *parsed;
+  }
+  const auto int_field = [&](const char* key, auto* into) -> Status {
+    const json* f = field(key);
+    using T = std::remove_pointer_t<decltype(into)>;
+    const auto v = f == nullptr ? std::nullopt : integer<T>(*f);
+    if (!v) return Error{std::string(key) + ": missing or not an integer in range"};
+    *into = *v;
+    return {};
+  };
+  for (Status s :
+       {int_field("borrowed", &m.borrowed), int_field("since_change", &m.since_change),
+        int_field("calm", &m.calm), int_field("idle", &m.idle),
+        int_field("windows_judged", &m.windows_judged), int_field("windows_met", &m.windows_met)}) {
+    if (!s) return Error{s.error()};
+  }
+  const json* used = field("used");
+  if (used == nullptr || !used->is_array()) return Error{"used: missing or not a list"};
+  for (const json& u : *used) {
+    if (!u.is_number() || !std::isfinite(u.get<double>()))
+      return Error{"used: not a list of numbers"};
+    m.used.push_back(u.get<double>());
+  }
+  const json* window = field("window");
+  if (window == nullptr || !window->is_array()) return Error{"window: missing or not a list"};
+  for (const json& h : *window) {
+    auto decoded = decode_histogram(h);
+    if (!decoded) return Error{"window: " + decoded.error()};
+    m.window.push_back(*decoded);
+  }
+  const json* model = field("model");
+  if (model == nullptr || !model->is_array() || model->size() != LatencyModel::kHeadrooms.size())
+    return Error{"model: missing or not " + std::to_string(LatencyModel::kHeadrooms.size()) +
+                 " lists of latencies"};
+  LatencyModel::Windows windows;
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    const json& point = (*model)[i];
+    if (!point.is_array()) return Error{"model: a point is not a list of latencies"};
+    for (const json& latency : point) {
+      const auto ns = integer<int64_t>(latency);
+      if (!ns) return Error{"model: a latency is not an integer of nanoseconds"};
+      windows[i].push_back(*ns);
+    }
+  }
+  m.model = LatencyModel::from_windows(windows);
+  return m;
+}
+
+}  // namespace
+
+std::string encode_slo_memory(const SloMemory& memory) {
+  json loans = json::object();
+  for (const auto& [id, units] : memory.loans)
+    loans[std::to_string(id)] = units;
+  json instances = json::object();
+  for (const auto& [id, m] : memory.instances)
+    instances[std::to_string(id)] = encode_instance(m);
+  return json{{"version", SloMemory::kVersion}, {"loans", loans}, {"instances", instances}}.dump();
+}
+
+Result<SloMemory> decode_slo_memory(std::string_view text) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Error{"not a JSON object"};
+  const auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer() ||
+      version->get<int64_t>() != SloMemory::kVersion) {
+    return Error{"not version " + std::to_string(SloMemory::kVersion) + " of the format"};
+  }
+  SloMemory out;
+  const auto loans = j.find("loans");
+  if (loans == j.end() || !loans->is_object()) return Error{"loans: missing or not an object"};
+  for (const auto& [key, units] : loans->items()) {
+    const auto id = instance_id(key);
+    const auto n = integer<int32_t>(units);
+    if (!id) return Error{"loans: '" + key + "' is not an instance id"};
+    if (!n || *n < -100 || *n > 100)
+      return Error{"loans: instance " + key + ": not a number of units in [-100, 100]"};
+    out.loans[*id] = *n;
+  }
+  const auto instances = j.find("instances");
+  if (instances == j.end() || !instances->is_object())
+    return Error{"instances: missing or not an object"};
+  for (const auto& [key, value] : instances->items()) {
+    const auto id = instance_id(key);
+    if (!id) return Error{"instances: '" + key + "' is not an instance id"};
+    auto m = decode_instance(value);
+    if (!m) return Error{"instance " + key + ": " + m.error()};
+    out.instances[*id] = std::move(*m);
+  }
+  return out;
+}
+
+}  // namespace egpu::slo

@@ -1,0 +1,90 @@
+#include "nodeagent/slo_memory_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/util/unique_fd.h"
+
+namespace egpu::agent {
+namespace {
+
+Error failed(const std::string& path, const char* what) {
+  return Error{path + ": " + what + ": " + std::strerror(errno)};
+}
+
+}  // namespace
+
+std::string SloMemoryFile::path(const std::string& runtime_dir, uint32_t gpu) {
+  return runtime_dir + "/latency-gpu" + std::to_string(gpu) + ".json";
+}
+
+Result<std::optional<slo::SloMemory>> SloMemoryFile::load(const std::string& runtime_dir,
+                                                          uint32_t gpu) {
+  const std::string file = path(runtime_dir, gpu);
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return std::optional<slo::SloMemory>{};
+    return failed(file, "cannot open");
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return failed(file, "cannot stat");
+  // Only the agent's own: a regular file of root's that nobody else may write.
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0)
+    return Error{file + ": not a file this agent wrote (type, owner or mode)"};
+  if (static_cast<uint64_t>(st.st_size) > kMaxBytes)
+    return Error{file + ": larger than " + std::to_string(kMaxBytes) + " bytes"};
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return failed(file, "cannot read");
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  auto memory = slo::decode_slo_memory(text);
+  if (!memory) return Error{file + ": " + memory.error()};
+  return std::optional<slo::SloMemory>(std::move(*memory));
+}
+
+Status SloMemoryFile::save(const std::string& runtime_dir, uint32_t gpu,
+                           const slo::SloMemory& memory) {
+  const std::string file = path(runtime_dir, gpu);
+  const std::string next = file + ".new";
+  const std::string text = slo::encode_slo_memory(memory);
+  ::unlink(next.c_str());  // a previous agent's, cut short
+  UniqueFd fd(::open(next.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return failed(next, "cannot create");
+  std::size_t put = 0;
+  while (put < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + put, text.size() - put);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const Error e = failed(next, "cannot write");
+      ::unlink(next.c_str());
+      return e;
+    }
+    put += static_cast<std::size_t>(n);
+  }
+  // No fsync: the memory is for an agent restart, not a machine's; after a
+  // power loss the instances are gone too.
+  fd.reset();
+  if (::rename(next.c_str(), file.c_str()) != 0) {
+    const Error e = failed(file, "cannot replace");
+    ::unlink(next.c_str());
+    return e;
+  }
+  return {};
+}
+
+void SloMemoryFile::remove(const std::string& runtime_dir, uint32_t gpu) {
+  ::unlink(path(runtime_dir, gpu).c_str());
+}
+
+}  // namespace egpu::agent

@@ -1,0 +1,28 @@
+// SloMemoryFile: a GPU's latency-control memory (core/slo/slo_memory_codec)
+// in the agent's root-only runtime directory, so that a restarted agent
+// keeps an instance's loan and model (LatencyControl::restore). Written
+// whole to a new file and renamed over the old one, so a crash mid-write
+// leaves the previous memory; never handed to a job.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/slo/slo_memory_codec.h"
+#include "core/util/result.h"
+
+namespace egpu::agent {
+
+class SloMemoryFile {
+ public:
+  static constexpr std::size_t kMaxBytes = 16u << 20;  // far above any real memory
+
+  static std::string path(const std::string& runtime_dir, uint32_t gpu);
+  // nullopt when there is no file; an error names the file and what is wrong.
+  static Result<std::optional<slo::SloMemory>> load(const std::string& runtime_dir, uint32_t gpu);
+  static Status save(const std::string& runtime_dir, uint32_t gpu, const slo::SloMemory& memory);
+  static void remove(const std::string& runtime_dir, uint32_t gpu);
+};
+
+}  // namespace egpu::agent
