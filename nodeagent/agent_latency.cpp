@@ -18,7 +18,9 @@ constexpr int kSaveEveryPeriods = 50;
 void Agent::restore_latency_control(uint32_t gpu) {
   auto memory = SloMemoryFile::load(config_.runtime_dir, gpu);
   if (!memory) {
-    EGPU_LOG_WARN("GPU %u: the latency control starts afresh: %s", gpu, memory.error().c_str());
+    EGPU_LOG_WARN("GPU %u: the latency control starts afresh: %s (set aside as .bad)", gpu,
+                  memory.error().c_str());
+    SloMemoryFile::set_aside(config_.runtime_dir, gpu);
     return;
   }
   if (!*memory) return;
@@ -73,7 +75,13 @@ void Agent::on_latency_timer(evutil_socket_t, short, void* arg) {
       continue;
     }
     wanted = true;
-    const bool changed = self->latency_.step(gpu, *self->registry_, *self->arbiters_[gpu], period);
+    const bool changed = self->latency_.step(
+        gpu, *self->registry_,
+        [self](const model::Instance& inst) -> const InstanceRuntime* {
+          return inst.gpu < self->arbiters_.size() ? self->arbiters_[inst.gpu]->runtime(inst.id)
+                                                   : nullptr;
+        },
+        period);
     // Loans at once (a restart must not drop them), the rest now and then.
     if (changed || self->latency_.periods_unsaved(gpu) >= kSaveEveryPeriods)
       self->save_latency_control(gpu);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace egpu::agent {
@@ -12,6 +13,31 @@ const std::map<uint64_t, int32_t> kNoLoans;
 slo::SloRole role_of(const model::Instance& inst) {
   if (inst.latency_critical()) return slo::SloRole::kLatencyCritical;
   return inst.mode == Mode::kLend ? slo::SloRole::kLend : slo::SloRole::kGuaranteed;
+}
+
+// The instances whose requests judge `inst`'s objective: the latency-
+// critical instances of its step on this node with the same objective,
+// by id. A step on several GPUs serves a request with all of them, and a
+// server reports its latency through one (egpu_report_latency goes to the
+// calling thread's device), so each GPU's controller judges the step's
+// requests, not only those its own instance happened to see.
+std::vector<const model::Instance*> objective_group(const model::Instance& inst,
+                                                    const model::InstanceRegistry& registry) {
+  std::vector<const model::Instance*> group;
+  for (const model::Instance* other : registry.all()) {
+    if (other->job_id == inst.job_id && other->step_id == inst.step_id &&
+        other->latency_critical() && other->objective == inst.objective)
+      group.push_back(other);
+  }
+  std::sort(group.begin(), group.end(),
+            [](const model::Instance* a, const model::Instance* b) { return a->id < b->id; });
+  return group;
+}
+
+// Cumulative counts add saturating: a hostile page's counts must not wrap.
+void add_counts(slo::LatencyHistogram::Counts& sum, const slo::LatencyHistogram::Counts& more) {
+  for (std::size_t b = 0; b < sum.size(); ++b)
+    sum[b] = more[b] > UINT64_MAX - sum[b] ? UINT64_MAX : sum[b] + more[b];
 }
 
 }  // namespace
@@ -26,24 +52,46 @@ bool LatencyControl::wanted(uint32_t gpu, const model::InstanceRegistry& registr
 
 bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
                           const GpuArbiter& arbiter, int64_t period_ns) {
+  return step(
+      gpu, registry,
+      [&](const model::Instance& inst) {
+        return inst.gpu == gpu ? arbiter.runtime(inst.id) : nullptr;
+      },
+      period_ns);
+}
+
+bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
+                          const RuntimeOf& runtime_of, int64_t period_ns) {
   PerGpu& g = gpus_[gpu];
   std::vector<slo::SloInput> inputs;
   std::map<uint64_t, Seen> seen;
   for (const model::Instance* inst : registry.on_gpu(gpu)) {
-    const InstanceRuntime* rt = arbiter.runtime(inst->id);
+    const InstanceRuntime* rt = runtime_of(*inst);
     if (rt == nullptr) continue;
     slo::SloInput in;
     in.id = inst->id;
     in.role = role_of(*inst);
     in.units = static_cast<uint32_t>(std::lround(registry.effective_share(*inst) * 100.0));
-    if (in.role == slo::SloRole::kLatencyCritical) in.objective = inst->objective;
-    Seen now{rt->latency_counts(), rt->device_ns_total()};
-    // What it did since the last period; nothing for one seen the first time.
-    if (auto before = g.seen.find(inst->id); before != g.seen.end()) {
+    Seen now{rt->latency_counts(), rt->device_ns_total(), {inst->id}};
+    if (in.role == slo::SloRole::kLatencyCritical) {
+      in.objective = inst->objective;
+      now.group.clear();
+      now.counts = {};
+      for (const model::Instance* member : objective_group(*inst, registry)) {
+        const InstanceRuntime* m = runtime_of(*member);
+        if (m == nullptr) continue;
+        add_counts(now.counts, m->latency_counts());
+        now.group.push_back(member->id);
+      }
+    }
+    // What it did since the last period; nothing for one seen the first
+    // time, or whose group changed (its sum would jump or drop).
+    if (auto before = g.seen.find(inst->id);
+        before != g.seen.end() && before->second.group == now.group) {
       in.latencies = slo::LatencyHistogram::delta(now.counts, before->second.counts);
       in.device_ns = static_cast<int64_t>(now.device_ns - before->second.device_ns);
     }
-    seen[inst->id] = now;
+    seen[inst->id] = std::move(now);
     inputs.push_back(std::move(in));
   }
   // The first period of a GPU (a new agent, or control starting) has no

@@ -1,13 +1,16 @@
 // LatencyControl: the agent's side of latency objectives. Every period it
 // reads, for each GPU with a latency-critical instance, what each instance
-// did (its latency counts and device time, from its page), runs the GPU's
+// did (its device time, and the latency counts of its step's instances on
+// every GPU of the node, from their pages), runs the GPU's
 // SloController (core/slo) and keeps the loans it decided; the agent applies
 // them to FAA through InstanceRegistry::faa_targets. Thin: the policy is in
 // core, this is the scan.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <vector>
 
 #include "core/model/instance_registry.h"
 #include "core/slo/slo_controller.h"
@@ -23,7 +26,13 @@ class LatencyControl {
   // Whether a GPU needs control: an instance on it has an objective, or a
   // loan is still out.
   bool wanted(uint32_t gpu, const model::InstanceRegistry& registry) const;
+  // Where an instance's page is read from (its GPU's arbiter); nullptr when
+  // it has none.
+  using RuntimeOf = std::function<const InstanceRuntime*(const model::Instance&)>;
   // One period of `period_ns` for a GPU; true when its loans changed.
+  bool step(uint32_t gpu, const model::InstanceRegistry& registry, const RuntimeOf& runtime_of,
+            int64_t period_ns);
+  // The same where only this GPU's pages are read (a one-GPU node).
   bool step(uint32_t gpu, const model::InstanceRegistry& registry, const GpuArbiter& arbiter,
             int64_t period_ns);
   // The GPU needs no control now: everything about it is forgotten, so the
@@ -41,9 +50,10 @@ class LatencyControl {
   // loans, what its controller remembers), and taking it back in a new
   // agent. The time the agent was away counts as a change of share: the
   // controller judges afresh from the next window, but the loans, the model
-  // and the record stand meanwhile. Only instances of this GPU that are
-  // still latency-critical (for memories) or in the registry (for loans)
-  // are taken; faa_targets checks the loans again against their modes.
+  // and the record stand meanwhile. Only instances on this GPU are taken:
+  // loans that a lend instance gives or a latency-critical one takes, and
+  // memories of latency-critical instances whose objective is unchanged
+  // (faa_targets checks the loans again as it applies them).
   slo::SloMemory memory(uint32_t gpu) const;
   void restore(uint32_t gpu, const slo::SloMemory& memory, const model::InstanceRegistry& registry);
   // Periods since memory(gpu) was last marked saved; the agent saves a GPU's
@@ -55,6 +65,7 @@ class LatencyControl {
   struct Seen {
     slo::LatencyHistogram::Counts counts{};
     uint64_t device_ns = 0;
+    std::vector<uint64_t> group;  // whose counts were summed (see objective_group)
   };
   struct PerGpu {
     slo::SloController controller;

@@ -33,8 +33,8 @@ Result<std::optional<slo::SloMemory>> SloMemoryFile::load(const std::string& run
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return failed(file, "cannot stat");
-  // Only the agent's own: a regular file of root's that nobody else may write.
-  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0)
+  // Only the agent's own: a regular file of root's that nobody else may read or write.
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
     return Error{file + ": not a file this agent wrote (type, owner or mode)"};
   if (static_cast<uint64_t>(st.st_size) > kMaxBytes)
     return Error{file + ": larger than " + std::to_string(kMaxBytes) + " bytes"};
@@ -85,6 +85,11 @@ Status SloMemoryFile::save(const std::string& runtime_dir, uint32_t gpu,
 
 void SloMemoryFile::remove(const std::string& runtime_dir, uint32_t gpu) {
   ::unlink(path(runtime_dir, gpu).c_str());
+}
+
+void SloMemoryFile::set_aside(const std::string& runtime_dir, uint32_t gpu) {
+  const std::string file = path(runtime_dir, gpu);
+  if (::rename(file.c_str(), (file + ".bad").c_str()) != 0) ::unlink(file.c_str());
 }
 
 }  // namespace egpu::agent

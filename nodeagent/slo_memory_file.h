@@ -16,13 +16,17 @@ namespace egpu::agent {
 
 class SloMemoryFile {
  public:
-  static constexpr std::size_t kMaxBytes = 16u << 20;  // far above any real memory
+  static constexpr std::size_t kMaxBytes = 4u << 20;  // a real one is well under 1 MiB
 
   static std::string path(const std::string& runtime_dir, uint32_t gpu);
-  // nullopt when there is no file; an error names the file and what is wrong.
+  // nullopt when there is no file; an error names the file and what is
+  // wrong (only a regular file of the agent's user, mode 0600 or less).
   static Result<std::optional<slo::SloMemory>> load(const std::string& runtime_dir, uint32_t gpu);
   static Status save(const std::string& runtime_dir, uint32_t gpu, const slo::SloMemory& memory);
   static void remove(const std::string& runtime_dir, uint32_t gpu);
+  // A file load() refused goes to PATH.bad (kept for a look, never read
+  // again), so the next start does not warn of it again.
+  static void set_aside(const std::string& runtime_dir, uint32_t gpu);
 };
 
 }  // namespace egpu::agent

@@ -118,6 +118,8 @@ void SloController::restore(uint64_t id, Memory m) {
   m.since_change = std::clamp(m.since_change, 0, kCountCap);
   m.calm = std::clamp(m.calm, 0, kCountCap);
   m.idle = std::clamp(m.idle, 0, kCountCap);
+  // Counters far from wrapping (they count 100 ms periods).
+  m.windows_judged = std::min<uint64_t>(m.windows_judged, uint64_t{1} << 62);
   m.windows_met = std::min(m.windows_met, m.windows_judged);
   for (double& u : m.used)
     u = std::isfinite(u) ? std::clamp(u, 0.0, 1.0) : 0.0;

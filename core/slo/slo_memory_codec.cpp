@@ -11,6 +11,14 @@ namespace {
 
 using nlohmann::json;
 
+// Far above what a controller keeps (SloParams: 5 windows, 1200 periods of
+// demand, 16 windows per model point, 64 instances per GPU), so a damaged
+// file cannot make the agent build a huge memory it would then cut down.
+constexpr std::size_t kMaxWindows = 64;
+constexpr std::size_t kMaxUsed = 1u << 16;
+constexpr std::size_t kMaxPointWindows = 1024;
+constexpr std::size_t kMaxInstances = 1024;
+
 // An integer of type T from `j`, or nullopt when it is not one or is out of T's range.
 template <typename T>
 std::optional<T> integer(const json& j) {
@@ -52,7 +60,12 @@ json encode_instance(const SloController::Memory& m) {
   json window = json::array();
   for (const LatencyHistogram& h : m.window)
     window.push_back(encode_histogram(h));
-  return json{{"objective", m.objective ? json(to_string(m.objective)) : json(nullptr)},
+  // The objective as its two integers: its text rounds the target to
+  // microseconds, and a restored memory must match the objective exactly.
+  const json objective = m.objective ? json{{"percentile_milli", m.objective->percentile_milli},
+                                            {"target_ns", m.objective->target_ns}}
+                                     : json(nullptr);
+  return json{{"objective", objective},
               {"borrowed", m.borrowed},
               {"since_change", m.since_change},
               {"calm", m.calm},
@@ -62,6 +75,27 @@ json encode_instance(const SloController::Memory& m) {
               {"used", m.used},
               {"window", window},
               {"model", model}};
+}
+
+// nullopt unless `j` is {percentile_milli, target_ns} within the ranges
+// parse_objective allows.
+std::optional<LatencyObjective> objective_from(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  const auto p = j.find("percentile_milli");
+  const auto t = j.find("target_ns");
+  if (p == j.end() || t == j.end()) return std::nullopt;
+  LatencyObjective o;
+  if (const auto v = integer<uint32_t>(*p); v && *v > 0 && *v < 100'000) {
+    o.percentile_milli = *v;
+  } else {
+    return std::nullopt;
+  }
+  if (const auto v = integer<int64_t>(*t); v && *v >= kMinTargetNs && *v <= kMaxTargetNs) {
+    o.target_ns = *v;
+  } else {
+    return std::nullopt;
+  }
+  return o;
 }
 
 Result<LatencyHistogram> decode_histogram(const json& j) {
@@ -89,10 +123,10 @@ Result<SloController::Memory> decode_instance(const json& j) {
   const json* objective = field("objective");
   if (objective == nullptr) return Error{"no objective"};
   if (!objective->is_null()) {
-    if (!objective->is_string()) return Error{"objective: not a string"};
-    auto parsed = parse_objective(objective->get<std::string>());
-    if (!parsed) return Error{"objective: " + parsed.error()};
-    m.objective = *parsed;
+    m.objective = objective_from(*objective);
+    if (!m.objective)
+      return Error{"objective: not {percentile_milli in (0, 100000), target_ns in [" +
+                   std::to_string(kMinTargetNs) + ", " + std::to_string(kMaxTargetNs) + "]}"};
   }
   const auto int_field = [&](const char* key, auto* into) -> Status {
     const json* f = field(key);
@@ -110,6 +144,7 @@ Result<SloController::Memory> decode_instance(const json& j) {
   }
   const json* used = field("used");
   if (used == nullptr || !used->is_array()) return Error{"used: missing or not a list"};
+  if (used->size() > kMaxUsed) return Error{"used: more than " + std::to_string(kMaxUsed)};
   for (const json& u : *used) {
     if (!u.is_number() || !std::isfinite(u.get<double>()))
       return Error{"used: not a list of numbers"};
@@ -117,6 +152,8 @@ Result<SloController::Memory> decode_instance(const json& j) {
   }
   const json* window = field("window");
   if (window == nullptr || !window->is_array()) return Error{"window: missing or not a list"};
+  if (window->size() > kMaxWindows)
+    return Error{"window: more than " + std::to_string(kMaxWindows) + " periods"};
   for (const json& h : *window) {
     auto decoded = decode_histogram(h);
     if (!decoded) return Error{"window: " + decoded.error()};
@@ -130,6 +167,9 @@ Result<SloController::Memory> decode_instance(const json& j) {
   for (std::size_t i = 0; i < windows.size(); ++i) {
     const json& point = (*model)[i];
     if (!point.is_array()) return Error{"model: a point is not a list of latencies"};
+    if (point.size() > kMaxPointWindows)
+      return Error{"model: a point has more than " + std::to_string(kMaxPointWindows) +
+                   " latencies"};
     for (const json& latency : point) {
       const auto ns = integer<int64_t>(latency);
       if (!ns) return Error{"model: a latency is not an integer of nanoseconds"};
@@ -174,6 +214,8 @@ Result<SloMemory> decode_slo_memory(std::string_view text) {
   const auto instances = j.find("instances");
   if (instances == j.end() || !instances->is_object())
     return Error{"instances: missing or not an object"};
+  if (instances->size() > kMaxInstances || loans->size() > kMaxInstances)
+    return Error{"more than " + std::to_string(kMaxInstances) + " instances"};
   for (const auto& [key, value] : instances->items()) {
     const auto id = instance_id(key);
     if (!id) return Error{"instances: '" + key + "' is not an instance id"};

@@ -138,6 +138,48 @@ TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBack
   EXPECT_NEAR(show(serve)["target_pct"].get<double>(), 20.0, 1e-6);
 }
 
+// A step on two GPUs serves each request with both, and a server reports
+// its latency through one of them: each GPU's control judges the step's
+// requests, so the instance that saw none borrows too.
+TEST_F(AgentLatency, AStepOnTwoGpusIsJudgedByAllItsRequests) {
+  protocol::CreateRequest on0 = create_request(1, 20, kAlice);
+  protocol::CreateRequest on1 = on0;
+  on1.gpu_index = 1;
+  const uint64_t serve0 = agent.call(on0)->instance_id;
+  const uint64_t serve1 = agent.call(on1)->instance_id;
+  ASSERT_NE(serve1, 0u);
+  for (uint32_t gpu : {0u, 1u}) {
+    protocol::CreateRequest lend = create_request(2, 50, kBob);
+    lend.gpu_index = gpu;
+    lend.mode = mode_value(Mode::kLend);
+    ASSERT_EQ(agent.call(lend)->status, ReplyStatus::kOk);
+  }
+  // Another step of the same job with the same objective is not of the
+  // step: it must not be judged by those requests.
+  protocol::CreateRequest other = create_request(1, 10, kAlice);
+  other.step_id = 1;
+  other.gpu_index = 1;
+  other.job_units = 30;
+  const auto o = agent.call(other);
+  ASSERT_EQ(o->status, ReplyStatus::kOk) << o->text;
+  for (uint64_t id : {serve0, serve1, o->instance_id})
+    ASSERT_EQ(agent.call(kP99At40(id))->status, ReplyStatus::kOk);
+  json s0 = json::object(), s1 = json::object();
+  for (int i = 0; i < 200; ++i) {
+    report_latency(agent.dir() + "/run", serve0, 100'000'000, 50);  // GPU 0's page only
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s0 = show(serve0);
+    s1 = show(serve1);
+    if (s0.value("borrowed_units", 0) > 0 && s1.value("borrowed_units", 0) > 0) break;
+  }
+  EXPECT_GT(s0.value("borrowed_units", 0), 0) << s0.dump();
+  EXPECT_GT(s1.value("borrowed_units", 0), 0) << s1.dump();
+  EXPECT_TRUE(s1["latency_ms"].is_number() && s1["latency_ms"].get<double>() > 40.0) << s1.dump();
+  const json t = show(o->instance_id);
+  EXPECT_EQ(t.value("borrowed_units", 0), 0) << t.dump();
+  EXPECT_TRUE(t["latency_ms"].is_null()) << t.dump();
+}
+
 // A killed agent (a crash, an upgrade) is followed by one that goes on with
 // its loans and record: the instance at risk keeps what it borrowed through
 // the restart instead of falling back to its own units until it has been
@@ -228,9 +270,17 @@ TEST_F(AgentLatency, ADamagedMemoryIsNamedAndControlStartsAfresh) {
       << agent.log();
   EXPECT_NEAR(show(serve)["target_pct"].get<double>(), 20.0, 1e-6);
   EXPECT_NEAR(show(lender)["target_pct"].get<double>(), 50.0, 1e-6);
-  // A file another user could have written is not read at all.
+  // Set aside, so the next start does not warn of it again.
+  EXPECT_NE(access(file.c_str(), F_OK), 0);
+  EXPECT_EQ(access((file + ".bad").c_str(), F_OK), 0);
+  // A file others could read or write is not read at all.
   agent.kill_hard();
-  ASSERT_EQ(chmod(file.c_str(), 0666), 0);
+  {
+    const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    close(fd);
+  }
+  ASSERT_EQ(chmod(file.c_str(), 0644), 0);
   ASSERT_TRUE(agent.start()) << agent.log();
   EXPECT_NE(agent.log().find(file + ": not a file this agent wrote (type, owner or mode)"),
             std::string::npos)

@@ -114,7 +114,7 @@ const Scenario& graph_training_scenario() {
       // waits for: wider bars than the short-kernel ones. Three replays
       // queued ahead, so it asks for its half even on a busy host: with two,
       // its host phases beside a CPU hog left its queue empty often enough
-      // that it used only 45.8-47.2 % (five runs; once 4.1 pp past the bar),
+      // that it used only 45.8-47.2 % (five runs; once 45.87 %, past the 4 pp bar),
       // its own demand rather than the scheduler's doing. With three: 50.2-
       // 50.3 %, worst 500 ms window 1.0-1.6 pp (five runs beside `yes`).
       4,

@@ -122,13 +122,21 @@ TEST(SloMemory, ADamagedMemoryIsRefusedWithTheFieldNamed) {
     EXPECT_NE(at, std::string::npos) << from << " not in " << text;
     return at == std::string::npos ? t : t.replace(at, from.size(), to);
   };
+  std::string sixty_four_more;  // windows, past the most a memory may have
+  for (int i = 0; i < 64; ++i)
+    sixty_four_more += ",[]";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{\"version\"", "not a JSON object"},
       {replaced("\"version\":1", "\"version\":2"), "not version 1 of the format"},
       {replaced("\"7\":5", "\"7\":101"), "loans: instance 7: not a number of units in [-100, 100]"},
       {replaced("\"8\":-5", "\"x8\":-5"), "loans: 'x8' is not an instance id"},
       {replaced("\"8\":-5", "\"0\":-5"), "loans: '0' is not an instance id"},
-      {replaced("\"p99:40ms\"", "\"p101:5ms\""), "instance 7: objective: "},
+      {replaced("\"percentile_milli\":99000", "\"percentile_milli\":100000"),
+       "instance 7: objective: not {percentile_milli in (0, 100000), target_ns in [1000000, "},
+      {replaced("\"target_ns\":40000000", "\"target_ns\":\"40ms\""),
+       "instance 7: objective: not {percentile_milli"},
+      {replaced("\"window\":[]", "\"window\":[[]" + sixty_four_more + "]"),
+       "instance 7: window: more than 64 periods"},
       {replaced("\"used\":[0.25]", "\"used\":[\"a\"]"), "instance 7: used: not a list of numbers"},
       {replaced("\"calm\":0", "\"calm\":-1e3"), "instance 7: calm: missing or not an integer"},
       {replaced("\"idle\":0", "\"idle\":99999999999"),
