@@ -3,8 +3,8 @@
 # with --egpu-slo beside a training step that lends (--egpu-mode=lend). The
 # agent holds the objective on the inference step, the training step shows
 # as lending, the inference step borrows from it while its latency is at
-# risk, and `egpuctl status` shows both; clearing the objective gives the
-# share back.
+# risk, and `egpuctl status` shows both; an agent restart keeps the loan;
+# clearing the objective gives the share back.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/enforce_lib.sh"
 [[ -f $state/plugins/spank_egpu.so ]] || skip "spank_egpu.so not built: --egpu-* options do not exist"
@@ -65,6 +65,20 @@ held=$(awk -v j=$((judged1 - judged0)) -v m=$((met1 - met0)) 'BEGIN { printf "%.
 say "after the loan: $((met1 - met0)) of $((judged1 - judged0)) windows met p99:20ms ($held)"
 awk -v h="$held" 'BEGIN { exit !(h >= 0.9) }' || fail "the objective held in only $held of the windows after the loan"
 ok "the objective held in $held of the windows after the loan"
+
+# An agent restart keeps the loan: the new agent goes on with it (and the
+# objective's record) at once instead of starting from 20 units.
+judged_before=$(show "$serve_id" | field slo_windows_judged)
+took_over="GPU [0-9]*: the latency control goes on with 2 loan(s)"
+took_over_before=$(grep -c "$took_over" "$state/log/agent-n1.out" || true)
+tb restart agent n1 >/dev/null
+after=$(show "$serve_id")
+[[ $(field borrowed_units <<<"$after") =~ ^[1-9][0-9]*$ ]] || fail "the restarted agent dropped the loan: $after"
+[[ $(field slo_windows_judged <<<"$after") -ge $judged_before ]] ||
+  fail "the restarted agent lost the objective's record ($judged_before windows judged before): $after"
+[[ $(grep -c "$took_over" "$state/log/agent-n1.out" || true) -gt $took_over_before ]] ||
+  fail "the restarted agent did not take the latency control over (log: $state/log/agent-n1.out)"
+ok "after an agent restart the inference step still borrows $(field borrowed_units <<<"$after") units"
 
 sl egpuctl slo "$serve_id" off >/dev/null
 # No loan: 0, or no latency control on the GPU at all (null).
