@@ -17,36 +17,43 @@ constexpr Nanos kMaxHeldPerTickNs = 20 * kMillisecond;
 }  // namespace
 
 std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns) {
-  std::vector<Nanos> out = charges;
+  std::vector<Nanos> out(charges.size());
   Nanos total = 0;
-  for (Nanos c : charges)
-    total += std::max<Nanos>(c, 0);
-  Nanos excess = total - *credit_ns;
-  // Water-filling: take the excess equally from everyone charged, never more
-  // than an instance's own charge.
-  while (excess > 0) {
-    Nanos charged = 0;
-    Nanos smallest = INT64_MAX;
-    for (Nanos c : out) {
-      if (c > 0) {
-        ++charged;
-        smallest = std::min(smallest, c);
-      }
-    }
-    if (charged == 0) break;
-    const Nanos each = std::min(smallest, (excess + charged - 1) / charged);
-    for (Nanos& c : out) {
-      if (c > 0 && excess > 0) {
-        const Nanos take = std::min({each, c, excess});
-        c -= take;
-        excess -= take;
-      }
-    }
+  for (std::size_t i = 0; i < charges.size(); ++i) {
+    out[i] = std::max<Nanos>(charges[i], 0);
+    // Saturating: the reports are the jobs' to write.
+    total = out[i] > INT64_MAX - total ? INT64_MAX : total + out[i];
   }
-  Nanos used = 0;
-  for (Nanos c : out)
-    used += std::max<Nanos>(c, 0);
-  *credit_ns = std::max<Nanos>(0, *credit_ns - used);
+  const Nanos credit = std::max<Nanos>(*credit_ns, 0);
+  if (total <= credit) {
+    *credit_ns = credit - total;
+    return out;
+  }
+  // Water-filling from the top: every charge is cut to one level, the one
+  // at which they add up to the credit. Charges below it stand; a report of
+  // more than passed is paid for by whoever made it, never by neighbours
+  // that reported what they used.
+  std::vector<Nanos> ascending = out;
+  std::sort(ascending.begin(), ascending.end());
+  Nanos left = credit;
+  Nanos level = 0;
+  std::size_t extra = 0;  // capped charges that get one ns more (the division's remainder)
+  for (std::size_t k = 0; k < ascending.size(); ++k) {
+    const auto above = static_cast<Nanos>(ascending.size() - k);
+    if (ascending[k] <= left / above) {
+      left -= ascending[k];
+      continue;
+    }
+    level = left / above;
+    extra = static_cast<std::size_t>(left % above);
+    break;
+  }
+  for (Nanos& c : out) {
+    if (c <= level) continue;
+    c = level + (extra > 0 ? 1 : 0);
+    if (extra > 0) --extra;
+  }
+  *credit_ns = 0;
   return out;
 }
 

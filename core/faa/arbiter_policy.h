@@ -48,7 +48,7 @@ struct PolicySettings {
   Nanos drain_poll_ns = 100 * kMicrosecond;  // how often a draining tail is checked
   // Handover: the next holder starts when the old one has at most this much
   // queued, so the two (almost) never share the device and each one's events
-  // time only its own work; whatever overlap is left, trim_overcharge splits.
+  // time only its own work; whatever overlap is left, trim_overcharge trims.
   Nanos handover_tail_ns = 200 * kMicrosecond;
   // Beyond the tail's estimate, before giving up on a holder that has stopped
   // reporting it (one that is not blocked in the gate, the bound or a sync).
@@ -171,10 +171,14 @@ class ArbiterPolicy {
 Nanos inflight_bound(const PolicySettings& settings, std::size_t with_processes, bool all_burst);
 
 // Charges reported in one tick, trimmed so the GPU is never charged more
-// time than passed. Shims measure their work with events; around a handover
-// the old holder's queued tail and the new holder's first kernels share the
-// device and both measure the overlap, so the excess is taken equally from
-// the instances charged (each pays for its half of the overlap).
+// time than passed: the largest charges are cut to one level, the one at
+// which they add up to the credit. Shims measure their work with events;
+// around a handover the old holder's queued tail and the new holder's first
+// kernels share the device and both measure the overlap, which then comes
+// off the larger charge (the holder alternates, so neither is favoured). A
+// job that reports more than passed pays for it itself: taken equally from
+// everyone, its lie would cancel its neighbours' charges, and their
+// accounting with them.
 std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns);
 
 }  // namespace egpu::faa
