@@ -228,6 +228,17 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
     for (uint32_t slot = 0; slot < shm::kMaxProcsPerInstance; ++slot) {
       const pid_t pid = arb.process_in_slot(inst.id, slot);
       if (pid <= 0) continue;
+      // The page is the job's to write: a pid there is adopted only if it
+      // is one of the job user's processes (an attach checked that with
+      // SO_PEERCRED; a page cannot).
+      if (const auto uid = ProcessTracker::real_uid(pid); uid && *uid != inst.uid) {
+        EGPU_LOG_WARN(
+            "instance %llu: slot %u names process %d of uid %u, not its user's (%u): "
+            "not adopted",
+            static_cast<unsigned long long>(inst.id), slot, pid, *uid, inst.uid);
+        arb.reclaim(inst.id, slot, pid);
+        continue;
+      }
       if (tracker_->track(Attachment{pid, inst.id, gpu, slot})) {
         ++alive;
       } else {

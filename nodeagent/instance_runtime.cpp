@@ -43,6 +43,10 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   auto file =
       shm::open_page_file(path, sizeof(shm::InstancePage), instance.uid, instance.gid, 0600);
   if (!file) return Error{file.error()};
+  // Watched before the agent first touches it: its user owns the file from
+  // the chown on and may truncate it at any moment, even now.
+  auto guard = UserPageGuard::watch(file->mapping.get(), file->mapping.size());
+  if (!guard) return Error{path + ": " + guard.error()};
   auto* page = file->mapping.as<shm::InstancePage>();
   const bool valid = !file->created && page->magic == shm::kInstancePageMagic &&
                      page->version == shm::kLayoutVersion && page->instance_id == instance.id;
@@ -63,8 +67,6 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
     std::atomic_thread_fence(std::memory_order_release);
     page->magic = shm::kInstancePageMagic;
   }
-  auto guard = UserPageGuard::watch(file->mapping.get(), file->mapping.size());
-  if (!guard) return Error{path + ": " + guard.error()};
   InstanceRuntime rt(std::move(*file), runtime_dir, instance);
   rt.guard_ = std::move(*guard);
   // Start from what the shims already reported: nothing is charged twice.

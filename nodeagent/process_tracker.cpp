@@ -5,6 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace egpu::agent {
 
@@ -52,6 +55,20 @@ void ProcessTracker::forget_instance(uint64_t instance_id) {
 
 bool ProcessTracker::tracked(pid_t pid, uint64_t instance_id) const {
   return watches_.contains(std::make_pair(pid, instance_id));
+}
+
+std::optional<uid_t> ProcessTracker::real_uid(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(4));
+    unsigned long uid = 0;
+    if (fields >> uid) return static_cast<uid_t>(uid);
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace egpu::agent

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "core/util/result.h"
@@ -38,6 +39,10 @@ class ProcessTracker {
   void forget_instance(uint64_t instance_id);
   bool tracked(pid_t pid, uint64_t instance_id) const;
   size_t size() const { return watches_.size(); }
+
+  // The real uid a process runs as (/proc/PID/status); nullopt when it is
+  // gone or unreadable. For pids read back from pages a job could write.
+  static std::optional<uid_t> real_uid(pid_t pid);
 
  private:
   struct Watch {

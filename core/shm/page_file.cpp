@@ -53,7 +53,12 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
   if (fd >= 0) {
     page.created = true;
   } else if (errno == EEXIST) {
-    fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    // O_NONBLOCK: the file's owner (a job, for its instance page) may hold
+    // a lease on it, which would block this open for lease-break-time (45 s)
+    // per page; a leased page is replaced like a damaged one.
+    fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0 && errno == EWOULDBLOCK && may_replace)
+      return replace_page_file(path, size, uid, gid, mode);
     if (fd < 0) return Error{errno_text("open " + path)};
   } else {
     return Error{errno_text("create " + path)};

@@ -233,5 +233,75 @@ TEST_F(HostileDescriptors, ARestartAfterATruncationKeepsTheInstance) {
   EXPECT_EQ(full->status, ReplyStatus::kOverAllocation) << full->text;
 }
 
+// After a restart the agent reads the page's process slots back: one a job
+// forged with another user's process (init's here) is not adopted as its
+// process (live, the attach's SO_PEERCRED is the proof; the page is none).
+TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAdoptedAfterARestart) {
+  const int rc = run_as(kMallory, [&] {
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+    auto page =
+        shm::map_fd(att->fds[kInstancePageFd], sizeof(shm::InstancePage), shm::Access::kReadWrite);
+    if (!page) return 1;
+    const uint32_t forged = att->reply.proc_slot == 7 ? 8 : 7;
+    page->as<shm::InstancePage>()->procs[forged].pid.store(1);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_NE(agent.log().find("names process 1 of uid 0, not its user's (4242): not adopted"),
+            std::string::npos)
+      << agent.log();
+  // Its one real process exited with run_as: nothing of Mallory's is alive.
+  const auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  for (const auto& inst : j["gpus"][0]["instances"]) {
+    if (inst.at("job").get<uint64_t>() == kMalloryJob) {
+      EXPECT_EQ(inst.value("processes", -1), 0) << inst.dump();
+    }
+  }
+  expect_agent_serving();
+}
+
+// Its owner can take a lease on its instance page; a restarted agent's open
+// of the page would then wait out the lease-break time (45 s) per page,
+// with no agent on the node meanwhile. The agent replaces a leased page
+// instead, and keeps the instance.
+TEST_F(HostileDescriptors, ALeaseOnThePageDoesNotHoldUpARestart) {
+  const std::string page = agent.dir() + "/run/instance-1";
+  ASSERT_EQ(access(page.c_str(), F_OK), 0) << "Mallory's instance is not instance 1";
+  agent.kill_hard();  // a lease needs the file open for writing by nobody
+  int ready[2];
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  const pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    signal(SIGIO, SIG_IGN);  // the lease break is told, and ignored
+    const int fd = setgid(kMallory) == 0 && setuid(kMallory) == 0
+                       ? open(page.c_str(), O_RDONLY | O_CLOEXEC)
+                       : -1;
+    const char ok = fd >= 0 && fcntl(fd, F_SETLEASE, F_RDLCK) == 0 ? 'y' : 'n';
+    (void)!write(ready[1], &ok, 1);
+    for (;;)
+      pause();
+  }
+  close(ready[1]);
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  close(ready[0]);
+  if (ok != 'y') {
+    kill(holder, SIGKILL);
+    waitpid(holder, nullptr, 0);
+    FAIL() << "Mallory could not take a lease on her page: nothing to test";
+  }
+  // start() gives the agent 5 s to answer.
+  const bool started = agent.start();
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  ASSERT_TRUE(started) << "the agent did not come back while a lease was held:\n" << agent.log();
+  expect_agent_serving();
+  expect_honest_attach();
+}
+
 }  // namespace
 }  // namespace egpu::test
