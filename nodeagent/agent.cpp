@@ -19,6 +19,7 @@
 
 #include "core/util/clock.h"
 #include "core/util/log.h"
+#include "nodeagent/event_loop.h"
 #include "nodeagent/gpu_inventory.h"
 #include "nodeagent/metrics_server.h"
 #include "nodeagent/status_report.h"
@@ -100,14 +101,9 @@ Status Agent::init() {
   }
   auto inventory = discover_gpus(config_);
   if (!inventory) return Error{inventory.error()};
-  // Precise timers (timerfd): FAA acts on sub-millisecond deadlines, which
-  // epoll's millisecond timeout would round up.
-  event_config* cfg = event_config_new();
-  if (cfg == nullptr) return Error{"cannot create the event loop"};
-  event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
-  base_.reset(event_base_new_with_config(cfg));
-  event_config_free(cfg);
-  if (!base_) return Error{"cannot create the event loop"};
+  auto base = make_agent_event_base();
+  if (!base) return Error{base.error()};
+  base_ = std::move(*base);
   registry_ = std::make_unique<model::InstanceRegistry>(
       inventory->memory_bytes, static_cast<uint32_t>(config_.max_instances_per_gpu));
   tracker_ = std::make_unique<ProcessTracker>(base_.get(),
@@ -139,7 +135,7 @@ Status Agent::init() {
     ev->agent = this;
     ev->gpu = gpu;
     ev->tick_timer.reset(evtimer_new(base_.get(), &Agent::on_tick_timer, ev.get()));
-    if (!ev->tick_timer) {
+    if (!on_data_plane(ev->tick_timer.get())) {
       return Error{"cannot add GPU " + std::to_string(gpu) + " to the event loop"};
     }
     gpu_events_.push_back(std::move(ev));
@@ -162,7 +158,7 @@ Status Agent::init() {
   schedule_latency_control();  // objectives recovered from the pages
   heartbeat_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_heartbeat, this));
   timeval hb{config_.heartbeat_ms / 1000, (config_.heartbeat_ms % 1000) * 1000};
-  if (!heartbeat_ || event_add(heartbeat_.get(), &hb) != 0)
+  if (!on_data_plane(heartbeat_.get()) || event_add(heartbeat_.get(), &hb) != 0)
     return Error{"cannot start the heartbeat"};
   for (int sig : {SIGTERM, SIGINT}) {
     EventHandle ev(evsignal_new(base_.get(), sig, &Agent::on_signal, this));
@@ -321,7 +317,7 @@ Status Agent::watch_kicks(uint32_t gpu, uint64_t instance_id) {
   k->instance_id = instance_id;
   k->ev.reset(event_new(base_.get(), arbiters_[gpu]->wake_fd(instance_id), EV_READ | EV_PERSIST,
                         &Agent::on_kick, k.get()));
-  if (!k->ev || event_add(k->ev.get(), nullptr) != 0) {
+  if (!on_data_plane(k->ev.get()) || event_add(k->ev.get(), nullptr) != 0) {
     return Error{"cannot watch the wake channel of instance " + std::to_string(instance_id)};
   }
   g.kicks[instance_id] = std::move(k);

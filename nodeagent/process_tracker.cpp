@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "nodeagent/event_loop.h"
+
 namespace egpu::agent {
 
 ProcessTracker::ProcessTracker(event_base* base, ExitCallback on_exit)
@@ -28,7 +30,8 @@ Status ProcessTracker::track(const Attachment& a) {
   w->pidfd.reset(fd);
   w->owner = this;
   w->ev.reset(event_new(base_, fd, EV_READ, &ProcessTracker::on_readable, w.get()));
-  if (!w->ev || event_add(w->ev.get(), nullptr) != 0) {
+  // A process's exit frees its share at once: the data plane.
+  if (!on_data_plane(w->ev.get()) || event_add(w->ev.get(), nullptr) != 0) {
     return Error{"cannot add a process watch to the event loop"};
   }
   watches_.emplace(key, std::move(w));

@@ -1,0 +1,21 @@
+// The agent's event loop: libevent with precise timers and two priorities.
+// The data plane (each GPU's ticks, shims' wake-ups, the heartbeat, process
+// exits) runs before the control plane (requests on the socket, metrics,
+// the latency control), and the loop looks for due data-plane events again
+// after every control-plane callback: a flood of requests from jobs costs
+// the agent CPU, not the slices' timing.
+#pragma once
+
+#include "core/util/result.h"
+#include "nodeagent/event_handle.h"
+
+namespace egpu::agent {
+
+inline constexpr int kDataPlanePriority = 0;
+inline constexpr int kControlPlanePriority = 1;  // libevent's default with two
+
+Result<EventBaseHandle> make_agent_event_base();
+// Puts an event on the data plane; false if libevent refused.
+bool on_data_plane(event* ev);
+
+}  // namespace egpu::agent
