@@ -55,30 +55,52 @@ TEST(Memory, OverQuotaFailsWithOutOfMemoryWithoutReachingTheDriver) {
 }
 
 TEST(Memory, TwoProcessesOfOneInstanceAllocatingAtOnceNeverExceedTheQuota) {
-  EnforcedNode node("mem-two");
-  node.create(1, 10, "burst", 0, 4 * kGiB);
-  // Both start allocating at the same moment, in small chunks, so their
-  // reservations interleave.
-  const auto start_at = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            (std::chrono::system_clock::now() + 500ms).time_since_epoch())
-                            .count();
-  const std::map<std::string, std::string> env = {{"PROBE_START_AT", std::to_string(start_at)}};
-  auto p1 =
-      node.start_program(1, {memory_probe_path(), "fill", std::to_string(kMiB), "1500"}, 0, env);
-  auto p2 =
-      node.start_program(1, {memory_probe_path(), "fill", std::to_string(kMiB), "1500"}, 0, env);
-  std::this_thread::sleep_for(1500ms);
-  const uint64_t driver_used = simgpu_memory_used(node);
-  auto s1 = p1->wait_for(60s);
-  auto s2 = p2->wait_for(60s);
-  ASSERT_TRUE(s1 && s1->success() && s2 && s2->success()) << p1->stderr_text() << p2->stderr_text();
-  auto j1 = nlohmann::json::parse(p1->stdout_text());
-  auto j2 = nlohmann::json::parse(p2->stdout_text());
-  const uint64_t total = j1["allocated"].get<uint64_t>() + j2["allocated"].get<uint64_t>();
-  EXPECT_EQ(total, 4 * kGiB) << j1.dump() << j2.dump();
-  EXPECT_LE(driver_used, 4 * kGiB);
-  EXPECT_GT(j1["allocated"].get<uint64_t>(), 0u);
-  EXPECT_GT(j2["allocated"].get<uint64_t>(), 0u);
+  // Both start allocating together (a barrier: each says it is ready, then
+  // waits for the word), in small chunks, so their reservations interleave.
+  // Which one the host runs first is its own business: a try in which one
+  // got nothing did not race, and is tried again (the quota is checked on
+  // every try).
+  int raced_tries = 0;
+  for (int attempt = 0; attempt < 3 && raced_tries == 0; ++attempt) {
+    SCOPED_TRACE("try " + std::to_string(attempt + 1));
+    EnforcedNode node("mem-two");
+    node.create(1, 10, "burst", 0, 4 * kGiB);
+    const std::filesystem::path barrier =
+        std::filesystem::temp_directory_path() /
+        ("egpu-mem-two-" + std::to_string(getpid()) + "-" + std::to_string(attempt));
+    std::filesystem::remove_all(barrier);
+    std::filesystem::create_directories(barrier);
+    const std::map<std::string, std::string> env = {{"PROBE_BARRIER", barrier.string()}};
+    const std::vector<std::string> fill = {memory_probe_path(), "fill", std::to_string(kMiB / 4),
+                                           "1500"};
+    auto p1 = node.start_program(1, fill, 0, env);
+    auto p2 = node.start_program(1, fill, 0, env);
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    const auto ready = [&] {
+      int n = 0;
+      for (const auto& e : std::filesystem::directory_iterator(barrier))
+        n += e.path().filename().string().starts_with("ready-") ? 1 : 0;
+      return n;
+    };
+    while (ready() < 2 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(5ms);
+    ASSERT_EQ(ready(), 2) << p1->stderr_text() << p2->stderr_text();
+    std::ofstream(barrier / "go").put('1');
+    std::this_thread::sleep_for(1000ms);  // both hold what they got for 1.5 s
+    const uint64_t driver_used = simgpu_memory_used(node);
+    auto s1 = p1->wait_for(60s);
+    auto s2 = p2->wait_for(60s);
+    std::filesystem::remove_all(barrier);
+    ASSERT_TRUE(s1 && s1->success() && s2 && s2->success())
+        << p1->stderr_text() << p2->stderr_text();
+    auto j1 = nlohmann::json::parse(p1->stdout_text());
+    auto j2 = nlohmann::json::parse(p2->stdout_text());
+    const uint64_t total = j1["allocated"].get<uint64_t>() + j2["allocated"].get<uint64_t>();
+    EXPECT_EQ(total, 4 * kGiB) << j1.dump() << j2.dump();
+    EXPECT_LE(driver_used, 4 * kGiB);
+    if (j1["allocated"].get<uint64_t>() > 0 && j2["allocated"].get<uint64_t>() > 0) ++raced_tries;
+  }
+  EXPECT_EQ(raced_tries, 1) << "in three tries, one process always got all of the quota";
 }
 
 TEST(Memory, EveryAllocationApiIsCountedAndReleased) {

@@ -17,12 +17,14 @@
 #include "memory_probe.h"
 
 #include <cuda.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -295,10 +297,15 @@ int main(int argc, char** argv) {
   } else if (cmd == "fill" && argc >= 3) {
     const size_t chunk = std::strtoull(argv[2], nullptr, 10);
     const int hold_ms = argc >= 4 ? std::atoi(argv[3]) : 0;
-    // PROBE_START_AT (ms since the epoch): start together with other probes.
-    if (const char* at = std::getenv("PROBE_START_AT")) {
-      std::this_thread::sleep_until(std::chrono::system_clock::time_point(
-          std::chrono::milliseconds(std::strtoll(at, nullptr, 10))));
+    // PROBE_BARRIER (a directory): start together with other probes. Once
+    // attached, say so (DIR/ready-PID) and wait for DIR/go, which the test
+    // makes when every probe is ready (60 s at most).
+    if (const char* dir = std::getenv("PROBE_BARRIER")) {
+      std::ofstream(std::string(dir) + "/ready-" + std::to_string(getpid())).put('1');
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!std::filesystem::exists(std::string(dir) + "/go") &&
+             std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     std::vector<CUdeviceptr> held;
     CUresult last = CUDA_SUCCESS;
