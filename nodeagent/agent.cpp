@@ -39,6 +39,24 @@ constexpr int64_t kMinKickGapNs = 100'000;
 // nobody share.
 constexpr int64_t kTickSlackNs = 500'000;
 
+// Whether a pid read back from an instance's page after a restart is one of
+// its processes. The page is the job's to write, so the pid is adopted only
+// if the process maps the page (as an attached shim does) or is one of the
+// job user's (an attach proved as much with SO_PEERCRED; a page cannot).
+bool adoptable(pid_t pid, const model::Instance& inst, const std::string& runtime_dir) {
+  const auto uid = ProcessTracker::real_uid(pid);
+  if (!uid || *uid == inst.uid) return true;  // gone: the tracker finds out and reclaims it
+  struct stat page {};
+  if (::stat(InstanceRuntime::page_path(runtime_dir, inst.id).c_str(), &page) == 0 &&
+      ProcessTracker::maps_file(pid, page.st_dev, page.st_ino))
+    return true;
+  EGPU_LOG_WARN(
+      "instance %llu: a process slot names process %d of uid %u, which is not its "
+      "user's (%u) and does not map its page: not adopted",
+      static_cast<unsigned long long>(inst.id), pid, *uid, inst.uid);
+  return false;
+}
+
 Status make_runtime_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Error{"cannot create runtime directory " + dir + ": " + std::strerror(errno)};
@@ -162,7 +180,8 @@ Status Agent::init() {
     return Error{"cannot start the heartbeat"};
   for (int sig : {SIGTERM, SIGINT}) {
     EventHandle ev(evsignal_new(base_.get(), sig, &Agent::on_signal, this));
-    if (!ev || event_add(ev.get(), nullptr) != 0) return Error{"cannot handle signals"};
+    if (!on_data_plane(ev.get()) || event_add(ev.get(), nullptr) != 0)
+      return Error{"cannot handle signals"};
     signals_.push_back(std::move(ev));
   }
   ::signal(SIGPIPE, SIG_IGN);
@@ -224,14 +243,7 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
     for (uint32_t slot = 0; slot < shm::kMaxProcsPerInstance; ++slot) {
       const pid_t pid = arb.process_in_slot(inst.id, slot);
       if (pid <= 0) continue;
-      // The page is the job's to write: a pid there is adopted only if it
-      // is one of the job user's processes (an attach checked that with
-      // SO_PEERCRED; a page cannot).
-      if (const auto uid = ProcessTracker::real_uid(pid); uid && *uid != inst.uid) {
-        EGPU_LOG_WARN(
-            "instance %llu: slot %u names process %d of uid %u, not its user's (%u): "
-            "not adopted",
-            static_cast<unsigned long long>(inst.id), slot, pid, *uid, inst.uid);
+      if (!adoptable(pid, inst, config_.runtime_dir)) {
         arb.reclaim(inst.id, slot, pid);
         continue;
       }
@@ -317,7 +329,11 @@ Status Agent::watch_kicks(uint32_t gpu, uint64_t instance_id) {
   k->instance_id = instance_id;
   k->ev.reset(event_new(base_.get(), arbiters_[gpu]->wake_fd(instance_id), EV_READ | EV_PERSIST,
                         &Agent::on_kick, k.get()));
-  if (!on_data_plane(k->ev.get()) || event_add(k->ev.get(), nullptr) != 0) {
+  // On the control plane: a job writes its wake channel as often as it
+  // likes, and a flood of them must not keep the control plane from running
+  // (the data plane always runs first). The tick a kick asks for is on the
+  // data plane, at most one per kMinKickGapNs per GPU.
+  if (!k->ev || event_add(k->ev.get(), nullptr) != 0) {
     return Error{"cannot watch the wake channel of instance " + std::to_string(instance_id)};
   }
   g.kicks[instance_id] = std::move(k);

@@ -1,9 +1,12 @@
 // The agent's event loop: libevent with precise timers and two priorities.
-// The data plane (each GPU's ticks, shims' wake-ups, the heartbeat, process
-// exits) runs before the control plane (requests on the socket, metrics,
-// the latency control), and the loop looks for due data-plane events again
-// after every control-plane callback: a flood of requests from jobs costs
-// the agent CPU, not the slices' timing.
+// The data plane (each GPU's ticks, the heartbeat, process and step exits,
+// signals) runs before the control plane (requests on the socket, shims'
+// wake-ups, metrics, the latency control), and the loop looks for due
+// data-plane events again after every control-plane callback: a flood of
+// requests from jobs costs the agent CPU, not the slices' timing. Only what
+// no job can trigger at will is on the data plane: libevent runs the
+// control plane only when the data plane has nothing to do, so a job must
+// not be able to keep it busy.
 #pragma once
 
 #include "core/util/result.h"

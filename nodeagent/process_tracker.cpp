@@ -1,9 +1,11 @@
 #include "nodeagent/process_tracker.h"
 
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -72,6 +74,25 @@ std::optional<uid_t> ProcessTracker::real_uid(pid_t pid) {
     return std::nullopt;
   }
   return std::nullopt;
+}
+
+bool ProcessTracker::maps_file(pid_t pid, dev_t dev, ino_t ino) {
+  if (pid <= 0) return false;
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    // "start-end perms offset major:minor inode [path]", numbers in hex but the inode.
+    std::istringstream fields(line);
+    std::string range, perms, offset, device;
+    unsigned long long inode = 0;
+    if (!(fields >> range >> perms >> offset >> device >> inode)) continue;
+    const auto colon = device.find(':');
+    if (colon == std::string::npos || inode != static_cast<unsigned long long>(ino)) continue;
+    const unsigned long major = std::strtoul(device.substr(0, colon).c_str(), nullptr, 16);
+    const unsigned long minor = std::strtoul(device.substr(colon + 1).c_str(), nullptr, 16);
+    if (makedev(major, minor) == dev) return true;
+  }
+  return false;
 }
 
 }  // namespace egpu::agent

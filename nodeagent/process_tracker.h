@@ -40,9 +40,11 @@ class ProcessTracker {
   bool tracked(pid_t pid, uint64_t instance_id) const;
   size_t size() const { return watches_.size(); }
 
-  // The real uid a process runs as (/proc/PID/status); nullopt when it is
-  // gone or unreadable. For pids read back from pages a job could write.
+  // For pids read back from pages a job could write: the real uid a
+  // process runs as (/proc/PID/status; nullopt when it is gone or
+  // unreadable), and whether it maps the file `dev`/`ino` (/proc/PID/maps).
   static std::optional<uid_t> real_uid(pid_t pid);
+  static bool maps_file(pid_t pid, dev_t dev, ino_t ino);
 
  private:
   struct Watch {

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string>
 
+#include "nodeagent/event_loop.h"
+
 namespace egpu::agent {
 
 StepReaper::StepReaper(event_base* base, GoneCallback on_gone)
@@ -44,7 +46,8 @@ void StepReaper::watch(uint64_t instance_id, const model::Creator& creator) {
   w->pidfd = std::move(pidfd);
   w->ev.reset(event_new(base_, w->pidfd.get(), EV_READ, &StepReaper::on_exit, w.get()));
   // Not watched is not gone: the instance then waits for SPANK's remove.
-  if (!w->ev || event_add(w->ev.get(), nullptr) != 0) return;
+  // A step's end frees its share: the data plane (no job can flood it).
+  if (!on_data_plane(w->ev.get()) || event_add(w->ev.get(), nullptr) != 0) return;
   watches_[instance_id] = std::move(w);
 }
 
@@ -55,7 +58,7 @@ void StepReaper::report_soon(uint64_t instance_id) {
   w->instance_id = instance_id;
   w->ev.reset(evtimer_new(base_, &StepReaper::on_exit, w.get()));
   const timeval now{0, 0};
-  if (!w->ev || evtimer_add(w->ev.get(), &now) != 0) return;
+  if (!on_data_plane(w->ev.get()) || evtimer_add(w->ev.get(), &now) != 0) return;
   watches_[instance_id] = std::move(w);
 }
 

@@ -235,29 +235,54 @@ TEST_F(HostileDescriptors, ARestartAfterATruncationKeepsTheInstance) {
 
 // After a restart the agent reads the page's process slots back: one a job
 // forged with another user's process (init's here) is not adopted as its
-// process (live, the attach's SO_PEERCRED is the proof; the page is none).
+// process (live, the attach's SO_PEERCRED is the proof; the page is none),
+// while a root process that maps the page (a root tool attached to it) is.
 TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAdoptedAfterARestart) {
-  const int rc = run_as(kMallory, [&] {
-    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
-    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
-    auto page =
-        shm::map_fd(att->fds[kInstancePageFd], sizeof(shm::InstancePage), shm::Access::kReadWrite);
-    if (!page) return 1;
-    const uint32_t forged = att->reply.proc_slot == 7 ? 8 : 7;
-    page->as<shm::InstancePage>()->procs[forged].pid.store(1);
-    return 0;
-  });
-  ASSERT_EQ(rc, 0);
+  const std::string path = agent.dir() + "/run/instance-1";
+  int ready[2];
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  const pid_t mapper = fork();
+  ASSERT_GE(mapper, 0);
+  if (mapper == 0) {
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    auto page = shm::map_fd(fd, sizeof(shm::InstancePage), shm::Access::kReadWrite);
+    const char ok = page ? 'y' : 'n';
+    (void)!write(ready[1], &ok, 1);
+    for (;;)
+      pause();
+  }
+  close(ready[1]);
+  char ok = 0;
+  const bool mapped = read(ready[0], &ok, 1) == 1 && ok == 'y';
+  close(ready[0]);
+  const auto stop_mapper = [&] {
+    kill(mapper, SIGKILL);
+    waitpid(mapper, nullptr, 0);
+  };
+  if (!mapped) stop_mapper();
+  ASSERT_TRUE(mapped) << "root could not map Mallory's page: nothing to test";
+  {
+    UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+    auto page = shm::map_fd(fd.get(), sizeof(shm::InstancePage), shm::Access::kReadWrite);
+    ASSERT_TRUE(page.ok());
+    auto* p = page->as<shm::InstancePage>();
+    p->procs[7].pid.store(1);       // Mallory's forgery: init
+    p->procs[8].pid.store(mapper);  // a root process that maps the page
+  }
   agent.kill_hard();
-  ASSERT_TRUE(agent.start()) << agent.log();
-  EXPECT_NE(agent.log().find("names process 1 of uid 0, not its user's (4242): not adopted"),
+  const bool started = agent.start();
+  const auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  stop_mapper();
+  ASSERT_TRUE(started) << agent.log();
+  EXPECT_NE(agent.log().find("names process 1 of uid 0, which is not its user's (4242) and does "
+                             "not map its page: not adopted"),
             std::string::npos)
       << agent.log();
-  // Its one real process exited with run_as: nothing of Mallory's is alive.
-  const auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
+  EXPECT_EQ(agent.log().find("names process " + std::to_string(mapper)), std::string::npos)
+      << agent.log();
   for (const auto& inst : j["gpus"][0]["instances"]) {
     if (inst.at("job").get<uint64_t>() == kMalloryJob) {
-      EXPECT_EQ(inst.value("processes", -1), 0) << inst.dump();
+      EXPECT_EQ(inst.value("processes", -1), 1) << inst.dump();
     }
   }
   expect_agent_serving();
