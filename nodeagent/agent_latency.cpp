@@ -18,9 +18,7 @@ constexpr int kSaveEveryPeriods = 50;
 void Agent::restore_latency_control(uint32_t gpu) {
   auto memory = SloMemoryFile::load(config_.runtime_dir, gpu);
   if (!memory) {
-    EGPU_LOG_WARN("GPU %u: the latency control starts afresh: %s (set aside as .bad)", gpu,
-                  memory.error().c_str());
-    SloMemoryFile::set_aside(config_.runtime_dir, gpu);
+    EGPU_LOG_WARN("GPU %u: the latency control starts afresh: %s", gpu, memory.error().c_str());
     return;
   }
   if (!*memory) return;

@@ -34,12 +34,6 @@ std::vector<const model::Instance*> objective_group(const model::Instance& inst,
   return group;
 }
 
-// Cumulative counts add saturating: a hostile page's counts must not wrap.
-void add_counts(slo::LatencyHistogram::Counts& sum, const slo::LatencyHistogram::Counts& more) {
-  for (std::size_t b = 0; b < sum.size(); ++b)
-    sum[b] = more[b] > UINT64_MAX - sum[b] ? UINT64_MAX : sum[b] + more[b];
-}
-
 }  // namespace
 
 bool LatencyControl::wanted(uint32_t gpu, const model::InstanceRegistry& registry) const {
@@ -72,23 +66,23 @@ bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
     in.id = inst->id;
     in.role = role_of(*inst);
     in.units = static_cast<uint32_t>(std::lround(registry.effective_share(*inst) * 100.0));
-    Seen now{rt->latency_counts(), rt->device_ns_total(), {inst->id}};
+    Seen now;
+    now.device_ns = rt->device_ns_total();
     if (in.role == slo::SloRole::kLatencyCritical) {
       in.objective = inst->objective;
-      now.group.clear();
-      now.counts = {};
       for (const model::Instance* member : objective_group(*inst, registry)) {
-        const InstanceRuntime* m = runtime_of(*member);
-        if (m == nullptr) continue;
-        add_counts(now.counts, m->latency_counts());
-        now.group.push_back(member->id);
+        if (const InstanceRuntime* m = runtime_of(*member))
+          now.counts[member->id] = m->latency_counts();
       }
     }
-    // What it did since the last period; nothing for one seen the first
-    // time, or whose group changed (its sum would jump or drop).
-    if (auto before = g.seen.find(inst->id);
-        before != g.seen.end() && before->second.group == now.group) {
-      in.latencies = slo::LatencyHistogram::delta(now.counts, before->second.counts);
+    // What it did since the last period: each member's samples since it
+    // was last read (one reset or replaced is read afresh, by delta's rule);
+    // nothing for an instance, or a member, seen the first time.
+    if (auto before = g.seen.find(inst->id); before != g.seen.end()) {
+      for (const auto& [id, counts] : now.counts) {
+        if (auto was = before->second.counts.find(id); was != before->second.counts.end())
+          in.latencies.add(slo::LatencyHistogram::delta(counts, was->second));
+      }
       in.device_ns = static_cast<int64_t>(now.device_ns - before->second.device_ns);
     }
     seen[inst->id] = std::move(now);

@@ -63,9 +63,10 @@ class LatencyControl {
 
  private:
   struct Seen {
-    slo::LatencyHistogram::Counts counts{};
+    // A latency-critical instance's: the latency counts of each member of
+    // its objective group (see objective_group), by instance id.
+    std::map<uint64_t, slo::LatencyHistogram::Counts> counts;
     uint64_t device_ns = 0;
-    std::vector<uint64_t> group;  // whose counts were summed (see objective_group)
   };
   struct PerGpu {
     slo::SloController controller;

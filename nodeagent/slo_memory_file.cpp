@@ -26,18 +26,26 @@ std::string SloMemoryFile::path(const std::string& runtime_dir, uint32_t gpu) {
 Result<std::optional<slo::SloMemory>> SloMemoryFile::load(const std::string& runtime_dir,
                                                           uint32_t gpu) {
   const std::string file = path(runtime_dir, gpu);
+  // A file that is not one this agent could use is set aside, so the next
+  // start does not warn of it again; one it could not read now (out of
+  // descriptors, an I/O error) stays for the next start.
+  const auto bad = [&](const std::string& why) {
+    set_aside(runtime_dir, gpu);
+    return Error{file + ": " + why + " (set aside as .bad)"};
+  };
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd.valid()) {
     if (errno == ENOENT) return std::optional<slo::SloMemory>{};
+    if (errno == ELOOP) return bad("a symbolic link");
     return failed(file, "cannot open");
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return failed(file, "cannot stat");
   // Only the agent's own: a regular file of root's that nobody else may read or write.
   if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
-    return Error{file + ": not a file this agent wrote (type, owner or mode)"};
+    return bad("not a file this agent wrote (type, owner or mode)");
   if (static_cast<uint64_t>(st.st_size) > kMaxBytes)
-    return Error{file + ": larger than " + std::to_string(kMaxBytes) + " bytes"};
+    return bad("larger than " + std::to_string(kMaxBytes) + " bytes");
   std::string text(static_cast<std::size_t>(st.st_size), '\0');
   std::size_t got = 0;
   while (got < text.size()) {
@@ -49,7 +57,7 @@ Result<std::optional<slo::SloMemory>> SloMemoryFile::load(const std::string& run
   }
   text.resize(got);
   auto memory = slo::decode_slo_memory(text);
-  if (!memory) return Error{file + ": " + memory.error()};
+  if (!memory) return bad(memory.error());
   return std::optional<slo::SloMemory>(std::move(*memory));
 }
 

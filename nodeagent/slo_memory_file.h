@@ -20,12 +20,14 @@ class SloMemoryFile {
 
   static std::string path(const std::string& runtime_dir, uint32_t gpu);
   // nullopt when there is no file; an error names the file and what is
-  // wrong (only a regular file of the agent's user, mode 0600 or less).
+  // wrong (only a regular file of the agent's user, mode 0600 or less). A
+  // file it cannot use is set aside; one it could not read now is not.
   static Result<std::optional<slo::SloMemory>> load(const std::string& runtime_dir, uint32_t gpu);
   static Status save(const std::string& runtime_dir, uint32_t gpu, const slo::SloMemory& memory);
   static void remove(const std::string& runtime_dir, uint32_t gpu);
-  // A file load() refused goes to PATH.bad (kept for a look, never read
-  // again), so the next start does not warn of it again.
+
+ private:
+  // To PATH.bad: kept for a look, never read again.
   static void set_aside(const std::string& runtime_dir, uint32_t gpu);
 };
 

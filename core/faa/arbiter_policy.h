@@ -175,10 +175,10 @@ Nanos inflight_bound(const PolicySettings& settings, std::size_t with_processes,
 // which they add up to the credit. Shims measure their work with events;
 // around a handover the old holder's queued tail and the new holder's first
 // kernels share the device and both measure the overlap, which then comes
-// off the larger charge (the holder alternates, so neither is favoured). A
-// job that reports more than passed pays for it itself: taken equally from
-// everyone, its lie would cancel its neighbours' charges, and their
-// accounting with them.
+// off the larger charges first (at most the handover tail, 200 us, per
+// handover: the larger share tends to pay it). A job that reports more than
+// passed pays for it itself: taken equally from everyone, its lie would
+// cancel its neighbours' charges, and their accounting with them.
 std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns);
 
 }  // namespace egpu::faa

@@ -203,6 +203,8 @@ Result<SloMemory> decode_slo_memory(std::string_view text) {
   SloMemory out;
   const auto loans = j.find("loans");
   if (loans == j.end() || !loans->is_object()) return Error{"loans: missing or not an object"};
+  if (loans->size() > kMaxInstances)
+    return Error{"loans: more than " + std::to_string(kMaxInstances) + " instances"};
   for (const auto& [key, units] : loans->items()) {
     const auto id = instance_id(key);
     const auto n = integer<int32_t>(units);
@@ -214,8 +216,8 @@ Result<SloMemory> decode_slo_memory(std::string_view text) {
   const auto instances = j.find("instances");
   if (instances == j.end() || !instances->is_object())
     return Error{"instances: missing or not an object"};
-  if (instances->size() > kMaxInstances || loans->size() > kMaxInstances)
-    return Error{"more than " + std::to_string(kMaxInstances) + " instances"};
+  if (instances->size() > kMaxInstances)
+    return Error{"instances: more than " + std::to_string(kMaxInstances)};
   for (const auto& [key, value] : instances->items()) {
     const auto id = instance_id(key);
     if (!id) return Error{"instances: '" + key + "' is not an instance id"};

@@ -17,7 +17,7 @@
 namespace egpu::slo {
 
 struct SloMemory {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;  // 2: the objective as its two integers
   std::map<uint64_t, int32_t> loans;  // units by instance id: + borrowed, - lent
   std::map<uint64_t, SloController::Memory> instances;
   bool operator==(const SloMemory&) const = default;

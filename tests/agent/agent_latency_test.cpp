@@ -259,7 +259,7 @@ TEST_F(AgentLatency, ADamagedMemoryIsNamedAndControlStartsAfresh) {
     const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ASSERT_GE(fd, 0);
     const std::string text =
-        "{\"version\":1,\"loans\":{\"" + std::to_string(serve) + "\":20},\"instances\":[]}";
+        "{\"version\":2,\"loans\":{\"" + std::to_string(serve) + "\":20},\"instances\":[]}";
     ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
     close(fd);
   }

@@ -68,8 +68,10 @@ ok "the objective held in $held of the windows after the loan"
 
 # An agent restart keeps the loan: the new agent goes on with it (and the
 # objective's record) at once instead of starting from 20 units.
-judged_before=$(show "$serve_id" | field slo_windows_judged)
-took_over="GPU [0-9]*: the latency control goes on with 2 loan(s)"
+before=$(show "$serve_id")
+[[ $(field borrowed_units <<<"$before") =~ ^[1-9][0-9]*$ ]] || fail "no loan before the restart: $before"
+judged_before=$(field slo_windows_judged <<<"$before")
+took_over="GPU [0-9]*: the latency control goes on with [1-9][0-9]* loan(s)"
 took_over_before=$(grep -c "$took_over" "$state/log/agent-n1.out" || true)
 tb restart agent n1 >/dev/null
 after=$(show "$serve_id")

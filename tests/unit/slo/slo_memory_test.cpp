@@ -127,7 +127,7 @@ TEST(SloMemory, ADamagedMemoryIsRefusedWithTheFieldNamed) {
     sixty_four_more += ",[]";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{\"version\"", "not a JSON object"},
-      {replaced("\"version\":1", "\"version\":2"), "not version 1 of the format"},
+      {replaced("\"version\":2", "\"version\":1"), "not version 2 of the format"},
       {replaced("\"7\":5", "\"7\":101"), "loans: instance 7: not a number of units in [-100, 100]"},
       {replaced("\"8\":-5", "\"x8\":-5"), "loans: 'x8' is not an instance id"},
       {replaced("\"8\":-5", "\"0\":-5"), "loans: '0' is not an instance id"},
