@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <string_view>
 #include <system_error>
 
@@ -44,6 +45,7 @@ constexpr int64_t kTickSlackNs = 500'000;
 // if the process maps the page (as an attached shim does) or is one of the
 // job user's (an attach proved as much with SO_PEERCRED; a page cannot).
 bool adoptable(pid_t pid, const model::Instance& inst, const std::string& runtime_dir) {
+  if (pid == ::getpid()) return false;  // the agent maps every page itself
   const auto uid = ProcessTracker::real_uid(pid);
   if (!uid || *uid == inst.uid) return true;  // gone: the tracker finds out and reclaims it
   struct stat page {};
@@ -240,14 +242,16 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
     reaper_->watch(inst.id, inst.creator);  // its step may have ended meanwhile
     // Its processes: watch the living, reclaim the dead.
     uint32_t alive = 0;
+    std::set<pid_t> adopted;  // a process has one slot per instance: others are forged
     for (uint32_t slot = 0; slot < shm::kMaxProcsPerInstance; ++slot) {
       const pid_t pid = arb.process_in_slot(inst.id, slot);
       if (pid <= 0) continue;
-      if (!adoptable(pid, inst, config_.runtime_dir)) {
+      if (adopted.contains(pid) || !adoptable(pid, inst, config_.runtime_dir)) {
         arb.reclaim(inst.id, slot, pid);
         continue;
       }
       if (tracker_->track(Attachment{pid, inst.id, gpu, slot})) {
+        adopted.insert(pid);
         ++alive;
       } else {
         arb.reclaim(inst.id, slot, pid);

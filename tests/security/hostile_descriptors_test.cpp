@@ -255,11 +255,14 @@ TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAdoptedAfterARestart) {
   char ok = 0;
   const bool mapped = read(ready[0], &ok, 1) == 1 && ok == 'y';
   close(ready[0]);
-  const auto stop_mapper = [&] {
-    kill(mapper, SIGKILL);
-    waitpid(mapper, nullptr, 0);
-  };
-  if (!mapped) stop_mapper();
+  // Stopped however the test ends (it holds the test's stdout).
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaper{mapper};
   ASSERT_TRUE(mapped) << "root could not map Mallory's page: nothing to test";
   {
     UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
@@ -268,12 +271,13 @@ TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAdoptedAfterARestart) {
     auto* p = page->as<shm::InstancePage>();
     p->procs[7].pid.store(1);       // Mallory's forgery: init
     p->procs[8].pid.store(mapper);  // a root process that maps the page
+    p->procs[9].pid.store(mapper);  // ...in a second slot: forged
   }
   agent.kill_hard();
-  const bool started = agent.start();
-  const auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
-  stop_mapper();
-  ASSERT_TRUE(started) << agent.log();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  const auto st = agent.call(protocol::StatusRequest{0, 0});
+  ASSERT_TRUE(st.ok()) << st.error();
+  const auto j = nlohmann::json::parse(st->text);
   EXPECT_NE(agent.log().find("names process 1 of uid 0, which is not its user's (4242) and does "
                              "not map its page: not adopted"),
             std::string::npos)
