@@ -87,33 +87,66 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
   size_t length = 0;
   for (const auto& p : parts)
     length += p.size() + kSeparator.size();
+  // One record per key: a final one wins over a checkpoint whatever the
+  // order, and of two of a kind the later.
+  std::vector<size_t> chosen;  // indices into incoming
   for (size_t r = 0; r < incoming.size(); ++r) {
-    // A checkpoint that does not fit is not counted: the next one would
-    // count again, and the count is of records lost.
-    const bool checkpoint = is_running_record(incoming[r]);
-    bool replaced = false;
-    for (auto& p : parts) {
-      if (!p.starts_with("egpu step=")) continue;
-      if (auto key = parse_step_record(p); key && *key == keys[r]) {
-        replaced = true;
-        // A checkpoint that comes late (from a step's own checkpoint thread)
-        // never undoes the step's final record.
-        if (checkpoint && !is_running_record(p)) break;
-        // A longer one must fit too; else the old one stays and this counts.
-        if (length - p.size() + incoming[r].size() + kDropped.size() + 20 > max_length) {
-          dropped += checkpoint ? 0 : 1;
-          break;
-        }
-        length = length - p.size() + incoming[r].size();
-        p = incoming[r];
-        break;
-      }
+    bool superseded = false;
+    for (size_t& c : chosen) {
+      if (keys[c] != keys[r]) continue;
+      superseded = true;
+      if (is_running_record(incoming[c]) || !is_running_record(incoming[r])) c = r;
     }
-    if (replaced) continue;
+    if (!superseded) chosen.push_back(r);
+  }
+  // Records that replace one of the comment's go first, those that shorten
+  // it before those that lengthen it (least first), then new ones in the
+  // request's order: each is judged against the room the others leave in
+  // the end, so merging the same request again changes nothing (a record
+  // that did not fit would not fit the second time either).
+  struct Replacement {
+    size_t record;
+    size_t part;
+    long long growth;
+  };
+  std::vector<Replacement> replacements;
+  std::vector<size_t> additions;
+  for (size_t r : chosen) {
+    bool found = false;
+    for (size_t i = 0; i < parts.size() && !found; ++i) {
+      if (!parts[i].starts_with("egpu step=")) continue;
+      const auto key = parse_step_record(parts[i]);
+      if (!key || *key != keys[r]) continue;
+      found = true;
+      // A checkpoint that comes late (from a step's own checkpoint thread)
+      // never undoes the step's final record.
+      if (is_running_record(incoming[r]) && !is_running_record(parts[i])) continue;
+      replacements.push_back(
+          {r, i,
+           static_cast<long long>(incoming[r].size()) - static_cast<long long>(parts[i].size())});
+    }
+    if (!found) additions.push_back(r);
+  }
+  std::stable_sort(replacements.begin(), replacements.end(),
+                   [](const Replacement& a, const Replacement& b) { return a.growth < b.growth; });
+  // A checkpoint that does not fit is not counted: the next one would
+  // count again, and the count is of records lost.
+  const auto lost = [&](size_t r) { dropped += is_running_record(incoming[r]) ? 0 : 1; };
+  for (const Replacement& rep : replacements) {
+    const std::string& p = parts[rep.part];
+    // A longer one must fit too; else the old one stays and this counts.
+    if (length - p.size() + incoming[rep.record].size() + kDropped.size() + 20 > max_length) {
+      lost(rep.record);
+      continue;
+    }
+    length = length - p.size() + incoming[rep.record].size();
+    parts[rep.part] = incoming[rep.record];
+  }
+  for (size_t r : additions) {
     // Room for the record and for the dropped count that may follow it.
     const size_t needed = incoming[r].size() + kSeparator.size();
     if (length + needed + kDropped.size() + 20 > max_length) {
-      dropped += checkpoint ? 0 : 1;
+      lost(r);
       continue;
     }
     parts.push_back(incoming[r]);

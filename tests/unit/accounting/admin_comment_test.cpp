@@ -110,6 +110,35 @@ TEST(AdminComment, RecordsPastTheLimitAreCountedNotKept) {
   EXPECT_EQ(*kept, "egpu dropped=some; " + record(0, "n1", 0, 1) + "; egpu dropped=3");
 }
 
+// Merging the same request twice changes nothing, even when one of its
+// records makes room for another: a new checkpoint listed before a final
+// record that replaces a longer checkpoint (found by the admin_comment
+// fuzzer: the checkpoint was judged before the room was made, and fitted
+// only the second time).
+TEST(AdminComment, ARequestMergedAgainChangesNothingWhenOneRecordMakesRoom) {
+  const std::string longer = record(1, "n2", 0, 999'999'999'999, true);  // more digits
+  const std::string comment = "note; " + longer;
+  const std::string checkpoint = record(2, "n1", 0, 3, true);
+  const std::string final = record(1, "n2", 0, 2);
+  // Room for the final record and the new checkpoint (and the dropped count
+  // the merge keeps room for), but not for the longer checkpoint and the new one.
+  const size_t limit = std::string("note; ").size() + final.size() + 2 + checkpoint.size() + 2 +
+                       std::string("egpu dropped=").size() + 20;
+  ASSERT_GT(longer.size(), final.size() + 10);
+  const std::string request = append_request({checkpoint, final});
+  auto once = merge_append_request(comment, request, 7, limit);
+  ASSERT_TRUE(once) << once.error();
+  EXPECT_EQ(*once, "note; " + final + "; " + checkpoint);
+  auto twice = merge_append_request(*once, request, 7, limit);
+  ASSERT_TRUE(twice) << twice.error();
+  EXPECT_EQ(*twice, *once);
+  // Within one request a final record wins over a checkpoint of its key,
+  // whichever comes first.
+  auto both = merge_append_request("note", append_request({final, record(1, "n2", 0, 3, true)}), 7);
+  ASSERT_TRUE(both) << both.error();
+  EXPECT_EQ(*both, "note; " + final);
+}
+
 TEST(AdminComment, RefusesRequestsThatAreNotRecords) {
   EXPECT_FALSE(merge_append_request("x", "egpu step=1.0", 7));  // no prefix
   EXPECT_FALSE(merge_append_request("x", "egpu-append:", 7));
