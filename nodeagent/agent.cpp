@@ -146,6 +146,8 @@ Status Agent::init() {
   settings.fail_mode = config_.fail_mode;
   settings.epoch = epoch_;
   settings.max_slots = static_cast<uint32_t>(config_.max_instances_per_gpu);
+  // Judged before recovery places the recovered steps' gang windows.
+  if (Status s = start_clock_watch(); !s) return s;
   for (uint32_t gpu = 0; gpu < inventory->memory_bytes.size(); ++gpu) {
     std::vector<model::Instance> recovered;
     auto arb = GpuArbiter::open(gpu, inventory->memory_bytes[gpu], settings, &recovered);

@@ -14,6 +14,7 @@
 
 #include "core/accounting/step_usage.h"
 #include "core/config/egpu_config.h"
+#include "core/faa/clock_watch.h"
 #include "core/faa/gang_window.h"
 #include "core/model/gang_plan.h"
 #include "core/model/instance_registry.h"
@@ -48,9 +49,9 @@ class Agent {
   const ControlServer* control() const { return control_.get(); }
   const LatencyControl& latency() const { return latency_; }
   const model::GangPlan& gangs() const { return gangs_; }
-  // This node's clock now (clock_quality.h), and whether it is good enough
-  // for a multi-node step's windows to open with its other nodes' (an error
-  // saying why not).
+  // This node's clock now (clock_quality.h), and whether a multi-node step's
+  // windows open with its other nodes' (the ClockWatch's verdict, re-judged
+  // every second; an error saying why not).
   faa::ClockQuality clock() const;
   Status clock_alignment() const;
 
@@ -87,6 +88,8 @@ class Agent {
   // Plans the node's gangs and hands every GPU its members' windows; after
   // any change of instances or shares (a gang spans GPUs). agent_gangs.cpp.
   void apply_gangs();
+  Status start_clock_watch();
+  static void on_clock_timer(evutil_socket_t fd, short what, void* arg);
   // Rewrites every instance's record in the GPU page from the registry.
   void write_records(uint32_t gpu);
   // Job memory (agent_memory.cpp). What the job's umbrella on the GPU holds
@@ -165,6 +168,9 @@ class Agent {
   int64_t latency_last_ns_ = 0;
   std::vector<EventHandle> signals_;
   model::GangPlan gangs_;
+  faa::ClockWatch clock_watch_{faa::ClockWatch::Settings{}};
+  EventHandle clock_timer_;
+  faa::Nanos gang_epoch_ = 0;  // the epoch the gang windows were placed on
 };
 
 }  // namespace egpu::agent

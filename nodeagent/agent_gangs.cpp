@@ -25,9 +25,9 @@ void Agent::apply_gangs() {
     plan = model::plan_gangs(registry_->all(), shares, period, clock_alignment().ok());
     // Windows open at wall-clock multiples of the period: the same instants
     // on every node whose clock is synchronized.
-    const faa::Nanos epoch = wall_aligned_epoch(period);
+    gang_epoch_ = wall_aligned_epoch(period);
     for (auto& [id, window] : plan.windows)
-      window.epoch = epoch;
+      window.epoch = gang_epoch_;
   }
   for (const auto& key : plan.unplaced) {
     const bool known =
@@ -57,7 +57,49 @@ faa::ClockQuality Agent::clock() const {
 }
 
 Status Agent::clock_alignment() const {
-  return faa::can_align_across_nodes(clock(), faa::kDefaultAlignTolerance);
+  if (clock_watch_.aligned()) return {};
+  return Error{clock_watch_.reason()};
+}
+
+Status Agent::start_clock_watch() {
+  clock_watch_.observe(clock());
+  if (config_.gang_period_ms <= 0) return {};
+  clock_timer_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_clock_timer, this));
+  const timeval every{1, 0};
+  if (!clock_timer_ || event_add(clock_timer_.get(), &every) != 0)
+    return Error{"cannot add the clock watch to the event loop"};
+  return {};
+}
+
+// Every second: the discipline's verdict and the wall clock's phase. Either
+// change moves the windows of the node's multi-node steps (a lost clock
+// makes them gangs of their GPUs here only; a stepped one re-places them on
+// the new period boundaries).
+void Agent::on_clock_timer(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<Agent*>(arg);
+  switch (self->clock_watch_.observe(self->clock())) {
+    case faa::ClockWatch::Change::kLost:
+      EGPU_LOG_WARN("%s: multi-node steps' windows no longer open with their other nodes'",
+                    self->clock_watch_.reason().c_str());
+      self->apply_gangs();
+      return;
+    case faa::ClockWatch::Change::kRegained:
+      EGPU_LOG_INFO(
+          "the clock agrees with the other nodes' again: multi-node steps' windows "
+          "open with theirs");
+      self->apply_gangs();
+      return;
+    case faa::ClockWatch::Change::kNone:
+      break;
+  }
+  const faa::Nanos period =
+      static_cast<faa::Nanos>(self->config_.gang_period_ms) * faa::kMillisecond;
+  if (!self->gangs_.windows.empty() &&
+      faa::epoch_moved(self->gang_epoch_, wall_aligned_epoch(period), period,
+                       faa::kDefaultAlignTolerance / 10)) {
+    EGPU_LOG_INFO("the wall clock was stepped: gang windows placed on its new period boundaries");
+    self->apply_gangs();
+  }
 }
 
 }  // namespace egpu::agent

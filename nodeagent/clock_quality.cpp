@@ -15,12 +15,28 @@ faa::ClockQuality read_clock_quality() {
 }
 
 faa::Nanos wall_aligned_epoch(faa::Nanos period) {
-  timespec mono{};
-  timespec real{};
-  ::clock_gettime(CLOCK_MONOTONIC, &mono);
-  ::clock_gettime(CLOCK_REALTIME, &real);
-  const faa::Nanos mono_ns = mono.tv_sec * faa::kSecond + mono.tv_nsec;
-  const faa::Nanos real_ns = real.tv_sec * faa::kSecond + real.tv_nsec;
+  // The wall clock read between two monotonic readings, the tightest of a
+  // few tries: a preemption between the reads would otherwise shift the
+  // epoch by as long as it lasted (and the clock watch would take it for a
+  // stepped clock).
+  auto ns = [](const timespec& t) { return t.tv_sec * faa::kSecond + t.tv_nsec; };
+  faa::Nanos best_gap = -1;
+  faa::Nanos mono_ns = 0;
+  faa::Nanos real_ns = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    timespec before{};
+    timespec real{};
+    timespec after{};
+    ::clock_gettime(CLOCK_MONOTONIC, &before);
+    ::clock_gettime(CLOCK_REALTIME, &real);
+    ::clock_gettime(CLOCK_MONOTONIC, &after);
+    const faa::Nanos gap = ns(after) - ns(before);
+    if (best_gap < 0 || gap < best_gap) {
+      best_gap = gap;
+      mono_ns = ns(before) + gap / 2;
+      real_ns = ns(real);
+    }
+  }
   return mono_ns - real_ns % period;
 }
 

@@ -121,13 +121,18 @@ std::string status_json(const Agent& agent, uid_t caller) {
                    {"default_mode", to_string(agent.config().default_mode)},
                    {"gang_period_ms", agent.config().gang_period_ms}};
   // Whether this clock lets a step's windows here open with its other
-  // nodes' (they also need the same gangs placed alike on each node).
+  // nodes' (they also need the same gangs placed alike on each node): the
+  // reading now, and the verdict the windows follow (which waits for a few
+  // good readings after a bad one).
   const faa::ClockQuality clock = agent.clock();
-  const Status aligned = faa::can_align_across_nodes(clock, faa::kDefaultAlignTolerance);
+  const Status within = faa::can_align_across_nodes(clock, faa::kDefaultAlignTolerance);
+  const Status windows = agent.clock_alignment();
   root["clock"] = {{"synchronized", clock.synchronized},
                    {"error_us", static_cast<double>(clock.error_bound) / 1e3},
-                   {"within_tolerance", aligned.ok()},
-                   {"reason", aligned.ok() ? json(nullptr) : json(aligned.error())}};
+                   {"within_tolerance", within.ok()},
+                   {"reason", within.ok() ? json(nullptr) : json(within.error())},
+                   {"windows_aligned", windows.ok()},
+                   {"windows_reason", windows.ok() ? json(nullptr) : json(windows.error())}};
   json gpus = json::array();
   for (const auto& arb : agent.arbiters()) {
     const auto stats = arb->gpu_stats(now);
@@ -225,6 +230,10 @@ void gang_metrics(const Agent& agent, std::ostringstream& out) {
   out << "# HELP egpu_clock_error_seconds The clock's estimated error (adjtimex esterror).\n"
          "# TYPE egpu_clock_error_seconds gauge\negpu_clock_error_seconds "
       << static_cast<double>(agent.clock().error_bound) / 1e9 << "\n";
+  out << "# HELP egpu_clock_windows_aligned Multi-node steps' gang windows open with their other "
+         "nodes' (the clock was good enough for a few readings in a row).\n"
+         "# TYPE egpu_clock_windows_aligned gauge\negpu_clock_windows_aligned "
+      << (agent.clock_alignment().ok() ? 1 : 0) << "\n";
 }
 
 }  // namespace

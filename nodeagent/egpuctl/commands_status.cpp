@@ -78,12 +78,17 @@ void print_status(const json& s, std::optional<uint64_t> only_job) {
               s["agent"].value("fail_mode", std::string("?")).c_str());
   if (s.contains("clock") && s["agent"].value("gang_period_ms", 0) > 0) {
     const json& c = s["clock"];
+    // Agents before windows_aligned judged each reading alone.
+    const bool aligned = c.value("windows_aligned", c.value("within_tolerance", false));
+    std::string why = c.value("windows_reason", json()).is_string()
+                          ? c["windows_reason"].get<std::string>()
+                      : c.value("reason", json()).is_string() ? c["reason"].get<std::string>()
+                                                              : std::string();
     std::printf("gangs: period %d ms; clock %s, estimated error %.0f us%s%s\n",
                 s["agent"].value("gang_period_ms", 0),
                 c.value("synchronized", false) ? "synchronized" : "not synchronized",
-                c.value("error_us", 0.0),
-                c.value("within_tolerance", false) ? "" : ": multi-node steps not aligned, ",
-                c.value("within_tolerance", false) ? "" : c.value("reason", std::string()).c_str());
+                c.value("error_us", 0.0), aligned ? "" : ": multi-node steps not aligned, ",
+                aligned ? "" : why.c_str());
   }
   for (const auto& gpu : s.value("gpus", json::array())) {
     json list = json::array();

@@ -12,11 +12,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "core/protocol/codec.h"
 #include "core/shm/pages.h"
@@ -377,6 +381,66 @@ TEST(AgentGangs, ASharedClockAlignsAMultiNodeStep) {
   EXPECT_DOUBLE_EQ(gang["length_ms"].get<double>(), 10.0);
   auto st = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);
   EXPECT_TRUE(st["clock"]["within_tolerance"].get<bool>()) << st["clock"].dump();
+}
+
+// The clock is judged while steps run, not only when they start: when the
+// discipline is lost a multi-node step's windows here stop opening with its
+// other nodes' (and the agent says why), and after good readings they do
+// again. A step's gang of this node's GPUs is no business of the clock.
+TEST(AgentGangs, AMultiNodeStepFollowsTheClockWhileItRuns) {
+  const std::string clock_file =
+      std::string(::testing::TempDir()) + "egpu-clock-" + std::to_string(getpid());
+  auto set_clock = [&](const char* reading) {
+    std::ofstream(clock_file + ".new") << reading << "\n";
+    ASSERT_EQ(std::rename((clock_file + ".new").c_str(), clock_file.c_str()), 0);
+  };
+  set_clock("1 120");
+  AgentProcess agent("GangPeriodMs=20\n");
+  agent.set_env("EGPU_TEST_CLOCK", clock_file);
+  agent.set_env("LD_PRELOAD", EGPU_CLOCK_FIXTURE);
+  ASSERT_TRUE(agent.start()) << agent.log();
+  const uint64_t across = create_rank_across_nodes(agent);
+  protocol::CreateRequest local0 = create_req(8, 40, kBob, 0);
+  protocol::CreateRequest local1 = create_req(8, 40, kBob, 1);
+  const uint64_t here = agent.call(local0)->instance_id;
+  ASSERT_EQ(agent.call(local1)->status, ReplyStatus::kOk);
+  auto gang_of = [&](uint64_t id) {
+    return nlohmann::json::parse(agent.call(protocol::ShowRequest{id})->text)["gang"];
+  };
+  auto clock = [&] {
+    return nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text)["clock"];
+  };
+  // Polled, not timed: the agent reads the clock every second.
+  auto eventually = [&](const std::function<bool()>& done) {
+    for (int i = 0; i < 600; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
+  ASSERT_FALSE(gang_of(across).is_null()) << agent.log();
+  EXPECT_TRUE(clock()["windows_aligned"].get<bool>()) << clock().dump();
+
+  set_clock("0 120");
+  ASSERT_TRUE(eventually([&] { return gang_of(across).is_null(); })) << agent.log();
+  EXPECT_FALSE(gang_of(here).is_null());
+  const auto lost = clock();
+  EXPECT_FALSE(lost["windows_aligned"].get<bool>()) << lost.dump();
+  EXPECT_NE(lost["windows_reason"].get<std::string>().find("not synchronized"), std::string::npos)
+      << lost.dump();
+  EXPECT_NE(agent.log().find("the clock is not synchronized (no chrony, ntpd or PTP discipline): "
+                             "multi-node steps' windows no longer open with their other nodes'"),
+            std::string::npos)
+      << agent.log();
+
+  set_clock("1 120");
+  ASSERT_TRUE(eventually([&] { return !gang_of(across).is_null(); })) << agent.log();
+  EXPECT_DOUBLE_EQ(gang_of(across)["length_ms"].get<double>(), 10.0);
+  EXPECT_FALSE(gang_of(here).is_null());
+  EXPECT_TRUE(clock()["windows_aligned"].get<bool>()) << clock().dump();
+  EXPECT_NE(agent.log().find("the clock agrees with the other nodes' again"), std::string::npos)
+      << agent.log();
+  std::remove(clock_file.c_str());
 }
 
 // The GPU page keeps each instance's mode as a number across a restart: a

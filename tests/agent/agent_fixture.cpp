@@ -96,9 +96,24 @@ AgentProcess::~AgentProcess() {
   (void)!system(cmd.c_str());
 }
 
+void AgentProcess::set_env(const std::string& name, const std::string& value) {
+  env_.emplace_back(name, value);
+}
+
 bool AgentProcess::start() {
   pid_ = fork();
   if (pid_ == 0) {
+    for (const auto& [name, value] : env_) {
+      if (name == "LD_PRELOAD") {
+        // A sanitized agent wants its runtime first; a preloaded fixture
+        // comes before it, which is harmless for what fixtures interpose.
+        const char* asan = std::getenv("ASAN_OPTIONS");
+        const std::string opts =
+            std::string(asan ? asan : "") + (asan && *asan ? ":" : "") + "verify_asan_link_order=0";
+        setenv("ASAN_OPTIONS", opts.c_str(), 1);
+      }
+      setenv(name.c_str(), value.c_str(), 1);
+    }
     int log = open((dir_ + "/agent.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(log, 2);
     dup2(log, 1);

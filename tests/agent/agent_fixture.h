@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/protocol/control_client.h"
@@ -23,6 +24,8 @@ class AgentProcess {
                         uint64_t gpu_memory_mib = 80 * 1024);
   ~AgentProcess();
 
+  // Set in the agent's environment from the next start on.
+  void set_env(const std::string& name, const std::string& value);
   bool start();      // waits until the socket answers
   void kill_hard();  // SIGKILL, reaped
   bool stop();       // SIGTERM, true when it exits 0
@@ -39,6 +42,7 @@ class AgentProcess {
   std::string socket_;
   std::string config_;
   pid_t pid_ = -1;
+  std::vector<std::pair<std::string, std::string>> env_;
 };
 
 // Runs `body` in a forked child with uid/gid switched to `uid`; returns its

@@ -350,6 +350,7 @@ TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
       << body;
   EXPECT_NE(body.find("\negpu_clock_synchronized "), std::string::npos) << body;
   EXPECT_NE(body.find("\negpu_clock_error_seconds "), std::string::npos) << body;
+  EXPECT_NE(body.find("\negpu_clock_windows_aligned "), std::string::npos) << body;
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+#include "core/faa/clock_watch.h"
+
+#include <algorithm>
+
+namespace egpu::faa {
+
+ClockWatch::ClockWatch(const Settings& settings) : settings_(settings) {}
+
+ClockWatch::Change ClockWatch::observe(const ClockQuality& reading) {
+  const Status ok = can_align_across_nodes(reading, settings_.tolerance);
+  if (!observed_) {
+    observed_ = true;
+    aligned_ = ok.ok();
+    reason_ = ok.ok() ? std::string() : ok.error();
+    good_in_a_row_ = 0;
+    return Change::kNone;
+  }
+  if (aligned_) {
+    if (ok.ok()) return Change::kNone;
+    aligned_ = false;
+    good_in_a_row_ = 0;
+    reason_ = ok.error();
+    return Change::kLost;
+  }
+  const Nanos margin = settings_.tolerance / 4 * 3;
+  if (!ok.ok()) {
+    good_in_a_row_ = 0;
+    reason_ = ok.error();
+    return Change::kNone;
+  }
+  if (reading.error_bound > margin) {
+    good_in_a_row_ = 0;
+    reason_ = "the clock's estimated error " + std::to_string(reading.error_bound / 1000) +
+              " us is back within the tolerance but not yet under " +
+              std::to_string(margin / 1000) + " us";
+    return Change::kNone;
+  }
+  ++good_in_a_row_;
+  if (good_in_a_row_ >= std::max(settings_.readings_to_regain, 1)) {
+    aligned_ = true;
+    good_in_a_row_ = 0;
+    reason_.clear();
+    return Change::kRegained;
+  }
+  reason_ = "the clock is good again: " + std::to_string(good_in_a_row_) + " of " +
+            std::to_string(settings_.readings_to_regain) + " readings before aligning";
+  return Change::kNone;
+}
+
+bool epoch_moved(Nanos before, Nanos after, Nanos period, Nanos slack) {
+  if (period <= 0) return false;
+  Nanos d = (after - before) % period;
+  if (d < 0) d += period;
+  return std::min(d, period - d) > slack;
+}
+
+}  // namespace egpu::faa
