@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/util/log.h"
+#include "nodeagent/loopback_peer.h"
 
 namespace egpu::agent {
 namespace {
@@ -26,9 +27,11 @@ struct MetricsServer::Connection {
   bufferevent* bev = nullptr;
   EventHandle deadline;
   MetricsServer* owner = nullptr;
+  std::optional<uid_t> uid;  // counted in per_uid_; unset for root and the unknown
   bool replied = false;
   ~Connection() {
     if (bev != nullptr) bufferevent_free(bev);  // closes the socket
+    if (uid) owner->release(*uid);
   }
 };
 
@@ -124,6 +127,10 @@ void MetricsServer::accept_batch() {
     }
     auto c = std::make_unique<Connection>();
     c->owner = this;
+    if (!admit(client.get(), c.get())) {
+      ++rejected_;
+      continue;  // closed here: its user holds its share already
+    }
     c->bev = bufferevent_socket_new(base_, client.get(), BEV_OPT_CLOSE_ON_FREE);
     if (c->bev == nullptr) continue;
     client.release();  // the bufferevent owns it now
@@ -138,6 +145,37 @@ void MetricsServer::accept_batch() {
     Connection* key = c.get();
     conns_.emplace(key, std::move(c));
   }
+}
+
+// Counts the connection against its user's share, or refuses it. Without
+// sock_diag (no inet_diag module, a seccomp filter) only the total is
+// bounded, as the log says once.
+bool MetricsServer::admit(int fd, Connection* c) {
+  auto uid = loopback_peer_uid(fd);
+  if (!uid) {
+    if (!warned_no_uid_) {
+      EGPU_LOG_WARN(
+          "metrics: cannot learn a client's user (%s); only the total of %zu "
+          "connections is bounded",
+          uid.error().c_str(), limits_.max_connections);
+      warned_no_uid_ = true;
+    }
+    return true;
+  }
+  if (*uid == 0) return true;
+  size_t& open = per_uid_[*uid];
+  if (open >= limits_.per_uid) {
+    if (open == 0) per_uid_.erase(*uid);
+    return false;
+  }
+  ++open;
+  c->uid = *uid;
+  return true;
+}
+
+void MetricsServer::release(uid_t uid) {
+  auto it = per_uid_.find(uid);
+  if (it != per_uid_.end() && --it->second == 0) per_uid_.erase(it);
 }
 
 void MetricsServer::on_read(bufferevent*, void* arg) {

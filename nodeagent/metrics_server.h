@@ -4,7 +4,11 @@
 //
 // Any local user can connect to a loopback port, so connections are capped:
 // at the cap the server stops accepting (waiting clients stay in the kernel's
-// backlog, at no descriptor of ours) until one closes. libevent 2.1's evhttp
+// backlog, at no descriptor of ours) until one closes. Each user but root
+// also gets only a few of them (the user comes from sock_diag,
+// loopback_peer.h): a user past that is closed at accept, so one user
+// reconnecting in a loop can neither hold every slot nor keep the backlog
+// full in front of the scraper. libevent 2.1's evhttp
 // (Debian 12 ships 2.1.12) cannot do that: evhttp_set_max_connections came in
 // 2.2, and evhttp_bind_listener replaces the listener's callback, so nothing
 // of ours sees a connection before evhttp holds it. Hence this small server
@@ -12,10 +16,12 @@
 #pragma once
 
 #include <event2/event.h>
+#include <sys/types.h>
 
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -30,6 +36,8 @@ namespace egpu::agent {
 struct MetricsLimits {
   // A scraper needs one; a few for humans with curl at the same time.
   size_t max_connections = 8;
+  // Per non-root user: a scraper or a curl needs one at a time.
+  size_t per_uid = 2;
   // From accept to the reply written: a client trickling its request or not
   // reading the reply gives up its slot after this.
   int timeout_s = 10;
@@ -46,6 +54,8 @@ class MetricsServer {
   ~MetricsServer();
 
   size_t connections() const { return conns_.size(); }
+  // Connections closed at accept: their user already held its share.
+  uint64_t rejected() const { return rejected_; }
 
  private:
   struct Connection;
@@ -57,6 +67,8 @@ class MetricsServer {
   static void on_event(bufferevent* bev, short what, void* arg);
   static void on_deadline(evutil_socket_t fd, short what, void* arg);
   void accept_batch();
+  bool admit(int fd, Connection* c);
+  void release(uid_t uid);
   void handle_request(Connection* c);
   void respond(Connection* c, int code, const char* reason, const std::string& body,
                bool head_only);
@@ -72,6 +84,9 @@ class MetricsServer {
   Render render_;
   MetricsLimits limits_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
+  std::unordered_map<uid_t, size_t> per_uid_;  // open connections of each non-root user
+  uint64_t rejected_ = 0;
+  bool warned_no_uid_ = false;
 };
 
 }  // namespace egpu::agent

@@ -16,7 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -351,6 +353,60 @@ TEST_F(ControlSocketExhaustion, MetricsConnectionsAreCapped) {
     close(fd);
   EXPECT_TRUE(eventually([&] { return scrape(kPort).find("egpu_agent_up 1") != std::string::npos; },
                          seconds(30)));
+}
+
+// One user reconnecting in a loop and never sending a request must not
+// hold the endpoint against another user's scraper: past its share its
+// connections are closed at accept, which also keeps the backlog moving.
+TEST_F(ControlSocketExhaustion, OneUserCannotHoldTheMetricsEndpoint) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play other uids";
+  constexpr int kPort = 19468;
+  constexpr uid_t kScraper = 4343;
+  AgentProcess& agent = make_agent("MetricsAddress=127.0.0.1:" + std::to_string(kPort) + "\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  const size_t idle = open_fds(agent.pid());
+  const pid_t hoarder = fork();
+  if (hoarder == 0) {
+    if (!become(kMallory)) _exit(99);
+    std::vector<int> fds;
+    for (;;) {  // until killed: keep 64 connections, reopen what the agent closes
+      for (size_t i = 0; i < fds.size();) {
+        pollfd p{fds[i], POLLIN, 0};
+        if (poll(&p, 1, 0) == 1) {
+          close(fds[i]);
+          fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          ++i;
+        }
+      }
+      while (fds.size() < 64) {
+        const int fd = connect_tcp(kPort, false);
+        if (fd < 0) break;
+        fds.push_back(fd);
+      }
+      sleep_ms(5);
+    }
+  }
+  // The hoarder holds what it can before anyone scrapes.
+  EXPECT_TRUE(eventually([&] { return open_fds(agent.pid()) >= idle + 2; }));
+  sleep_ms(500);
+  const int scraped = run_as(kScraper, [&] {
+    for (int i = 0; i < 5; ++i) {
+      if (scrape(kPort).find("egpu_agent_up 1") == std::string::npos) return 1;
+    }
+    return 0;
+  });
+  // The fewest seen: one of its connections may be between accept and close.
+  size_t held = SIZE_MAX;
+  for (int i = 0; i < 5; ++i) {
+    held = std::min(held, open_fds(agent.pid()) - idle);
+    sleep_ms(10);
+  }
+  kill(hoarder, SIGKILL);
+  waitpid(hoarder, nullptr, 0);
+  EXPECT_EQ(scraped, 0) << "another user's scrape did not get through; the agent held " << held
+                        << " connections";
+  EXPECT_LE(held, 2u) << "one user holds more than its share";
 }
 
 // The lifetime bound, on a ControlServer of its own with short limits.
