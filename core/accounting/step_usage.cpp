@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
+
+#include "core/util/json_integer.h"
 
 namespace egpu::accounting {
 namespace {
@@ -86,18 +89,10 @@ Result<std::vector<StepUsage>> usage_from_json(std::string_view text) {
     // Each field must be there with the right kind of number.
     auto get = [&](const char* key, auto* into) -> bool {
       const auto f = e.find(key);
-      if (f == e.end() || !f->is_number_integer()) return false;
-      using T = std::remove_pointer_t<decltype(into)>;
-      if constexpr (std::is_signed_v<T>) {
-        const int64_t v = f->template get<int64_t>();
-        if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
-        *into = static_cast<T>(v);
-      } else {
-        if (f->is_number_unsigned() == false && f->template get<int64_t>() < 0) return false;
-        const uint64_t v = f->template get<uint64_t>();
-        if (v > std::numeric_limits<T>::max()) return false;
-        *into = static_cast<T>(v);
-      }
+      if (f == e.end()) return false;
+      const auto v = json_integer<std::remove_pointer_t<decltype(into)>>(*f);
+      if (!v) return false;
+      *into = *v;
       return true;
     };
     const auto partial = e.find("partial");

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/util/json_integer.h"
+
 namespace egpu::slo {
 namespace {
 
@@ -18,24 +20,6 @@ constexpr std::size_t kMaxWindows = 64;
 constexpr std::size_t kMaxUsed = 1u << 16;
 constexpr std::size_t kMaxPointWindows = 1024;
 constexpr std::size_t kMaxInstances = 1024;
-
-// An integer of type T from `j`, or nullopt when it is not one or is out of T's range.
-template <typename T>
-std::optional<T> integer(const json& j) {
-  if (!j.is_number_integer()) return std::nullopt;
-  if (j.is_number_unsigned()) {
-    const uint64_t v = j.get<uint64_t>();
-    if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) return std::nullopt;
-    return static_cast<T>(v);
-  }
-  const int64_t v = j.get<int64_t>();
-  if constexpr (std::is_unsigned_v<T>) {
-    if (v < 0 || static_cast<uint64_t>(v) > std::numeric_limits<T>::max()) return std::nullopt;
-  } else {
-    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return std::nullopt;
-  }
-  return static_cast<T>(v);
-}
 
 std::optional<uint64_t> instance_id(const std::string& key) {
   uint64_t id = 0;
@@ -85,12 +69,12 @@ std::optional<LatencyObjective> objective_from(const json& j) {
   const auto t = j.find("target_ns");
   if (p == j.end() || t == j.end()) return std::nullopt;
   LatencyObjective o;
-  if (const auto v = integer<uint32_t>(*p); v && *v > 0 && *v < 100'000) {
+  if (const auto v = json_integer<uint32_t>(*p); v && *v > 0 && *v < 100'000) {
     o.percentile_milli = *v;
   } else {
     return std::nullopt;
   }
-  if (const auto v = integer<int64_t>(*t); v && *v >= kMinTargetNs && *v <= kMaxTargetNs) {
+  if (const auto v = json_integer<int64_t>(*t); v && *v >= kMinTargetNs && *v <= kMaxTargetNs) {
     o.target_ns = *v;
   } else {
     return std::nullopt;
@@ -103,8 +87,8 @@ Result<LatencyHistogram> decode_histogram(const json& j) {
   LatencyHistogram::Counts counts{};
   for (const json& e : j) {
     if (!e.is_array() || e.size() != 2) return Error{"a window entry is not [bucket, count]"};
-    const auto bucket = integer<uint32_t>(e[0]);
-    const auto count = integer<uint64_t>(e[1]);
+    const auto bucket = json_integer<uint32_t>(e[0]);
+    const auto count = json_integer<uint64_t>(e[1]);
     if (!bucket || *bucket >= kLatencyBuckets)
       return Error{"a window's bucket is not in [0, " + std::to_string(kLatencyBuckets) + ")"};
     if (!count) return Error{"a window's count is not a count"};
@@ -131,7 +115,7 @@ Result<SloController::Memory> decode_instance(const json& j) {
   const auto int_field = [&](const char* key, auto* into) -> Status {
     const json* f = field(key);
     using T = std::remove_pointer_t<decltype(into)>;
-    const auto v = f == nullptr ? std::nullopt : integer<T>(*f);
+    const auto v = f == nullptr ? std::nullopt : json_integer<T>(*f);
     if (!v) return Error{std::string(key) + ": missing or not an integer in range"};
     *into = *v;
     return {};
@@ -171,7 +155,7 @@ Result<SloController::Memory> decode_instance(const json& j) {
       return Error{"model: a point has more than " + std::to_string(kMaxPointWindows) +
                    " latencies"};
     for (const json& latency : point) {
-      const auto ns = integer<int64_t>(latency);
+      const auto ns = json_integer<int64_t>(latency);
       if (!ns) return Error{"model: a latency is not an integer of nanoseconds"};
       windows[i].push_back(*ns);
     }
@@ -196,8 +180,7 @@ Result<SloMemory> decode_slo_memory(std::string_view text) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Error{"not a JSON object"};
   const auto version = j.find("version");
-  if (version == j.end() || !version->is_number_integer() ||
-      version->get<int64_t>() != SloMemory::kVersion) {
+  if (version == j.end() || json_integer<int64_t>(*version) != SloMemory::kVersion) {
     return Error{"not version " + std::to_string(SloMemory::kVersion) + " of the format"};
   }
   SloMemory out;
@@ -207,7 +190,7 @@ Result<SloMemory> decode_slo_memory(std::string_view text) {
     return Error{"loans: more than " + std::to_string(kMaxInstances) + " instances"};
   for (const auto& [key, units] : loans->items()) {
     const auto id = instance_id(key);
-    const auto n = integer<int32_t>(units);
+    const auto n = json_integer<int32_t>(units);
     if (!id) return Error{"loans: '" + key + "' is not an instance id"};
     if (!n || *n < -100 || *n > 100)
       return Error{"loans: instance " + key + ": not a number of units in [-100, 100]"};

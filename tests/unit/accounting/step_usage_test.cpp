@@ -99,7 +99,11 @@ TEST(RemovalJson, RefusesWhatIsNotAReport) {
        R"({"usage":[{"gpu":4294967296,"units":1,"started_unix_ns":0,"ended_unix_ns":0,)"
        R"("device_ns":0,"throttled_ns":0,"mem_peak_bytes":0,"agent_restarts":0,"partial":false}]})",
        R"({"usage":[{"gpu":0,"units":1,"started_unix_ns":0,"ended_unix_ns":0,"device_ns":0.5,)"
-       R"("throttled_ns":0,"mem_peak_bytes":0,"agent_restarts":0,"partial":false}]})"}) {
+       R"("throttled_ns":0,"mem_peak_bytes":0,"agent_restarts":0,"partial":false}]})",
+       // Past int64_t: it must not wrap into a negative start time.
+       R"({"usage":[{"gpu":0,"units":1,"started_unix_ns":18446744073709551615,)"
+       R"("ended_unix_ns":0,"device_ns":0,"throttled_ns":0,"mem_peak_bytes":0,)"
+       R"("agent_restarts":0,"partial":false}]})"}) {
     EXPECT_FALSE(usage_from_json(bad)) << bad;
   }
   auto none = usage_from_json(R"({"removed":0,"usage":[]})");
