@@ -7,13 +7,30 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include "core/util/result.h"
+#include "core/util/unique_fd.h"
 
 namespace egpu::agent {
 
-// `fd`: an accepted TCP connection whose peer is on this host (a loopback
-// listener's). Fails naming why: not TCP over IPv4/IPv6, sock_diag not
-// available (no inet_diag module, a seccomp filter), the peer already gone.
-Result<uid_t> loopback_peer_uid(int fd);
+class LoopbackPeers {
+ public:
+  // Opens sock_diag and checks that it names this process as the owner of
+  // a loopback client it connects itself: a host without it (no inet_diag
+  // module, a seccomp filter) fails here, naming why, rather than at each
+  // connection.
+  static Result<LoopbackPeers> open();
+
+  // The owner of the client end of `fd`, an accepted TCP connection from
+  // this host. Fails naming why: not TCP over IPv4/IPv6, the client gone
+  // (closed, TIME_WAIT: no owner any more), no answer.
+  Result<uid_t> uid_of(int fd);
+
+ private:
+  explicit LoopbackPeers(UniqueFd netlink) : netlink_(std::move(netlink)) {}
+  UniqueFd netlink_;
+  uint32_t seq_ = 0;
+};
 
 }  // namespace egpu::agent

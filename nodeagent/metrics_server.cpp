@@ -12,7 +12,6 @@
 #include <string_view>
 
 #include "core/util/log.h"
-#include "nodeagent/loopback_peer.h"
 
 namespace egpu::agent {
 namespace {
@@ -83,6 +82,14 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(event_base* base,
     return Error{"cannot add the metrics socket to the event loop"};
   }
   server->listening_ = true;
+  if (auto peers = LoopbackPeers::open()) {
+    server->peers_.emplace(std::move(*peers));
+  } else {
+    EGPU_LOG_WARN(
+        "metrics: cannot learn clients' users (%s); only the total of %zu connections "
+        "is bounded",
+        peers.error().c_str(), limits.max_connections);
+  }
   return server;
 }
 
@@ -147,29 +154,26 @@ void MetricsServer::accept_batch() {
   }
 }
 
-// Counts the connection against its user's share, or refuses it. Without
-// sock_diag (no inet_diag module, a seccomp filter) only the total is
-// bounded, as the log says once.
+// Counts the connection against its user's share, or refuses it. Root is
+// not counted; clients whose user sock_diag cannot name (gone already, or a
+// lookup that failed) share the allowance of one user.
 bool MetricsServer::admit(int fd, Connection* c) {
-  auto uid = loopback_peer_uid(fd);
-  if (!uid) {
-    if (!warned_no_uid_) {
-      EGPU_LOG_WARN(
-          "metrics: cannot learn a client's user (%s); only the total of %zu "
-          "connections is bounded",
-          uid.error().c_str(), limits_.max_connections);
-      warned_no_uid_ = true;
-    }
-    return true;
+  if (!peers_) return true;  // only the total is bounded (said at start)
+  constexpr uid_t kUnknownUser = static_cast<uid_t>(-1);
+  uid_t uid = kUnknownUser;
+  if (auto known = peers_->uid_of(fd)) {
+    uid = *known;
+  } else {
+    EGPU_LOG_DEBUG("metrics: a client's user is unknown: %s", known.error().c_str());
   }
-  if (*uid == 0) return true;
-  size_t& open = per_uid_[*uid];
+  if (uid == 0) return true;
+  size_t& open = per_uid_[uid];
   if (open >= limits_.per_uid) {
-    if (open == 0) per_uid_.erase(*uid);
+    if (open == 0) per_uid_.erase(uid);
     return false;
   }
   ++open;
-  c->uid = *uid;
+  c->uid = uid;
   return true;
 }
 

@@ -8,7 +8,9 @@
 // also gets only a few of them (the user comes from sock_diag,
 // loopback_peer.h): a user past that is closed at accept, so one user
 // reconnecting in a loop can neither hold every slot nor keep the backlog
-// full in front of the scraper. libevent 2.1's evhttp
+// full in front of the scraper. Clients whose user cannot be learnt share
+// one such allowance; only where sock_diag does not work at all (checked
+// at start) is the total the only bound. libevent 2.1's evhttp
 // (Debian 12 ships 2.1.12) cannot do that: evhttp_set_max_connections came in
 // 2.2, and evhttp_bind_listener replaces the listener's callback, so nothing
 // of ours sees a connection before evhttp holds it. Hence this small server
@@ -28,6 +30,7 @@
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 #include "nodeagent/event_handle.h"
+#include "nodeagent/loopback_peer.h"
 
 struct bufferevent;
 
@@ -83,10 +86,11 @@ class MetricsServer {
   bool listening_ = false;
   Render render_;
   MetricsLimits limits_;
-  std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
+  // Before conns_: connections give their counts back as they go.
   std::unordered_map<uid_t, size_t> per_uid_;  // open connections of each non-root user
+  std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
+  std::optional<LoopbackPeers> peers_;  // none: sock_diag does not work here
   uint64_t rejected_ = 0;
-  bool warned_no_uid_ = false;
 };
 
 }  // namespace egpu::agent
