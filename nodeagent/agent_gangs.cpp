@@ -4,11 +4,17 @@
 
 #include <algorithm>
 
+#include "core/util/clock.h"
 #include "core/util/log.h"
 #include "nodeagent/agent.h"
 #include "nodeagent/clock_quality.h"
 
 namespace egpu::agent {
+namespace {
+// The widest bracket of monotonic reads around the wall-clock read that
+// still dates it well enough to tell a stepped clock (50 us) from noise.
+constexpr faa::Nanos kEpochReadSlack = 10 * faa::kMicrosecond;
+}  // namespace
 
 void Agent::apply_gangs() {
   const faa::Nanos period = static_cast<faa::Nanos>(config_.gang_period_ms) * faa::kMillisecond;
@@ -57,12 +63,14 @@ faa::ClockQuality Agent::clock() const {
 }
 
 Status Agent::clock_alignment() const {
+  // Without gangs the watch read the clock once, at start: no verdict to show.
+  if (config_.gang_period_ms <= 0) return Error{"gangs are off (GangPeriodMs=0)"};
   if (clock_watch_.aligned()) return {};
   return Error{clock_watch_.reason()};
 }
 
 Status Agent::start_clock_watch() {
-  clock_watch_.observe(clock());
+  clock_watch_.observe(clock(), monotonic_ns());
   if (config_.gang_period_ms <= 0) return {};
   clock_timer_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_clock_timer, this));
   const timeval every{1, 0};
@@ -77,7 +85,7 @@ Status Agent::start_clock_watch() {
 // the new period boundaries).
 void Agent::on_clock_timer(evutil_socket_t, short, void* arg) {
   auto* self = static_cast<Agent*>(arg);
-  switch (self->clock_watch_.observe(self->clock())) {
+  switch (self->clock_watch_.observe(self->clock(), monotonic_ns())) {
     case faa::ClockWatch::Change::kLost:
       EGPU_LOG_WARN("%s: multi-node steps' windows no longer open with their other nodes'",
                     self->clock_watch_.reason().c_str());
@@ -94,9 +102,11 @@ void Agent::on_clock_timer(evutil_socket_t, short, void* arg) {
   }
   const faa::Nanos period =
       static_cast<faa::Nanos>(self->config_.gang_period_ms) * faa::kMillisecond;
-  if (!self->gangs_.windows.empty() &&
-      faa::epoch_moved(self->gang_epoch_, wall_aligned_epoch(period), period,
-                       faa::kDefaultAlignTolerance / 10)) {
+  // A read interrupted or preempted says nothing of a step: skipped.
+  faa::Nanos uncertainty = 0;
+  const faa::Nanos epoch = wall_aligned_epoch(period, &uncertainty);
+  if (!self->gangs_.windows.empty() && uncertainty <= kEpochReadSlack &&
+      faa::epoch_moved(self->gang_epoch_, epoch, period, faa::kDefaultAlignTolerance / 10)) {
     EGPU_LOG_INFO("the wall clock was stepped: gang windows placed on its new period boundaries");
     self->apply_gangs();
   }

@@ -11,10 +11,11 @@ faa::ClockQuality read_clock_quality() {
   faa::ClockQuality q;
   q.synchronized = state != -1 && state != TIME_ERROR && (tx.status & STA_UNSYNC) == 0;
   q.error_bound = static_cast<faa::Nanos>(tx.esterror) * 1000;  // microseconds
+  q.max_error = static_cast<faa::Nanos>(tx.maxerror) * 1000;
   return q;
 }
 
-faa::Nanos wall_aligned_epoch(faa::Nanos period) {
+faa::Nanos wall_aligned_epoch(faa::Nanos period, faa::Nanos* uncertainty) {
   // The wall clock read between two monotonic readings, the tightest of a
   // few tries: a preemption between the reads would otherwise shift the
   // epoch by as long as it lasted (and the clock watch would take it for a
@@ -37,6 +38,7 @@ faa::Nanos wall_aligned_epoch(faa::Nanos period) {
       real_ns = ns(real);
     }
   }
+  if (uncertainty != nullptr) *uncertainty = best_gap;
   return mono_ns - real_ns % period;
 }
 

@@ -13,6 +13,8 @@ faa::ClockQuality read_clock_quality();
 // Monotonic time of a wall-clock boundary: the latest instant at or before
 // now where CLOCK_REALTIME was a multiple of `period`. Windows placed from
 // it open at the same wall-clock time on every node.
-faa::Nanos wall_aligned_epoch(faa::Nanos period);
+// `uncertainty`, when given, gets how far apart the monotonic reads that
+// date the wall-clock read were (the epoch is off by up to half of it).
+faa::Nanos wall_aligned_epoch(faa::Nanos period, faa::Nanos* uncertainty = nullptr);
 
 }  // namespace egpu::agent

@@ -129,6 +129,7 @@ std::string status_json(const Agent& agent, uid_t caller) {
   const Status windows = agent.clock_alignment();
   root["clock"] = {{"synchronized", clock.synchronized},
                    {"error_us", static_cast<double>(clock.error_bound) / 1e3},
+                   {"max_error_us", static_cast<double>(clock.max_error) / 1e3},
                    {"within_tolerance", within.ok()},
                    {"reason", within.ok() ? json(nullptr) : json(within.error())},
                    {"windows_aligned", windows.ok()},
@@ -230,10 +231,12 @@ void gang_metrics(const Agent& agent, std::ostringstream& out) {
   out << "# HELP egpu_clock_error_seconds The clock's estimated error (adjtimex esterror).\n"
          "# TYPE egpu_clock_error_seconds gauge\negpu_clock_error_seconds "
       << static_cast<double>(agent.clock().error_bound) / 1e9 << "\n";
-  out << "# HELP egpu_clock_windows_aligned Multi-node steps' gang windows open with their other "
-         "nodes' (the clock was good enough for a few readings in a row).\n"
-         "# TYPE egpu_clock_windows_aligned gauge\negpu_clock_windows_aligned "
-      << (agent.clock_alignment().ok() ? 1 : 0) << "\n";
+  if (agent.config().gang_period_ms > 0) {  // without gangs there are no windows to align
+    out << "# HELP egpu_clock_windows_aligned Multi-node steps' gang windows open with their "
+           "other nodes' (the clock was good enough for a few readings in a row).\n"
+           "# TYPE egpu_clock_windows_aligned gauge\negpu_clock_windows_aligned "
+        << (agent.clock_alignment().ok() ? 1 : 0) << "\n";
+  }
 }
 
 }  // namespace

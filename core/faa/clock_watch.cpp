@@ -6,8 +6,32 @@ namespace egpu::faa {
 
 ClockWatch::ClockWatch(const Settings& settings) : settings_(settings) {}
 
-ClockWatch::Change ClockWatch::observe(const ClockQuality& reading) {
-  const Status ok = can_align_across_nodes(reading, settings_.tolerance);
+namespace {
+// The kernel's growth of maxerror without updates (MAXFREQ, 500 ppm), and
+// the slack for reads on either side of its once-a-second step.
+constexpr Nanos kMaxErrorGrowthDivisor = 2000;  // 1 s -> 500 us
+constexpr Nanos kMaxErrorSlack = 1 * kMillisecond;
+}  // namespace
+
+Status ClockWatch::judge(const ClockQuality& reading, Nanos now) {
+  if (Status s = can_align_across_nodes(reading, settings_.tolerance); !s.ok()) return s;
+  if (reading.max_error <= 0) return {};
+  const Nanos projected = updated_max_error_ + (now - updated_at_) / kMaxErrorGrowthDivisor;
+  if (!update_seen_ || reading.max_error + kMaxErrorSlack < projected) {
+    update_seen_ = true;  // below the line from the last update: a new one came
+    updated_at_ = now;
+    updated_max_error_ = reading.max_error;
+    return {};
+  }
+  const Nanos since = now - updated_at_;
+  if (since <= settings_.stale_after) return {};
+  return Error{"the clock discipline has not updated the clock for " +
+               std::to_string(since / kSecond) +
+               " s (maxerror grows unchecked): is chronyd, ntpd or ptp4l running?"};
+}
+
+ClockWatch::Change ClockWatch::observe(const ClockQuality& reading, Nanos now) {
+  const Status ok = judge(reading, now);
   if (!observed_) {
     observed_ = true;
     aligned_ = ok.ok();

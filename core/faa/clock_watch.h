@@ -4,6 +4,14 @@
 // runs; windows kept on a clock that no longer agrees with the peers' open
 // apart from theirs, and the step's collectives spin through the gap.
 //
+// A reading is bad when the clock is unsynchronized, its estimated error is
+// past the tolerance, or the discipline has stopped updating it: esterror
+// keeps the last value a dead chronyd wrote, and the kernel only declares
+// the clock unsynchronized once maxerror reaches 16 s, some nine hours
+// later. maxerror grows by 500 us a second between updates; a reading on
+// that line from the last update for longer than `stale_after` means none
+// came (the default is twice chrony's longest default polling interval).
+//
 // Losing alignment is immediate: the clock is wrong now. Regaining it waits
 // for `readings_to_regain` good readings in a row, each within a margin of
 // the tolerance (3/4 of it), so an error that hovers at the tolerance does
@@ -24,14 +32,16 @@ class ClockWatch {
   struct Settings {
     Nanos tolerance = kDefaultAlignTolerance;
     int readings_to_regain = 5;
+    Nanos stale_after = 2100 * kSecond;
   };
   enum class Change { kNone, kLost, kRegained };
 
   explicit ClockWatch(const Settings& settings);
 
-  // The first reading decides at once (a new agent has no history to keep
-  // to); later ones change the verdict as described above.
-  Change observe(const ClockQuality& reading);
+  // A reading taken at `now` (monotonic). The first decides at once (a new
+  // agent has no history to keep to); later ones change the verdict as
+  // described above.
+  Change observe(const ClockQuality& reading, Nanos now);
 
   bool aligned() const { return aligned_; }
   // Why windows are not aligned now (empty when they are): the last bad
@@ -44,6 +54,13 @@ class ClockWatch {
   bool aligned_ = false;
   int good_in_a_row_ = 0;
   std::string reason_ = "the clock has not been read yet";
+  // The last update of maxerror seen: when, and the value it was set to.
+  Nanos updated_at_ = 0;
+  Nanos updated_max_error_ = 0;
+  bool update_seen_ = false;
+
+  // The reading judged on its own, staleness included.
+  Status judge(const ClockQuality& reading, Nanos now);
 };
 
 // Whether windows placed on epoch `after` open more than `slack` away from

@@ -67,6 +67,10 @@ std::vector<std::optional<Nanos>> place_gangs(const std::vector<GangRequest>& ga
 struct ClockQuality {
   bool synchronized = false;  // the kernel's STA_UNSYNC bit is clear
   Nanos error_bound = 0;      // estimated error (adjtimex esterror)
+  // Maximum error (adjtimex maxerror): the kernel adds 500 us to it every
+  // second until the discipline next sets it, so its growth tells how long
+  // ago that was. 0: not known (a clock the nodes share).
+  Nanos max_error = 0;
 };
 
 // Windows of a step on several nodes open together only as far as the

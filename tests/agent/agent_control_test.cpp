@@ -394,8 +394,8 @@ TEST(AgentGangs, AMultiNodeStepFollowsTheClockWhileItRuns) {
     std::ofstream(clock_file + ".new") << reading << "\n";
     ASSERT_EQ(std::rename((clock_file + ".new").c_str(), clock_file.c_str()), 0);
   };
-  set_clock("1 120");
-  AgentProcess agent("GangPeriodMs=20\n");
+  set_clock("1 120 3000");  // maxerror 3 ms: the discipline updated it lately
+  AgentProcess agent("GangPeriodMs=20\nMetricsAddress=127.0.0.1:19466\n");
   agent.set_env("EGPU_TEST_CLOCK", clock_file);
   agent.set_env("LD_PRELOAD", EGPU_CLOCK_FIXTURE);
   ASSERT_TRUE(agent.start()) << agent.log();
@@ -403,7 +403,7 @@ TEST(AgentGangs, AMultiNodeStepFollowsTheClockWhileItRuns) {
   protocol::CreateRequest local0 = create_req(8, 40, kBob, 0);
   protocol::CreateRequest local1 = create_req(8, 40, kBob, 1);
   const uint64_t here = agent.call(local0)->instance_id;
-  ASSERT_EQ(agent.call(local1)->status, ReplyStatus::kOk);
+  const uint64_t here1 = agent.call(local1)->instance_id;
   auto gang_of = [&](uint64_t id) {
     return nlohmann::json::parse(agent.call(protocol::ShowRequest{id})->text)["gang"];
   };
@@ -418,14 +418,28 @@ TEST(AgentGangs, AMultiNodeStepFollowsTheClockWhileItRuns) {
     }
     return false;
   };
+  auto gauge = [] {
+    const std::string m = fetch_metrics(19466);
+    const size_t at = m.find("\negpu_clock_windows_aligned ");
+    return at == std::string::npos ? std::string("absent") : m.substr(at + 28, 1);
+  };
   ASSERT_FALSE(gang_of(across).is_null()) << agent.log();
+  // The node-local gang stays one (its windows may move when the other
+  // gang leaves or comes back: placement is first fit).
+  auto local_gang_holds = [&] {
+    const auto g = gang_of(here);
+    return !g.is_null() && g == gang_of(here1) && g["length_ms"].get<double>() == 8.0;
+  };
   EXPECT_TRUE(clock()["windows_aligned"].get<bool>()) << clock().dump();
+  EXPECT_DOUBLE_EQ(clock()["max_error_us"].get<double>(), 3000.0);
+  EXPECT_EQ(gauge(), "1");
 
   set_clock("0 120");
   ASSERT_TRUE(eventually([&] { return gang_of(across).is_null(); })) << agent.log();
-  EXPECT_FALSE(gang_of(here).is_null());
+  EXPECT_TRUE(local_gang_holds()) << gang_of(here) << gang_of(here1);
   const auto lost = clock();
   EXPECT_FALSE(lost["windows_aligned"].get<bool>()) << lost.dump();
+  EXPECT_EQ(gauge(), "0");
   EXPECT_NE(lost["windows_reason"].get<std::string>().find("not synchronized"), std::string::npos)
       << lost.dump();
   EXPECT_NE(agent.log().find("the clock is not synchronized (no chrony, ntpd or PTP discipline): "
@@ -436,10 +450,17 @@ TEST(AgentGangs, AMultiNodeStepFollowsTheClockWhileItRuns) {
   set_clock("1 120");
   ASSERT_TRUE(eventually([&] { return !gang_of(across).is_null(); })) << agent.log();
   EXPECT_DOUBLE_EQ(gang_of(across)["length_ms"].get<double>(), 10.0);
-  EXPECT_FALSE(gang_of(here).is_null());
+  EXPECT_TRUE(local_gang_holds()) << gang_of(here) << gang_of(here1);
   EXPECT_TRUE(clock()["windows_aligned"].get<bool>()) << clock().dump();
   EXPECT_NE(agent.log().find("the clock agrees with the other nodes' again"), std::string::npos)
       << agent.log();
+
+  // The wall clock is stepped by 7 ms: windows move to its new boundaries.
+  set_clock("1 120 0 7000");
+  ASSERT_TRUE(eventually([&] {
+    return agent.log().find("the wall clock was stepped") != std::string::npos;
+  })) << agent.log();
+  EXPECT_FALSE(gang_of(across).is_null());
   std::remove(clock_file.c_str());
 }
 

@@ -6,6 +6,7 @@
 // the real adjtimex.
 #include <dlfcn.h>
 #include <sys/timex.h>
+#include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,20 +19,56 @@ int real_adjtimex(timex* tx) {
   return next != nullptr ? next(tx) : -1;
 }
 
+// The file's fields: synchronized, esterror, maxerror, realtime shift (us).
+struct Reading {
+  int synchronized = 0;
+  long error_us = 0;
+  long max_error_us = 0;
+  long shift_us = 0;
+  int fields = 0;
+};
+
+Reading read_file() {
+  Reading r;
+  const char* path = std::getenv("EGPU_TEST_CLOCK");
+  if (path == nullptr) return r;
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return r;
+  r.fields =
+      std::fscanf(f, "%d %ld %ld %ld", &r.synchronized, &r.error_us, &r.max_error_us, &r.shift_us);
+  std::fclose(f);
+  return r;
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int adjtimex(timex* tx) {
-  const char* path = std::getenv("EGPU_TEST_CLOCK");
-  if (tx->modes != 0 || path == nullptr) return real_adjtimex(tx);
-  FILE* f = std::fopen(path, "re");
-  if (f == nullptr) return real_adjtimex(tx);
-  int synchronized = 0;
-  long error_us = 0;
-  const int read = std::fscanf(f, "%d %ld", &synchronized, &error_us);
-  std::fclose(f);
-  if (read != 2) return real_adjtimex(tx);
+  if (tx->modes != 0) return real_adjtimex(tx);
+  const Reading r = read_file();
+  if (r.fields < 2) return real_adjtimex(tx);
   *tx = timex{};
-  tx->status = synchronized != 0 ? 0 : STA_UNSYNC;
-  tx->esterror = error_us;
-  return synchronized != 0 ? TIME_OK : TIME_ERROR;
+  tx->status = r.synchronized != 0 ? 0 : STA_UNSYNC;
+  tx->esterror = r.error_us;
+  tx->maxerror = r.max_error_us;
+  return r.synchronized != 0 ? TIME_OK : TIME_ERROR;
+}
+
+// CLOCK_REALTIME shifted by the file's fourth field: a stepped wall clock.
+extern "C" __attribute__((visibility("default"))) int clock_gettime(clockid_t id, timespec* ts) {
+  using Fn = int (*)(clockid_t, timespec*);
+  static Fn next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "clock_gettime"));
+  if (next == nullptr) return -1;
+  const int rc = next(id, ts);
+  if (rc != 0 || id != CLOCK_REALTIME) return rc;
+  const Reading r = read_file();
+  if (r.fields < 4 || r.shift_us == 0) return rc;
+  long long ns = static_cast<long long>(ts->tv_nsec) + r.shift_us * 1000LL;
+  ts->tv_sec += static_cast<time_t>(ns / 1'000'000'000LL);
+  ns %= 1'000'000'000LL;
+  if (ns < 0) {
+    ns += 1'000'000'000LL;
+    ts->tv_sec -= 1;
+  }
+  ts->tv_nsec = static_cast<long>(ns);
+  return rc;
 }

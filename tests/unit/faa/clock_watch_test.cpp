@@ -12,6 +12,12 @@ constexpr Nanos kMs = kMillisecond;
 const ClockQuality kGood{true, 100 * kUs};
 const ClockQuality kUnsynced{false, 100 * kUs};
 
+// Readings a second apart, as the agent takes them.
+Nanos g_now = 0;
+Nanos tick() {
+  return g_now += kSecond;
+}
+
 ClockWatch watch(int regain = 5) {
   return ClockWatch(ClockWatch::Settings{500 * kUs, regain});
 }
@@ -19,53 +25,53 @@ ClockWatch watch(int regain = 5) {
 TEST(ClockWatch, TheFirstReadingDecidesAtOnce) {
   ClockWatch good = watch();
   EXPECT_FALSE(good.aligned());
-  EXPECT_EQ(good.observe(kGood), ClockWatch::Change::kNone);
+  EXPECT_EQ(good.observe(kGood, tick()), ClockWatch::Change::kNone);
   EXPECT_TRUE(good.aligned());
   EXPECT_TRUE(good.reason().empty());
 
   ClockWatch bad = watch();
-  EXPECT_EQ(bad.observe(kUnsynced), ClockWatch::Change::kNone);
+  EXPECT_EQ(bad.observe(kUnsynced, tick()), ClockWatch::Change::kNone);
   EXPECT_FALSE(bad.aligned());
   EXPECT_NE(bad.reason().find("not synchronized"), std::string::npos) << bad.reason();
 }
 
 TEST(ClockWatch, ABadReadingEndsAlignmentAtOnce) {
   ClockWatch w = watch();
-  w.observe(kGood);
-  EXPECT_EQ(w.observe(kGood), ClockWatch::Change::kNone);
-  EXPECT_EQ(w.observe({true, 2 * kMs}), ClockWatch::Change::kLost);
+  w.observe(kGood, tick());
+  EXPECT_EQ(w.observe(kGood, tick()), ClockWatch::Change::kNone);
+  EXPECT_EQ(w.observe({true, 2 * kMs}, tick()), ClockWatch::Change::kLost);
   EXPECT_FALSE(w.aligned());
   EXPECT_NE(w.reason().find("2000 us exceeds"), std::string::npos) << w.reason();
   ClockWatch u = watch();
-  u.observe(kGood);
-  EXPECT_EQ(u.observe(kUnsynced), ClockWatch::Change::kLost);
+  u.observe(kGood, tick());
+  EXPECT_EQ(u.observe(kUnsynced, tick()), ClockWatch::Change::kLost);
   EXPECT_NE(u.reason().find("not synchronized"), std::string::npos) << u.reason();
 }
 
 TEST(ClockWatch, AlignmentComesBackAfterGoodReadingsInARow) {
   ClockWatch w = watch(5);
-  w.observe(kGood);
-  ASSERT_EQ(w.observe(kUnsynced), ClockWatch::Change::kLost);
+  w.observe(kGood, tick());
+  ASSERT_EQ(w.observe(kUnsynced, tick()), ClockWatch::Change::kLost);
   for (int i = 1; i < 5; ++i) {
-    EXPECT_EQ(w.observe(kGood), ClockWatch::Change::kNone) << i;
+    EXPECT_EQ(w.observe(kGood, tick()), ClockWatch::Change::kNone) << i;
     EXPECT_FALSE(w.aligned());
     EXPECT_NE(w.reason().find(std::to_string(i) + " of 5"), std::string::npos) << w.reason();
   }
-  EXPECT_EQ(w.observe(kGood), ClockWatch::Change::kRegained);
+  EXPECT_EQ(w.observe(kGood, tick()), ClockWatch::Change::kRegained);
   EXPECT_TRUE(w.aligned());
   EXPECT_TRUE(w.reason().empty());
 }
 
 TEST(ClockWatch, ABadReadingWhileRegainingStartsTheCountAgain) {
   ClockWatch w = watch(3);
-  w.observe(kUnsynced);
-  w.observe(kGood);
-  w.observe(kGood);
-  w.observe({true, 600 * kUs});  // over the tolerance
-  w.observe(kGood);
-  w.observe(kGood);
+  w.observe(kUnsynced, tick());
+  w.observe(kGood, tick());
+  w.observe(kGood, tick());
+  w.observe({true, 600 * kUs}, tick());  // over the tolerance
+  w.observe(kGood, tick());
+  w.observe(kGood, tick());
   EXPECT_FALSE(w.aligned());
-  EXPECT_EQ(w.observe(kGood), ClockWatch::Change::kRegained);
+  EXPECT_EQ(w.observe(kGood, tick()), ClockWatch::Change::kRegained);
 }
 
 // An error that hovers around the tolerance (450-550 us against 500) moves
@@ -73,20 +79,82 @@ TEST(ClockWatch, ABadReadingWhileRegainingStartsTheCountAgain) {
 // 3/4 of it does not count towards regaining.
 TEST(ClockWatch, AnErrorHoveringAtTheToleranceDoesNotFlap) {
   ClockWatch w = watch(5);
-  w.observe(kGood);
+  w.observe(kGood, tick());
   int changes = 0;
   for (int i = 0; i < 1000; ++i) {
     const Nanos error = (i % 2 == 0 ? 450 : 550) * kUs;
-    if (w.observe({true, error}) != ClockWatch::Change::kNone) ++changes;
+    if (w.observe({true, error}, tick()) != ClockWatch::Change::kNone) ++changes;
   }
   EXPECT_EQ(changes, 1);
   EXPECT_FALSE(w.aligned());
-  w.observe({true, 450 * kUs});
+  w.observe({true, 450 * kUs}, tick());
   EXPECT_NE(w.reason().find("not yet under 375 us"), std::string::npos) << w.reason();
   // The margin: 375 us counts.
   for (int i = 0; i < 5; ++i)
-    w.observe({true, 375 * kUs});
+    w.observe({true, 375 * kUs}, tick());
   EXPECT_TRUE(w.aligned());
+}
+
+// A kernel clock as a discipline leaves it: maxerror set at each update,
+// then 500 us more every second.
+struct KernelClock {
+  Nanos set_at = 0;
+  Nanos set_to = 5 * kMs;
+  ClockQuality at(Nanos now) const {
+    return {true, 100 * kUs, set_to + (now - set_at) / kSecond * 500 * kUs};
+  }
+};
+
+// chronyd updating every 1024 s (its longest default poll) is alive all
+// along; once it stops, esterror keeps its last value and only maxerror
+// tells: the watch lets go past stale_after, not nine hours later.
+TEST(ClockWatch, ADisciplineThatStopsUpdatingTheClockIsNoticed) {
+  ClockWatch w = watch();
+  KernelClock k;
+  Nanos now = 0;
+  w.observe(k.at(now), now);
+  for (int s = 1; s <= 3 * 3600; ++s) {
+    now = s * kSecond;
+    if (s % 1024 == 0) {
+      k.set_at = now;  // an update: maxerror back to the root distance
+      k.set_to = 3 * kMs;
+    }
+    ASSERT_EQ(w.observe(k.at(now), now), ClockWatch::Change::kNone) << s;
+    ASSERT_TRUE(w.aligned()) << s << ": " << w.reason();
+  }
+  // chronyd stops; the last update was at 3 h - (3 h mod 1024 s).
+  const Nanos last = now / (1024 * kSecond) * (1024 * kSecond);
+  ClockWatch::Change change = ClockWatch::Change::kNone;
+  Nanos lost_at = 0;
+  while (change == ClockWatch::Change::kNone && now < 12 * 3600 * kSecond) {
+    now += kSecond;
+    change = w.observe(k.at(now), now);
+    lost_at = now;
+  }
+  EXPECT_EQ(change, ClockWatch::Change::kLost);
+  EXPECT_NEAR(static_cast<double>(lost_at - last) / kSecond, 2101, 1.5);
+  EXPECT_NE(w.reason().find("has not updated the clock for 2101 s"), std::string::npos)
+      << w.reason();
+  // It comes back: an update, then good readings.
+  k.set_at = now;
+  k.set_to = 2 * kMs;
+  for (int i = 0; i < 5; ++i) {
+    now += kSecond;
+    change = w.observe(k.at(now), now);
+  }
+  EXPECT_EQ(change, ClockWatch::Change::kRegained) << w.reason();
+}
+
+// A discipline that updates every second (phc2sys) keeps maxerror flat:
+// every reading is an update, however close the readings.
+TEST(ClockWatch, UpdatesEverySecondAreNeverStale) {
+  ClockWatch w = watch();
+  Nanos now = 0;
+  for (int i = 0; i < 10000; ++i) {
+    now += kSecond + (i % 3 == 0 ? 1 : -1) * 200 * kMs;
+    ASSERT_EQ(w.observe({true, 20 * kUs, 40 * kUs}, now), ClockWatch::Change::kNone) << i;
+  }
+  EXPECT_TRUE(w.aligned()) << w.reason();
 }
 
 TEST(ClockWatch, AnEpochMovesOnlyByItsDistanceWithinThePeriod) {
