@@ -12,6 +12,7 @@
 
 #include "core/protocol/messages.h"
 #include "core/util/log.h"
+#include "nodeagent/passed_descriptors.h"
 
 namespace egpu::agent {
 namespace {
@@ -49,6 +50,10 @@ ControlServer::ControlServer(event_base* base, std::string path, UniqueFd fd, Ha
       limits_(limits) {}
 
 ControlServer::~ControlServer() {
+  for (auto& [fd, c] : conns_) {
+    c->ev.reset();
+    close_client_socket(std::move(c->fd));
+  }
   conns_.clear();
   resume_ev_.reset();
   listen_ev_.reset();
@@ -75,6 +80,9 @@ Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
   if (::chmod(path.c_str(), 0666) != 0) return Error{"chmod " + path + ": " + std::strerror(errno)};
   // The kernel's maximum: a large step's tasks attach at once, and waiting in
   // the backlog costs the agent no descriptor.
+  // Accepted sockets inherit it: where the kernel can, senders of
+  // descriptors are refused before anything reaches the agent.
+  (void)refuse_passed_descriptors(fd.get());
   if (::listen(fd.get(), SOMAXCONN) != 0) {
     return Error{"listen " + path + ": " + std::strerror(errno)};
   }
@@ -167,12 +175,14 @@ void ControlServer::accept_batch() {
     socklen_t len = sizeof cred;
     if (::getsockopt(client.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
       ++rejected_;
+      close_client_socket(std::move(client));
       continue;
     }
     const PeerCred peer{cred.pid, cred.uid, cred.gid};
     if (!admit(peer)) {
       ++rejected_;
-      continue;  // closed by UniqueFd: the agent keeps serving the others
+      close_client_socket(std::move(client));  // the agent keeps serving the others
+      continue;
     }
     // Status replies can be several chunks; let them queue without blocking.
     int sndbuf = 1 << 20;
@@ -186,7 +196,11 @@ void ControlServer::accept_batch() {
     // The timeout is set by arm(): the idle timeout, cut to what is left of
     // the lifetime.
     c->ev.reset(event_new(base_, cfd, EV_READ | EV_PERSIST, &ControlServer::on_readable, c.get()));
-    if (!c->ev || !arm(c.get())) continue;
+    if (!c->ev || !arm(c.get())) {
+      c.reset();  // its event before the socket
+      close_client_socket(std::move(client));
+      continue;
+    }
     c->fd = std::move(client);
     if (peer.uid != 0) {
       ++per_uid_[peer.uid];
@@ -228,10 +242,22 @@ bool ControlServer::serve(Connection* c) {
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  // No control buffer: descriptors a client sends are discarded by the kernel.
-  const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
+  // Room for descriptors a client attaches: dropped by the kernel they
+  // would be closed on this thread (passed_descriptors.h).
+  PassedControl control;
+  expect_passed(msg, control);
+  const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) return true;
+    close_connection(fd);
+    return false;
+  }
+  if (dispose_passed(msg) > 0) {
+    // No request carries descriptors: a client that sends some is not one.
+    if (should_warn()) {
+      EGPU_LOG_WARN("control socket: uid %u sent descriptors; connection closed",
+                    static_cast<unsigned>(c->peer.uid));
+    }
     close_connection(fd);
     return false;
   }
@@ -283,7 +309,9 @@ void ControlServer::close_connection(int fd) {
     auto u = per_uid_.find(uid);
     if (u != per_uid_.end() && --u->second == 0) per_uid_.erase(u);
   }
-  conns_.erase(it);
+  UniqueFd socket = std::move(it->second->fd);
+  conns_.erase(it);  // its event first, then the socket
+  close_client_socket(std::move(socket));
 }
 
 }  // namespace egpu::agent

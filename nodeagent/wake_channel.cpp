@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "nodeagent/passed_descriptors.h"
+
 namespace egpu::agent {
 
 Result<WakeChannel> WakeChannel::create() {
@@ -26,7 +28,21 @@ Result<WakeChannel> WakeChannel::create() {
   UniqueFd shim(ends[1]);
   // One direction only: nothing the agent sends could fill a queue it never reads.
   (void)::shutdown(agent.get(), SHUT_WR);
+  (void)refuse_passed_descriptors(agent.get());
   return WakeChannel(std::move(agent), std::move(shim));
+}
+
+WakeChannel& WakeChannel::operator=(WakeChannel&& o) {
+  if (this != &o) {
+    close_client_socket(std::move(agent_));
+    agent_ = std::move(o.agent_);
+    shim_ = std::move(o.shim_);
+  }
+  return *this;
+}
+
+WakeChannel::~WakeChannel() {
+  close_client_socket(std::move(agent_));
 }
 
 WakeChannel::Drained WakeChannel::drain() {
@@ -36,17 +52,24 @@ WakeChannel::Drained WakeChannel::drain() {
   uint64_t payload[kMaxDatagramsPerDrain];
   iovec iov[kMaxDatagramsPerDrain];
   mmsghdr msgs[kMaxDatagramsPerDrain];
+  // Room for descriptors a user attaches to its kicks (passed_descriptors.h);
+  // 64 KiB, so not on the stack. The agent drains on one thread.
+  static PassedControl control[kMaxDatagramsPerDrain];
   std::memset(msgs, 0, sizeof msgs);
   for (int i = 0; i < kMaxDatagramsPerDrain; ++i) {
     iov[i] = {&payload[i], sizeof payload[i]};
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
+    expect_passed(msgs[i].msg_hdr, control[i]);
   }
   int n = -1;
   do {
-    n = ::recvmmsg(agent_.get(), msgs, kMaxDatagramsPerDrain, MSG_DONTWAIT, nullptr);
+    n = ::recvmmsg(agent_.get(), msgs, kMaxDatagramsPerDrain, MSG_DONTWAIT | MSG_CMSG_CLOEXEC,
+                   nullptr);
   } while (n < 0 && errno == EINTR);
   if (n <= 0) return Drained::kNothing;  // EAGAIN: nothing queued; any other error: nothing now
+  for (int i = 0; i < n; ++i)
+    dispose_passed(msgs[i].msg_hdr);
   // 0 bytes: an empty datagram (a kick like any other) or, should the channel
   // be shut down, the end of it: that one stays readable forever.
   for (int i = 0; i < n; ++i) {

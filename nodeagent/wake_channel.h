@@ -15,7 +15,10 @@ class WakeChannel {
  public:
   static Result<WakeChannel> create();
   WakeChannel(WakeChannel&&) = default;
-  WakeChannel& operator=(WakeChannel&&) = default;
+  WakeChannel& operator=(WakeChannel&&);
+  // Closes the agent's end without taking in what a user queued on it
+  // (passed_descriptors.h).
+  ~WakeChannel();
 
   // The agent's end: watch it for reading.
   int agent_fd() const { return agent_.get(); }

@@ -3,10 +3,12 @@
 // flood them, truncate the files behind them), beside another user's honest
 // job. The agent must stay up, keep answering and keep every instance.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,11 +18,13 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/protocol/control_client.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
 #include "tests/agent/agent_fixture.h"
+#include "tests/agent/lingering_socket.h"
 
 namespace egpu::test {
 namespace {
@@ -36,6 +40,39 @@ constexpr size_t kGpuPageFd = 0;
 constexpr size_t kInstancePageFd = 1;
 constexpr size_t kWakeFd = 2;
 
+// The agent answers root's status within a few seconds, still knows both
+// jobs, and its GPU page's heartbeat advances.
+bool heartbeat_advances(const AgentProcess& agent) {
+  const std::string page = agent.dir() + "/run/gpu0";
+  UniqueFd fd(open(page.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  auto map = shm::map_fd(fd.get(), sizeof(shm::GpuPage), shm::Access::kReadOnly);
+  if (!map) return false;
+  const auto* gpu = map->as<const shm::GpuPage>();
+  const int64_t first = gpu->heartbeat_ns.load();
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (gpu->heartbeat_ns.load() != first) return true;
+  }
+  return false;
+}
+
+void expect_serving(const AgentProcess& agent) {
+  auto c = protocol::ControlClient::connect(agent.socket(), 3000);
+  ASSERT_TRUE(c) << "the agent does not accept connections: " << c.error();
+  auto st = c->call(protocol::StatusRequest{0, 0});
+  ASSERT_TRUE(st) << "the agent does not answer status: " << st.error();
+  const auto j = nlohmann::json::parse(st->text);
+  std::set<uint64_t> jobs;
+  for (const auto& inst : j["gpus"][0]["instances"])
+    jobs.insert(inst.at("job").get<uint64_t>());
+  EXPECT_TRUE(jobs.contains(kMalloryJob)) << st->text;
+  EXPECT_TRUE(jobs.contains(kHonestJob)) << st->text;
+  EXPECT_TRUE(heartbeat_advances(agent));
+  int status = 0;
+  EXPECT_EQ(waitpid(agent.pid(), &status, WNOHANG), 0) << "the agent exited";
+}
+
 class HostileDescriptors : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -49,38 +86,7 @@ class HostileDescriptors : public ::testing::Test {
     if (HasFailure()) std::fprintf(stderr, "agent log:\n%s\n", agent.log().c_str());
   }
 
-  // The agent answers root's status within a few seconds, still knows both
-  // jobs, and its GPU page's heartbeat advances.
-  void expect_agent_serving() {
-    auto c = protocol::ControlClient::connect(agent.socket(), 3000);
-    ASSERT_TRUE(c) << "the agent does not accept connections: " << c.error();
-    auto st = c->call(protocol::StatusRequest{0, 0});
-    ASSERT_TRUE(st) << "the agent does not answer status: " << st.error();
-    const auto j = nlohmann::json::parse(st->text);
-    std::set<uint64_t> jobs;
-    for (const auto& inst : j["gpus"][0]["instances"])
-      jobs.insert(inst.at("job").get<uint64_t>());
-    EXPECT_TRUE(jobs.contains(kMalloryJob)) << st->text;
-    EXPECT_TRUE(jobs.contains(kHonestJob)) << st->text;
-    EXPECT_TRUE(heartbeat_advances());
-    int status = 0;
-    EXPECT_EQ(waitpid(agent.pid(), &status, WNOHANG), 0) << "the agent exited";
-  }
-
-  bool heartbeat_advances() {
-    const std::string page = agent.dir() + "/run/gpu0";
-    UniqueFd fd(open(page.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return false;
-    auto map = shm::map_fd(fd.get(), sizeof(shm::GpuPage), shm::Access::kReadOnly);
-    if (!map) return false;
-    const auto* gpu = map->as<const shm::GpuPage>();
-    const int64_t first = gpu->heartbeat_ns.load();
-    for (int i = 0; i < 100; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      if (gpu->heartbeat_ns.load() != first) return true;
-    }
-    return false;
-  }
+  void expect_agent_serving() { expect_serving(agent); }
 
   // The honest user's process can attach and gets usable pages.
   void expect_honest_attach() {
@@ -116,6 +122,93 @@ TEST_F(HostileDescriptors, ClearingTheFlagsOfEveryDescriptorDoesNotHangTheAgent)
   });
   ASSERT_EQ(rc, 0);
   expect_agent_serving();
+  expect_honest_attach();
+}
+
+// Descriptors passed to the agent: a TCP socket set to linger an hour on
+// data its peer never reads blocks its last close. The agent held that last
+// close when it received without room for descriptors (the kernel drops
+// them in the receiver) or closed a connection with such a message queued;
+// its only thread then hung, and every shim on the node took it for dead.
+// Passed on the control socket (twice, so the second is still queued when
+// the agent closes the connection) and on the wake channel. Where the
+// kernel refuses such senders (SO_PASSRIGHTS) they get EPERM.
+void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
+  int ready[2];
+  int hold[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(hold), 0);
+  const pid_t mallory = fork();
+  if (mallory == 0) {
+    close(ready[0]);
+    close(hold[1]);
+    if (setgroups(0, nullptr) != 0 || setresgid(kMallory, kMallory, kMallory) != 0 ||
+        setresuid(kMallory, kMallory, kMallory) != 0) {
+      _exit(99);
+    }
+    std::vector<LingeringSocket> held;
+    char verdict = 'r';  // every send refused with EPERM
+    auto pass = [&](int via) {
+      held.push_back(lingering_socket());
+      LingeringSocket& l = held.back();
+      if (!l.socket.valid()) {
+        verdict = 'n';
+        return;
+      }
+      if (send_descriptor(via, l.socket.get())) {
+        verdict = verdict == 'n' ? 'n' : 'y';
+      } else {
+        // EPERM: refused by the kernel; EPIPE: the agent already closed
+        // the connection over the first one.
+        if (errno != EPERM && errno != EPIPE && errno != ECONNRESET) verdict = 'n';
+        const linger off{0, 0};  // refused: our close is the last, and must not wait
+        setsockopt(l.socket.get(), SOL_SOCKET, SO_LINGER, &off, sizeof off);
+      }
+      l.socket.reset();  // when sent, the agent's copy is the last
+    };
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->fds.size() < 3) _exit(1);
+    UniqueFd control(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, agent.socket().c_str(), sizeof addr.sun_path - 1);
+    if (::connect(control.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) _exit(2);
+    pass(control.get());
+    pass(control.get());
+    pass(att->fds[kWakeFd]);
+    (void)!write(ready[1], &verdict, 1);
+    char byte;
+    (void)!read(hold[0], &byte, 1);  // the peers stay open, so the closes would block
+    _exit(0);
+  }
+  close(ready[1]);
+  close(hold[0]);
+  char verdict = 0;
+  EXPECT_EQ(read(ready[0], &verdict, 1), 1);
+  EXPECT_TRUE(verdict == 'y' || verdict == 'r') << "the descriptors could not be sent";
+  *sent_any = verdict == 'y';
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  expect_serving(agent);
+  close(hold[1]);
+  close(ready[0]);
+  waitpid(mallory, nullptr, 0);
+}
+
+TEST_F(HostileDescriptors, APassedLingeringSocketDoesNotHangTheAgent) {
+  bool sent = false;
+  pass_lingering_sockets(agent, &sent);
+  expect_honest_attach();
+}
+
+// The same on a kernel without SO_PASSRIGHTS (before 6.16): the agent
+// receives them and must dispose of them without blocking.
+TEST_F(HostileDescriptors, APassedLingeringSocketDoesNotHangTheAgentOnAnOlderKernel) {
+  agent.kill_hard();
+  agent.set_env("LD_PRELOAD", EGPU_OLD_KERNEL_FIXTURE);
+  ASSERT_TRUE(agent.start()) << agent.log();
+  bool sent = false;
+  pass_lingering_sockets(agent, &sent);
+  EXPECT_TRUE(sent) << "the agent refused them: the fixture did not take";
   expect_honest_attach();
 }
 

@@ -1,0 +1,59 @@
+#include "tests/agent/lingering_socket.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace egpu::test {
+
+LingeringSocket lingering_socket() {
+  LingeringSocket l;
+  l.listener.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int small = 4096;  // inherited by the accepted peer: its window closes soon
+  ::setsockopt(l.listener.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(l.listener.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::listen(l.listener.get(), 1) != 0 ||
+      ::getsockname(l.listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return {};
+  }
+  l.socket.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (::connect(l.socket.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) return {};
+  l.peer.reset(::accept4(l.listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!l.peer.valid()) return {};
+  // Fill everything up to the peer's closed window; the FIN then waits behind it.
+  ::fcntl(l.socket.get(), F_SETFL, O_NONBLOCK);
+  char chunk[65536];
+  std::memset(chunk, 'x', sizeof chunk);
+  for (int i = 0; i < 100'000; ++i) {
+    if (::send(l.socket.get(), chunk, sizeof chunk, MSG_NOSIGNAL) < 0) break;
+  }
+  const linger an_hour{1, 3600};
+  ::setsockopt(l.socket.get(), SOL_SOCKET, SO_LINGER, &an_hour, sizeof an_hour);
+  return l;
+}
+
+bool send_descriptor(int via, int fd) {
+  char byte = 'x';
+  iovec iov{&byte, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  return ::sendmsg(via, &msg, MSG_NOSIGNAL) == 1;
+}
+
+}  // namespace egpu::test
