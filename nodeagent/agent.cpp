@@ -18,6 +18,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "core/protocol/control_client.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
 #include "nodeagent/event_loop.h"
@@ -87,6 +88,7 @@ Agent::Agent(const config::EgpuConfig& config) : config_(config) {}
 Agent::~Agent() {
   // Members holding events go before the base.
   metrics_.reset();
+  root_control_.reset();
   control_.reset();
   tracker_.reset();
   reaper_.reset();
@@ -169,6 +171,20 @@ Status Agent::init() {
       [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); });
   if (!control) return Error{control.error()};
   control_ = std::move(*control);
+  // Root's own socket: a user flooding the public one's backlog cannot keep
+  // slurmstepd's create and remove out of this one (control_server.h).
+  ControlLimits root_limits;
+  root_limits.root_only = true;
+  auto root = ControlServer::listen(
+      base_.get(), protocol::root_socket_path(config_.socket_path),
+      [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); }, root_limits,
+      0600);
+  if (!root) {
+    EGPU_LOG_WARN("no root-only socket (%s): root is served on %s alone", root.error().c_str(),
+                  config_.socket_path.c_str());
+  } else {
+    root_control_ = std::move(*root);
+  }
   if (!config_.metrics_address.empty()) {
     auto m = MetricsServer::start(base_.get(), config_.metrics_host(), config_.metrics_port(),
                                   [this] { return metrics_text(*this); });

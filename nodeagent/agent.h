@@ -160,6 +160,7 @@ class Agent {
   std::unique_ptr<ProcessTracker> tracker_;
   std::unique_ptr<StepReaper> reaper_;
   std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<ControlServer> root_control_;  // root_socket_path: root's alone
   std::unique_ptr<MetricsServer> metrics_;
   EventHandle heartbeat_;
   LatencyControl latency_;

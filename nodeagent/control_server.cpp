@@ -63,7 +63,8 @@ ControlServer::~ControlServer() {
 Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
                                                              const std::string& path,
                                                              Handler handler,
-                                                             const ControlLimits& limits) {
+                                                             const ControlLimits& limits,
+                                                             mode_t mode) {
   sockaddr_un addr{};
   if (path.size() >= sizeof addr.sun_path) return Error{"socket path too long: " + path};
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -77,7 +78,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
   // Anyone may connect: shims run as the job's user, whoever that is, so no
   // narrower owner or group fits. Every request is authorised from
   // SO_PEERCRED, and what a user can hoard is bounded by the caps above.
-  if (::chmod(path.c_str(), 0666) != 0) return Error{"chmod " + path + ": " + std::strerror(errno)};
+  if (::chmod(path.c_str(), mode) != 0) return Error{"chmod " + path + ": " + std::strerror(errno)};
   // The kernel's maximum: a large step's tasks attach at once, and waiting in
   // the backlog costs the agent no descriptor.
   // Accepted sockets inherit it: where the kernel can, senders of
@@ -137,6 +138,7 @@ bool ControlServer::admit(const PeerCred& peer) {
     return false;
   }
   if (peer.uid == 0) return true;  // only the total bounds root
+  if (limits_.root_only) return false;
   const size_t users_max = limits_.max_connections > limits_.root_reserved
                                ? limits_.max_connections - limits_.root_reserved
                                : 0;

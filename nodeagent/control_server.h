@@ -6,9 +6,12 @@
 //
 // Every job user can connect (shims run as the job's user), so connections
 // are a shared resource a hostile user could hoard. Each uid but root gets a
-// bounded share of them, some are kept for root alone (slurmstepd's create and
-// remove must always get through), and a user's connection lives a bounded
-// time however busy it keeps it.
+// bounded share of them, some are kept for root alone, and a user's
+// connection lives a bounded time however busy it keeps it. Those bounds
+// count accepted connections; the kernel's backlog in front of them is
+// everyone's, so the agent also listens on a root-only socket
+// (protocol::root_socket_path) whose backlog no user can fill: slurmstepd's
+// create and remove always get through.
 #pragma once
 
 #include <event2/event.h>
@@ -58,15 +61,20 @@ struct ControlLimits {
   int lifetime_s = 60;
   // Out of descriptors, accepting pauses this long instead of retrying at once.
   int accept_pause_ms = 100;
+  // Only root is served (the root socket; its mode already keeps others out).
+  bool root_only = false;
 };
 
 class ControlServer {
  public:
   using Handler = std::function<std::vector<Outgoing>(const PeerCred&, std::span<const uint8_t>)>;
 
+  // `mode`: the socket file's; 0666 lets every job user connect, 0600 only
+  // root (connecting needs write permission on it).
   static Result<std::unique_ptr<ControlServer>> listen(event_base* base, const std::string& path,
                                                        Handler handler,
-                                                       const ControlLimits& limits = {});
+                                                       const ControlLimits& limits = {},
+                                                       mode_t mode = 0666);
   ~ControlServer();
 
   size_t connections() const { return conns_.size(); }

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -33,8 +34,27 @@ CallResult<ControlClient> ControlClient::connect(const std::string& socket_path,
   return open(socket_path, deadline, 0, deadline);
 }
 
+std::string root_socket_path(const std::string& socket_path) {
+  return socket_path + ".root";
+}
+
 CallResult<ControlClient> ControlClient::open(const std::string& socket_path, Deadline deadline,
                                               int timeout_ms, std::optional<Deadline> shared) {
+  if (::geteuid() == 0) {
+    // Root's own socket when the agent has one; a missing one costs a
+    // failed connect, at once.
+    const std::string root = root_socket_path(socket_path);
+    if (::access(root.c_str(), F_OK) == 0) {
+      auto c = connect_to(root, deadline, timeout_ms, shared);
+      if (c) return c;
+    }
+  }
+  return connect_to(socket_path, deadline, timeout_ms, shared);
+}
+
+CallResult<ControlClient> ControlClient::connect_to(const std::string& socket_path,
+                                                    Deadline deadline, int timeout_ms,
+                                                    std::optional<Deadline> shared) {
   sockaddr_un addr{};
   if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path) {
     return CallError{CallFailure::kRefused,

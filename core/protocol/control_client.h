@@ -86,6 +86,8 @@ class ControlClient {
       : fd_(std::move(fd)), timeout_ms_(timeout_ms), deadline_(deadline) {}
   static CallResult<ControlClient> open(const std::string& socket_path, Deadline deadline,
                                         int timeout_ms, std::optional<Deadline> shared);
+  static CallResult<ControlClient> connect_to(const std::string& socket_path, Deadline deadline,
+                                              int timeout_ms, std::optional<Deadline> shared);
   Deadline call_deadline() const;
   CallResult<FdReply> exchange(std::span<const uint8_t> bytes, uint32_t request_id);
 
@@ -97,5 +99,11 @@ class ControlClient {
 
 // Where the agent listens: $EGPU_SOCKET, else the default path.
 std::string default_socket_path();
+
+// The agent's root-only socket beside `socket_path` (mode 0600): its
+// backlog is root's alone, so a user flooding the public socket with
+// connections cannot keep slurmstepd out. Root's connections go there
+// first, and to the public socket when it is missing (an older agent).
+std::string root_socket_path(const std::string& socket_path);
 
 }  // namespace egpu::protocol

@@ -260,6 +260,50 @@ TEST_F(ControlSocketExhaustion, UsersTogetherCannotTakeRootsSlots) {
   EXPECT_EQ(st->status, ReplyStatus::kOk);
 }
 
+// The public socket's backlog is everyone's: users looping connect and
+// close can keep it full whatever the agent does after accept. Root has a
+// socket of its own (mode 0600), whose backlog no user reaches: create and
+// remove get through while users flood the public one.
+TEST_F(ControlSocketExhaustion, RootHasASocketNoUserCanFill) {
+  AgentProcess& agent = make_agent();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  const std::string root_socket = protocol::root_socket_path(agent.socket());
+  struct stat st {};
+  ASSERT_EQ(stat(root_socket.c_str(), &st), 0) << root_socket;
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, 0u);
+  // A user cannot connect to it at all.
+  EXPECT_EQ(run_as(kMallory, [&] { return connect_unix(root_socket) >= 0 ? 1 : 0; }), 0);
+  // Two flooders per core loop connect and close on the public socket.
+  std::vector<pid_t> flooders;
+  for (int i = 0; i < 4; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (!become(kMallory)) _exit(99);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::strncpy(addr.sun_path, agent.socket().c_str(), sizeof addr.sun_path - 1);
+      for (;;) {
+        const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        close(fd);
+      }
+    }
+    flooders.push_back(pid);
+  }
+  sleep_ms(500);
+  for (uint64_t job = 900; job < 905; ++job)
+    create_and_remove_as_root(agent, job);
+  for (pid_t pid : flooders) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  // Without the root socket, root's calls go to the public one.
+  ASSERT_EQ(unlink(root_socket.c_str()), 0);
+  create_and_remove_as_root(agent, 910);
+}
+
 TEST_F(ControlSocketExhaustion, OutOfDescriptorsTheAgentWaitsInsteadOfSpinning) {
   // The agent inherits a descriptor limit a little above what it needs idle.
   rlimit saved{};
