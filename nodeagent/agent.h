@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/accounting/step_usage.h"
@@ -19,6 +20,7 @@
 #include "core/model/gang_plan.h"
 #include "core/model/instance_registry.h"
 #include "core/protocol/messages.h"
+#include "core/util/log_budget.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 #include "nodeagent/control_server.h"
@@ -169,6 +171,12 @@ class Agent {
   int64_t latency_last_ns_ = 0;
   std::vector<EventHandle> signals_;
   model::GangPlan gangs_;
+  // Lines a user's requests log (resize, objective): a user looping them
+  // must not flood the journal (core/util/log_budget.h).
+  static constexpr double kUserLogBurst = 20;
+  static constexpr double kUserLogPerSecond = 1;
+  LogBudget::Verdict log_budget(uid_t uid);
+  std::unordered_map<uid_t, LogBudget> log_budgets_;
   faa::ClockWatch clock_watch_{faa::ClockWatch::Settings{}};
   EventHandle clock_timer_;
   faa::Nanos gang_epoch_ = 0;  // the epoch the gang windows were placed on

@@ -23,7 +23,21 @@ Reply error_reply(ReplyStatus status, std::string message) {
   return r;
 }
 
+// ", and 12 like it not logged" when a user's lines were dropped.
+std::string dropped_note(const LogBudget::Verdict& v) {
+  if (v.dropped_before == 0) return {};
+  return ", and " + std::to_string(v.dropped_before) + " like it not logged";
+}
+
 }  // namespace
+
+LogBudget::Verdict Agent::log_budget(uid_t uid) {
+  if (uid == 0) return {true, 0};  // an admin's changes are always worth a line
+  // Bounded: a node has few users, and forgetting budgets only refills them.
+  if (log_budgets_.size() > 4096) log_budgets_.clear();
+  auto [it, added] = log_budgets_.try_emplace(uid, kUserLogBurst, kUserLogPerSecond);
+  return it->second.take(monotonic_ns());
+}
 
 Outgoing Agent::reply(const Reply& r, uint32_t request_id, std::vector<int> fds) {
   return Outgoing{protocol::encode_reply(r, request_id), std::move(fds)};
@@ -274,9 +288,11 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
     arb.update_control(updated);
   }
   tick(updated.gpu);
-  EGPU_LOG_INFO("resized instance %llu to %u units, %s (by uid %u)",
-                static_cast<unsigned long long>(updated.id), updated.units, to_string(updated.mode),
-                peer.uid);
+  if (const auto budget = log_budget(peer.uid); budget.log) {
+    EGPU_LOG_INFO("resized instance %llu to %u units, %s (by uid %u%s)",
+                  static_cast<unsigned long long>(updated.id), updated.units,
+                  to_string(updated.mode), peer.uid, dropped_note(budget).c_str());
+  }
   if (force && updated.job_units > updated.granted_units && updated.granted_units != 0) {
     EGPU_LOG_WARN("job %llu holds %u units on GPU %u, past the %u Slurm granted (forced by uid %u)",
                   static_cast<unsigned long long>(updated.job_id), updated.job_units, updated.gpu,
@@ -299,9 +315,11 @@ std::vector<Outgoing> Agent::handle_objective(const PeerCred& peer,
   // LatencyControl::kPeriodNs away) starts borrowing, or gives back.
   arbiters_[updated.gpu]->update_control(updated);
   schedule_latency_control();
-  EGPU_LOG_INFO("instance %llu: latency objective %s (by uid %u)",
-                static_cast<unsigned long long>(updated.id), slo::to_string(objective).c_str(),
-                peer.uid);
+  if (const auto budget = log_budget(peer.uid); budget.log) {
+    EGPU_LOG_INFO("instance %llu: latency objective %s (by uid %u%s)",
+                  static_cast<unsigned long long>(updated.id), slo::to_string(objective).c_str(),
+                  peer.uid, dropped_note(budget).c_str());
+  }
   Reply ok;
   ok.instance_id = updated.id;
   ok.text = instance_json(*this, updated.id, peer.uid);
