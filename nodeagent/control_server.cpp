@@ -58,6 +58,8 @@ ControlServer::~ControlServer() {
   resume_ev_.reset();
   listen_ev_.reset();
   ::unlink(path_.c_str());
+  // Connections not yet accepted are released with it, and their queues.
+  close_elsewhere(std::move(listen_fd_));
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,

@@ -1,9 +1,9 @@
 #include "nodeagent/passed_descriptors.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -21,66 +21,139 @@ namespace {
 #define EGPU_SO_PASSRIGHTS 83
 #endif
 
-// One thread closes what clients passed; a close that blocks holds up only
-// the closes queued behind it, never the event loop.
+// Room for a message's credentials (SO_PASSCRED, set while draining) and
+// the most descriptors it can carry: descriptors without room are dropped
+// by the kernel in the receiver, here a disposal worker.
+struct DrainControl {
+  alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(ucred)) + sizeof(PassedControl::bytes)];
+};
+
+// What is left to the workers: a descriptor to close, or a client socket
+// (already shut for reading) to drain, then close.
+struct Item {
+  int fd;
+  bool drain;
+};
+
+// Workers that close what clients passed and drain client sockets. A close
+// that blocks (a nested lingering socket, a FUSE file whose daemon never
+// answers) holds one worker; another starts when every worker is busy, up
+// to kMaxWorkers. None of this runs on the agent's thread.
 class Disposal {
  public:
-  void add(int fd) {
-    {
+  static constexpr int kMaxWorkers = 16;
+
+  void add(Item item) noexcept {
+    try {
       std::lock_guard lock(mu_);
-      queue_.push_back(fd);
-      ++disposed_;
-      if (!started_) {
-        started_ = true;
-        std::thread([this] { run(); }).detach();  // lives as long as the agent
-      }
+      queue_.push_back(item);
+      if (!item.drain) ++disposed_;
+      // Every worker busy (one may be stuck in a close): another, up to the cap.
+      if (waiting_ == 0 && workers_ < kMaxWorkers) start_worker();
+    } catch (...) {
+      // Out of memory or threads: the descriptor stays open, which blocks
+      // nothing; the workers already running go on.
+      return;
     }
     cv_.notify_one();
   }
+
+  // At the agent's start, so a failure to create threads is a failed start
+  // and not an exception in the event loop.
+  bool start() noexcept {
+    try {
+      std::lock_guard lock(mu_);
+      if (workers_ == 0) start_worker();
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
   DisposalCounts counts() {
     std::lock_guard lock(mu_);
-    return {disposed_, queue_.size() + (closing_ ? 1 : 0)};
+    return {disposed_, queue_.size() + static_cast<std::size_t>(busy_)};
   }
 
  private:
+  void start_worker() {
+    std::thread([this] { run(); }).detach();  // lives as long as the agent
+    ++workers_;
+  }
+
   void run() {
     for (;;) {
-      int fd = -1;
+      Item item{};
       {
         std::unique_lock lock(mu_);
+        ++waiting_;
         cv_.wait(lock, [this] { return !queue_.empty(); });
-        fd = queue_.front();
+        --waiting_;
+        item = queue_.front();
         queue_.pop_front();
-        closing_ = true;
+        ++busy_;
       }
-      ::close(fd);
+      if (item.drain) {
+        drain_and_close(item.fd);
+      } else {
+        const linger off{0, 0};  // a socket's close then returns at once (ENOTSOCK otherwise)
+        (void)::setsockopt(item.fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
+        ::close(item.fd);
+      }
       std::lock_guard lock(mu_);
-      closing_ = false;
+      --busy_;
     }
   }
+
+  // Takes in what a shut client socket still holds, its descriptors queued
+  // for closing, then closes it: the close purges nothing. With SO_PASSCRED
+  // every message, even an empty one, comes with its sender's credentials,
+  // which tells it from the end of a shut SEQPACKET socket (both read 0
+  // bytes). A pending error (ECONNRESET) comes before the queue: go on.
+  void drain_and_close(int fd) {
+    const int on = 1;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+    for (int i = 0; i < 1'000'000; ++i) {
+      char byte;
+      iovec iov{&byte, 1};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      DrainControl control;
+      msg.msg_control = control.bytes;
+      msg.msg_controllen = sizeof control.bytes;
+      const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+      if (n < 0) {
+        // A pending error comes once, before the queue: go on. EAGAIN: a
+        // datagram socket's queue is empty; anything else: nothing to read.
+        if (errno == EINTR || errno == ECONNRESET || errno == EPIPE) continue;
+        break;
+      }
+      dispose_passed(msg);
+      if (n == 0 && msg.msg_controllen == 0) break;  // the end: no message, no sender
+    }
+    ::close(fd);
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<int> queue_;
+  std::deque<Item> queue_;
   std::size_t disposed_ = 0;
-  bool closing_ = false;
-  bool started_ = false;
+  int workers_ = 0;
+  int busy_ = 0;
+  int waiting_ = 0;
 };
 
 Disposal& disposal() {
-  static auto* d = new Disposal;  // never destroyed: its thread may outlive main's statics
+  static auto* d = new Disposal;  // never destroyed: its workers outlive main's statics
   return *d;
 }
 
-void dispose(int fd) {
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
-    const linger off{0, 0};  // close returns at once, whatever the socket still holds
-    (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
-  }
-  disposal().add(fd);
-}
-
 }  // namespace
+
+bool start_disposal() {
+  return disposal().start();
+}
 
 bool refuse_passed_descriptors(int fd) {
 #ifdef EGPU_SO_PASSRIGHTS
@@ -99,7 +172,7 @@ void expect_passed(msghdr& msg, PassedControl& control) {
 
 std::size_t dispose_passed(msghdr& msg) {
   std::size_t n = 0;
-  if (msg.msg_control == nullptr) return 0;
+  if (msg.msg_control == nullptr || msg.msg_controllen == 0) return 0;
   for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
     if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
     const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -107,7 +180,7 @@ std::size_t dispose_passed(msghdr& msg) {
       int fd = -1;
       std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
       if (fd >= 0) {
-        dispose(fd);
+        disposal().add({fd, false});
         ++n;
       }
     }
@@ -117,31 +190,14 @@ std::size_t dispose_passed(msghdr& msg) {
 
 void close_client_socket(UniqueFd fd) {
   if (!fd.valid()) return;
-  // Nothing more can be queued once it is shut for reading; then what is
-  // queued is taken with room for its descriptors, so closing purges none.
-  // With SO_PASSCRED every message, even an empty one, comes with its
-  // sender's credentials, which tells it from the end of a shut SEQPACKET
-  // socket (both read 0 bytes).
-  const int on = 1;
-  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+  // Nothing more can be queued once it is shut for reading; what is queued
+  // is the workers' to take in.
   (void)::shutdown(fd.get(), SHUT_RD);
-  for (;;) {
-    char byte;
-    iovec iov{&byte, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    PassedControl control;
-    expect_passed(msg, control);
-    const ssize_t n = ::recvmsg(fd.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;  // EAGAIN: a datagram socket's queue is empty
-    }
-    dispose_passed(msg);
-    if (n == 0 && msg.msg_controllen == 0) break;  // the end: no message, no sender
-  }
-  (void)fd.reset();
+  disposal().add({fd.release(), true});
+}
+
+void close_elsewhere(UniqueFd fd) {
+  if (fd.valid()) disposal().add({fd.release(), false});
 }
 
 DisposalCounts disposal_counts() {

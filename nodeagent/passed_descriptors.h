@@ -9,10 +9,16 @@
 // blocked the agent's only thread.
 //
 // So the agent asks the kernel to refuse them where it can (SO_PASSRIGHTS,
-// Linux 6.16), and otherwise always receives with room for them, turns a
-// socket's linger off, and closes them on a thread of their own; a client
-// socket is closed only after it is shut (nothing more can be queued) and
-// its queue drained the same way.
+// Linux 6.16), and otherwise always receives with room for them and hands
+// them to disposal workers, which turn a socket's linger off and close
+// them. A client socket is shut for reading on the agent's thread (nothing
+// more can be queued) and handed over too: a worker drains it and closes
+// it. A close that blocks holds one worker; another starts, up to 16.
+//
+// Left: before Linux 6.9 (or its backported unix GC rework) a sender may
+// run the kernel's unix garbage collector synchronously once 16000
+// descriptors are in flight, and that can release such a file in whichever
+// process sends next, the agent included.
 #pragma once
 
 #include <sys/socket.h>
@@ -33,18 +39,27 @@ struct PassedControl {
   alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int) * kMaxFds)];
 };
 
+// Starts the first disposal worker (at the agent's start: a failure is a
+// failed start, not an exception in the event loop).
+bool start_disposal();
+
 // Points `msg` at `control` before a receive.
 void expect_passed(msghdr& msg, PassedControl& control);
 
 // Disposes of the descriptors a received message carried; how many.
 std::size_t dispose_passed(msghdr& msg);
 
-// Closes a client's socket (SEQPACKET or DGRAM): shut for reading, queued
-// messages received and their descriptors disposed of, then closed.
+// Closes a client's socket (SEQPACKET or DGRAM, or a listener): shut for
+// reading here, drained of queued messages and their descriptors and
+// closed by a worker.
 void close_client_socket(UniqueFd fd);
 
-// Descriptors disposed of so far and how many still wait for their close:
-// for tests and the status.
+// Closes `fd` on a worker: a socket a user also holds, whose queue the user
+// may have filled another way (a wake channel's shim end).
+void close_elsewhere(UniqueFd fd);
+
+// Descriptors disposed of so far and how many items (descriptors, sockets
+// to drain) still wait or are being closed: for tests and the status.
 struct DisposalCounts {
   std::size_t disposed = 0;
   std::size_t pending = 0;

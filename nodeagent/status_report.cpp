@@ -8,6 +8,7 @@
 
 #include "core/util/clock.h"
 #include "nodeagent/agent.h"
+#include "nodeagent/passed_descriptors.h"
 
 namespace egpu::agent {
 namespace {
@@ -120,6 +121,10 @@ std::string status_json(const Agent& agent, uid_t caller) {
                    {"fail_mode", to_string(agent.config().fail_mode)},
                    {"default_mode", to_string(agent.config().default_mode)},
                    {"gang_period_ms", agent.config().gang_period_ms}};
+  // Descriptors clients passed (none should): closed, or still closing.
+  const DisposalCounts passed = disposal_counts();
+  root["agent"]["passed_descriptors"] = {{"disposed", passed.disposed},
+                                         {"pending", passed.pending}};
   // Whether this clock lets a step's windows here open with its other
   // nodes' (they also need the same gangs placed alike on each node): the
   // reading now, and the verdict the windows follow (which waits for a few

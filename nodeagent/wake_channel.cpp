@@ -32,9 +32,13 @@ Result<WakeChannel> WakeChannel::create() {
   return WakeChannel(std::move(agent), std::move(shim));
 }
 
+// Both ends go to the disposal workers: the agent's may hold what a shim
+// sent, and the user holds the shim's end too and can fill its queue by
+// other means (disconnect it, bind it, send to it).
 WakeChannel& WakeChannel::operator=(WakeChannel&& o) {
   if (this != &o) {
     close_client_socket(std::move(agent_));
+    close_client_socket(std::move(shim_));
     agent_ = std::move(o.agent_);
     shim_ = std::move(o.shim_);
   }
@@ -43,6 +47,7 @@ WakeChannel& WakeChannel::operator=(WakeChannel&& o) {
 
 WakeChannel::~WakeChannel() {
   close_client_socket(std::move(agent_));
+  close_client_socket(std::move(shim_));
 }
 
 WakeChannel::Drained WakeChannel::drain() {

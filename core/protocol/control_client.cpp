@@ -41,13 +41,14 @@ std::string root_socket_path(const std::string& socket_path) {
 CallResult<ControlClient> ControlClient::open(const std::string& socket_path, Deadline deadline,
                                               int timeout_ms, std::optional<Deadline> shared) {
   if (::geteuid() == 0) {
-    // Root's own socket when the agent has one; a missing one costs a
-    // failed connect, at once.
+    // Root's own socket when the agent has one (a missing one fails at
+    // once), with half the time at most: a root socket that does not answer
+    // must leave the public one time to. Only root's listener is taken: a
+    // socket planted there by a user (where SocketPath's directory is not
+    // root's alone) gets nothing of root's.
     const std::string root = root_socket_path(socket_path);
-    if (::access(root.c_str(), F_OK) == 0) {
-      auto c = connect_to(root, deadline, timeout_ms, shared);
-      if (c) return c;
-    }
+    const Deadline half((monotonic_ns() + deadline.at_ns()) / 2);
+    if (auto c = connect_to(root, half, timeout_ms, shared); c && c->peer_is_root()) return c;
   }
   return connect_to(socket_path, deadline, timeout_ms, shared);
 }
@@ -71,6 +72,12 @@ CallResult<ControlClient> ControlClient::connect_to(const std::string& socket_pa
                        " (is egpu-agentd running?)");
   }
   return ControlClient(std::move(fd), timeout_ms, shared);
+}
+
+bool ControlClient::peer_is_root() const {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  return ::getsockopt(fd_.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0;
 }
 
 Deadline ControlClient::call_deadline() const {

@@ -89,6 +89,7 @@ class ControlClient {
   static CallResult<ControlClient> connect_to(const std::string& socket_path, Deadline deadline,
                                               int timeout_ms, std::optional<Deadline> shared);
   Deadline call_deadline() const;
+  bool peer_is_root() const;  // the listener's owner, from SO_PEERCRED
   CallResult<FdReply> exchange(std::span<const uint8_t> bytes, uint32_t request_id);
 
   UniqueFd fd_;

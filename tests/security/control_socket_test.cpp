@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -273,13 +274,21 @@ TEST_F(ControlSocketExhaustion, RootHasASocketNoUserCanFill) {
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, 0u);
-  // A user cannot connect to it at all.
+  // A user cannot connect to it at all; root is served on it.
   EXPECT_EQ(run_as(kMallory, [&] { return connect_unix(root_socket) >= 0 ? 1 : 0; }), 0);
+  {
+    auto direct = protocol::ControlClient::connect(root_socket, 3000);
+    ASSERT_TRUE(direct) << direct.error();
+    auto served = direct->call(protocol::StatusRequest{0, 0});
+    ASSERT_TRUE(served) << served.error();
+    EXPECT_EQ(served->status, ReplyStatus::kOk);
+  }
   // Two flooders per core loop connect and close on the public socket.
   std::vector<pid_t> flooders;
   for (int i = 0; i < 4; ++i) {
     const pid_t pid = fork();
     if (pid == 0) {
+      (void)prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives the test
       if (!become(kMallory)) _exit(99);
       sockaddr_un addr{};
       addr.sun_family = AF_UNIX;

@@ -148,6 +148,7 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
     }
     std::vector<LingeringSocket> held;
     char verdict = 'r';  // every send refused with EPERM
+    char sent = '0';     // how many went through
     auto pass = [&](int via) {
       held.push_back(lingering_socket());
       LingeringSocket& l = held.back();
@@ -157,6 +158,7 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
       }
       if (send_descriptor(via, l.socket.get())) {
         verdict = verdict == 'n' ? 'n' : 'y';
+        ++sent;
       } else {
         // EPERM: refused by the kernel; EPIPE: the agent already closed
         // the connection over the first one.
@@ -176,19 +178,33 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
     pass(control.get());
     pass(control.get());
     pass(att->fds[kWakeFd]);
-    (void)!write(ready[1], &verdict, 1);
+    const char report[2] = {verdict, sent};
+    (void)!write(ready[1], report, 2);
     char byte;
     (void)!read(hold[0], &byte, 1);  // the peers stay open, so the closes would block
     _exit(0);
   }
   close(ready[1]);
   close(hold[0]);
-  char verdict = 0;
-  EXPECT_EQ(read(ready[0], &verdict, 1), 1);
+  char report[2] = {0, '0'};
+  EXPECT_EQ(read(ready[0], report, 2), 2);
+  const char verdict = report[0];
+  const int sent = report[1] - '0';
   EXPECT_TRUE(verdict == 'y' || verdict == 'r') << "the descriptors could not be sent";
   *sent_any = verdict == 'y';
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   expect_serving(agent);
+  // Every one that reached the agent was closed, none is still closing.
+  size_t disposed = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto st = agent.call(protocol::StatusRequest{0, 0});
+    ASSERT_TRUE(st.ok());
+    const auto p = nlohmann::json::parse(st->text)["agent"]["passed_descriptors"];
+    disposed = p["disposed"].get<size_t>();
+    if (disposed >= static_cast<size_t>(sent) && p["pending"].get<size_t>() == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(disposed, static_cast<size_t>(sent));
   close(hold[1]);
   close(ready[0]);
   waitpid(mallory, nullptr, 0);
