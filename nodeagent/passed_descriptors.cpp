@@ -48,8 +48,12 @@ class Disposal {
       std::lock_guard lock(mu_);
       queue_.push_back(item);
       if (!item.drain) ++disposed_;
-      // Every worker busy (one may be stuck in a close): another, up to the cap.
-      if (waiting_ == 0 && workers_ < kMaxWorkers) start_worker();
+      // More queued than idle workers to take it (one may be stuck in a
+      // close): another, up to the cap. A notified worker still counts as
+      // waiting until it takes its item, so compare with the queue.
+      if (queue_.size() > static_cast<std::size_t>(waiting_) && workers_ < kMaxWorkers) {
+        start_worker();
+      }
     } catch (...) {
       // Out of memory or threads: the descriptor stays open, which blocks
       // nothing; the workers already running go on.
@@ -190,9 +194,10 @@ std::size_t dispose_passed(msghdr& msg) {
 
 void close_client_socket(UniqueFd fd) {
   if (!fd.valid()) return;
-  // Nothing more can be queued once it is shut for reading; what is queued
-  // is the workers' to take in.
-  (void)::shutdown(fd.get(), SHUT_RD);
+  // Nothing more can be queued once it is shut for reading, and the peer
+  // reads the end at once (not when a worker gets to it); what is queued is
+  // the workers' to take in.
+  (void)::shutdown(fd.get(), SHUT_RDWR);
   disposal().add({fd.release(), true});
 }
 

@@ -15,7 +15,10 @@
 // more can be queued) and handed over too: a worker drains it and closes
 // it. A close that blocks holds one worker; another starts, up to 16.
 //
-// Left: before Linux 6.9 (or its backported unix GC rework) a sender may
+// Left: on kernels without SO_PASSRIGHTS a user who holds all 16 workers
+// (closes that block on purpose: nested lingering sockets, a FUSE file)
+// makes what it passes next wait open, and the agent's descriptors can run
+// out. And before Linux 6.9 (or its backported unix GC rework) a sender may
 // run the kernel's unix garbage collector synchronously once 16000
 // descriptors are in flight, and that can release such a file in whichever
 // process sends next, the agent included.

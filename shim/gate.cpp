@@ -54,7 +54,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       wait = std::clamp<int64_t>(*stale_at - now + 1'000'000, 1'000'000, kMaxFutexWaitNs);
     }
     if (queued > 0) wait = std::min(wait, kDrainPollNs);
-    shm::sleep_and_pass_on(&a.instance->grant_word, seq, wait);
+    shm::sleep_until_granted(&a.instance->grant_word, seq, wait);
   }
   a.me.end_wait();
   a.me.add_throttled(monotonic_ns() - start);
@@ -80,8 +80,8 @@ void note_tail(const Attachment& a, int64_t before, int64_t after) {
 
 void sleep_on_grant(const Attachment& a, int64_t ns) {
   const uint32_t seq = a.instance->grant_word.load(std::memory_order_acquire);
-  shm::sleep_and_pass_on(&a.instance->grant_word, seq,
-                         std::clamp<int64_t>(ns, 1'000, kMaxFutexWaitNs));
+  shm::sleep_until_granted(&a.instance->grant_word, seq,
+                           std::clamp<int64_t>(ns, 1'000, kMaxFutexWaitNs));
 }
 
 }  // namespace egpu::shim

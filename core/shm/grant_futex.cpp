@@ -28,16 +28,7 @@ void sleep_until_granted(const std::atomic<uint32_t>* word, uint32_t expected, i
 
 int wake_granted(std::atomic<uint32_t>* word) {
   word->fetch_add(1, std::memory_order_release);
-  return static_cast<int>(futex(word, FUTEX_WAKE, kAgentWakes, nullptr));
-}
-
-void pass_on_grant(const std::atomic<uint32_t>* word) {
-  futex(word, FUTEX_WAKE, INT_MAX, nullptr);
-}
-
-void sleep_and_pass_on(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
-  sleep_until_granted(word, expected, timeout_ns);
-  if (word->load(std::memory_order_acquire) != expected) pass_on_grant(word);
+  return static_cast<int>(futex(word, FUTEX_WAKE, INT_MAX, nullptr));
 }
 
 }  // namespace egpu::shm

@@ -18,18 +18,7 @@ namespace egpu::shm {
 // the agent bumps the word. Spurious returns are possible: re-check.
 void sleep_until_granted(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns);
 
-// Bumps the word and wakes a few of those sleeping on it (kAgentWakes);
-// returns how many woke. The agent calls it on its only thread, and the
-// number of sleepers is the job's to choose: each one woken costs the agent
-// time under the futex lock. The woken wake the rest (pass_on_grant).
-inline constexpr int kAgentWakes = 8;
+// Bumps the word and wakes everyone sleeping on it; returns how many woke.
 int wake_granted(std::atomic<uint32_t>* word);
-
-// Called by a sleeper that woke to a bumped word: wakes every other sleeper
-// of its instance, on the job's time.
-void pass_on_grant(const std::atomic<uint32_t>* word);
-
-// Sleeps like sleep_until_granted, then passes a grant it woke to on.
-void sleep_and_pass_on(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns);
 
 }  // namespace egpu::shm

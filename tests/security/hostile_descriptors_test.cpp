@@ -196,15 +196,18 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
   expect_serving(agent);
   // Every one that reached the agent was closed, none is still closing.
   size_t disposed = 0;
+  size_t pending = 0;
   for (int i = 0; i < 200; ++i) {
     auto st = agent.call(protocol::StatusRequest{0, 0});
     ASSERT_TRUE(st.ok());
     const auto p = nlohmann::json::parse(st->text)["agent"]["passed_descriptors"];
     disposed = p["disposed"].get<size_t>();
-    if (disposed >= static_cast<size_t>(sent) && p["pending"].get<size_t>() == 0) break;
+    pending = p["pending"].get<size_t>();
+    if (disposed >= static_cast<size_t>(sent) && pending == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_GE(disposed, static_cast<size_t>(sent));
+  EXPECT_EQ(pending, 0u) << "a close still blocks a worker";
   close(hold[1]);
   close(ready[0]);
   waitpid(mallory, nullptr, 0);

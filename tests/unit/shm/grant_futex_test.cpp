@@ -12,7 +12,6 @@
 #include <fstream>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace egpu::shm {
 namespace {
@@ -73,41 +72,6 @@ TEST(GrantFutex, AGrantWakesOnlyTheGrantedInstancesSleepers) {
   b.stop();
   EXPECT_EQ(wake_granted(&instance_a), 2);
   EXPECT_EQ(wake_granted(&instance_b), 1);
-}
-
-// The agent wakes a few; those wake the rest. A job's thousands of
-// sleepers cost the agent kAgentWakes wake-ups, and still all run.
-TEST(GrantFutex, TheAgentWakesAFewAndTheyWakeTheRest) {
-  std::atomic<uint32_t> word{0};
-  constexpr int kSleepers = 40;
-  std::atomic<int> woke{0};
-  std::vector<std::atomic<pid_t>> tids(kSleepers);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kSleepers; ++i) {
-    threads.emplace_back([&, i] {
-      tids[i].store(static_cast<pid_t>(::syscall(SYS_gettid)));
-      const uint32_t seq = 0;
-      while (word.load() == seq)
-        sleep_and_pass_on(&word, seq, kLong);
-      woke.fetch_add(1);
-    });
-  }
-  const auto give_up = std::chrono::steady_clock::now() + 30s;
-  for (auto& tid : tids) {
-    while (tid.load() == 0 || !asleep(tid.load())) {
-      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "a sleeper never slept";
-      std::this_thread::sleep_for(1ms);
-    }
-  }
-  EXPECT_EQ(wake_granted(&word), kAgentWakes);
-  // Every sleeper runs: without the woken passing it on, 32 would sleep a minute.
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (woke.load() < kSleepers && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(woke.load(), kSleepers);
-  if (woke.load() < kSleepers) pass_on_grant(&word);  // let the test end
-  for (auto& t : threads)
-    t.join();
 }
 
 TEST(GrantFutex, AMovedWordDoesNotSleep) {
