@@ -74,9 +74,10 @@ TEST(PassedDescriptors, AReceiverWithRoomDisposesOfALingeringSocketWithoutBlocki
     // The hazard: a receiver without room for it blocks in the kernel's drop.
     InFlight f = in_flight();
     if (!f.receiver.valid()) GTEST_SKIP() << "no loopback TCP here";
-    if (finishes([&] { return receive_without_room(f.receiver.get()); }, std::chrono::seconds(2))) {
-      GTEST_SKIP() << "this kernel does not block on the dropped socket: nothing to show";
-    }
+    // Shown, not required: the receiver with room below is checked either way.
+    const bool blocked =
+        !finishes([&] { return receive_without_room(f.receiver.get()); }, std::chrono::seconds(2));
+    ::testing::Test::RecordProperty("receiver_without_room_blocked", blocked ? "yes" : "no");
   }
   InFlight f = in_flight();
   ASSERT_TRUE(f.receiver.valid());
