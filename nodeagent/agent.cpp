@@ -76,6 +76,16 @@ Status make_runtime_dir(const std::string& dir) {
   return {};
 }
 
+// A filesystem of its own (a mount point, such as run-egpu.mount's tmpfs):
+// what jobs grow their pages by until the next look takes room from the
+// agent's files alone, not from everything else in /run.
+bool on_own_filesystem(const std::string& dir) {
+  struct stat here {
+  }, parent{};
+  return ::stat(dir.c_str(), &here) == 0 && ::stat((dir + "/..").c_str(), &parent) == 0 &&
+         here.st_dev != parent.st_dev;
+}
+
 uint64_t random_epoch() {
   uint64_t v = 0;
   if (getrandom(&v, sizeof v, 0) != sizeof v) v = static_cast<uint64_t>(monotonic_ns());
@@ -112,6 +122,14 @@ Status Agent::init() {
   // Before any page of a job is mapped (see UserPageGuard).
   if (Status s = UserPageGuard::install(); !s) return s;
   if (Status s = make_runtime_dir(config_.runtime_dir); !s) return s;
+  runtime_dir_own_filesystem_ = on_own_filesystem(config_.runtime_dir);
+  if (!runtime_dir_own_filesystem_) {
+    EGPU_LOG_WARN(
+        "RuntimeDir %s shares its filesystem with its parent: a job that grows its page takes "
+        "room there from everything else until the agent takes it back (within a second). Mount "
+        "a tmpfs of its own there (run-egpu.mount)",
+        config_.runtime_dir.c_str());
+  }
   // One agent per runtime directory: a second one (started by hand) would
   // take the socket and the pages from under the first.
   const std::string lock_path = config_.runtime_dir + "/agent.lock";
@@ -414,6 +432,17 @@ void Agent::on_heartbeat(evutil_socket_t, short, void* arg) {
   const int64_t now = monotonic_ns();
   for (auto& arb : self->arbiters_)
     arb->heartbeat(now);
+  // A grown page holds room on RuntimeDir's filesystem until it is taken
+  // back: once a second (an fstat per instance).
+  if (now - self->pages_trimmed_ns_ >= 1'000'000'000) self->trim_grown_pages(now);
+}
+
+int Agent::trim_grown_pages(int64_t now) {
+  pages_trimmed_ns_ = now;
+  int grown = 0;
+  for (auto& arb : arbiters_)
+    grown += arb->trim_grown_pages(now);
+  return grown;
 }
 
 void Agent::on_signal(evutil_socket_t sig, short, void* arg) {

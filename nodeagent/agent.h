@@ -51,6 +51,8 @@ class Agent {
   const ControlServer* control() const { return control_.get(); }
   const LatencyControl& latency() const { return latency_; }
   const model::GangPlan& gangs() const { return gangs_; }
+  // Whether RuntimeDir is a mount point (see on_own_filesystem in agent.cpp).
+  bool runtime_dir_own_filesystem() const { return runtime_dir_own_filesystem_; }
   // This node's clock now (clock_quality.h), and whether a multi-node step's
   // windows open with its other nodes' (the ClockWatch's verdict, re-judged
   // every second; an error saying why not).
@@ -128,11 +130,15 @@ class Agent {
   static void on_tick_timer(evutil_socket_t, short, void* arg);
   static void on_kick(evutil_socket_t, short, void* arg);
   static void on_heartbeat(evutil_socket_t, short, void* arg);
+  // What jobs grew their pages by, taken back on every GPU (GpuArbiter);
+  // the number of pages that had grown.
+  int trim_grown_pages(int64_t now);
   static void on_signal(evutil_socket_t, short, void* arg);
 
   config::EgpuConfig config_;
   uint64_t epoch_ = 0;
   UniqueFd runtime_lock_;  // flock: one agent per RuntimeDir
+  bool runtime_dir_own_filesystem_ = false;
   int64_t started_ns_ = 0;
   EventBaseHandle base_;
   std::unique_ptr<model::InstanceRegistry> registry_;
@@ -165,6 +171,7 @@ class Agent {
   std::unique_ptr<ControlServer> root_control_;  // root_socket_path: root's alone
   std::unique_ptr<MetricsServer> metrics_;
   EventHandle heartbeat_;
+  int64_t pages_trimmed_ns_ = 0;  // when the heartbeat last looked at page lengths
   LatencyControl latency_;
   EventHandle latency_timer_;
   bool latency_timer_on_ = false;

@@ -147,6 +147,12 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   if (s) {
     s = arb.add(created, all.at(created.id).first, registry_->memory_limit(created),
                 /*reopen=*/false);
+    // No room for its page: a job may have grown its own into RuntimeDir's
+    // room since the last second's look. Taken back now, and tried again.
+    if (!s && trim_grown_pages(monotonic_ns()) > 0) {
+      s = arb.add(created, all.at(created.id).first, registry_->memory_limit(created),
+                  /*reopen=*/false);
+    }
   }
   ReplyStatus failure = ReplyStatus::kInternal;
   if (s) {

@@ -370,6 +370,26 @@ void GpuArbiter::heartbeat(int64_t now) {
     fold_usage(slot, m, now);
 }
 
+int GpuArbiter::trim_grown_pages(int64_t now) {
+  // A job growing its page again and again is logged once a minute.
+  constexpr int64_t kLogEveryNs = 60'000'000'000;
+  int grown = 0;
+  for (auto& [slot, m] : members_) {
+    const uint64_t bytes = m.runtime.trim_growth();
+    if (bytes == 0) continue;
+    ++grown;
+    if (m.page_growths++ == 0 || now - m.growth_logged_ns >= kLogEveryNs) {
+      m.growth_logged_ns = now;
+      EGPU_LOG_WARN(
+          "instance %llu (uid %u): its user grew its page by %llu bytes (%llu times so far); "
+          "taken back",
+          static_cast<unsigned long long>(m.instance.id), static_cast<unsigned>(m.instance.uid),
+          static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(m.page_growths));
+    }
+  }
+  return grown;
+}
+
 void GpuArbiter::shutdown() {
   // A stopped agent must not leave the gate shut.
   writer().stop();

@@ -94,6 +94,10 @@ class GpuArbiter {
   // Scans, charges, decides and publishes. Returns when to tick next.
   int64_t tick(int64_t now);
   void heartbeat(int64_t now);
+  // Takes back what jobs grew their pages by (InstanceRuntime::trim_growth);
+  // the number of pages that had grown. Each second, and before a page that
+  // could not be created is tried again.
+  int trim_grown_pages(int64_t now);
   // Stops arbitrating (agent exit): the gate opens and waiters wake.
   void shutdown();
 
@@ -122,6 +126,8 @@ class GpuArbiter {
     WakeChannel wake;
     std::optional<faa::GangWindow> gang;
     accounting::UsageFold usage;  // this agent's counters -> the ledger
+    uint64_t page_growths = 0;    // times its user grew its page
+    int64_t growth_logged_ns = 0;
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,

@@ -1,10 +1,14 @@
 #include "nodeagent/instance_runtime.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <new>
+#include <utility>
 
 #include "core/quota/memory_quota.h"
 #include "core/shm/latency_counts.h"
@@ -96,6 +100,38 @@ void InstanceRuntime::repair_if_broken() {
   pending_device_ns_ = pending;
   EGPU_LOG_WARN("instance %llu: its user truncated its page; the page was replaced",
                 static_cast<unsigned long long>(identity_.id));
+}
+
+namespace {
+
+// The page's length and the storage it holds (the larger counts as its room).
+std::pair<uint64_t, uint64_t> extent_of(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return {0, 0};
+  return {st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0,
+          st.st_blocks > 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0};
+}
+
+}  // namespace
+
+uint64_t InstanceRuntime::trim_growth() {
+  constexpr uint64_t kSize = sizeof(shm::InstancePage);
+  const auto [length, held] = extent_of(fd());
+  if (length <= kSize && held <= may_hold_) return 0;
+  // Shrinking to the page's own length frees what lies past it, also blocks
+  // fallocated past the end (FALLOC_FL_KEEP_SIZE); no process maps further.
+  if (::ftruncate(fd(), static_cast<off_t>(kSize)) != 0) {
+    EGPU_LOG_WARN("instance %llu: cannot take back what its user grew its page by: %s",
+                  static_cast<unsigned long long>(identity_.id), std::strerror(errno));
+    return 0;
+  }
+  const auto [length_now, held_now] = extent_of(fd());
+  // What the trim did not free is the page's own storage (a filesystem may
+  // back it with a huge page): not looked at again.
+  may_hold_ = std::max(may_hold_, held_now);
+  const uint64_t room = std::max(length, held);
+  const uint64_t room_now = std::max(length_now, held_now);
+  return room > room_now ? room - room_now : 0;
 }
 
 int InstanceRuntime::attach(pid_t pid) {

@@ -49,6 +49,12 @@ class InstanceRuntime {
   // a fresh page in its place, which processes get when they attach again.
   void repair_if_broken();
 
+  // The bytes the job grew its page by since the last look (0: none), taken
+  // back. Its user can ftruncate or fallocate its own file to any length, and
+  // the file lies on the agent's RuntimeDir filesystem (/run unless it has
+  // its own): growth there is room taken from every other user of it.
+  uint64_t trim_growth();
+
   shm::InstancePage* page() const { return page_.mapping.as<shm::InstancePage>(); }
   int fd() const { return page_.fd.get(); }
   const std::string& path() const { return path_; }
@@ -75,6 +81,8 @@ class InstanceRuntime {
   std::bitset<shm::kMaxProcsPerInstance> attached_;  // slots handed out and not reclaimed
   uint64_t device_ns_total_ = 0;
   int64_t pending_device_ns_ = 0;  // from reclaimed slots, charged at the next scan
+  // The storage the page may hold before trim_growth() takes some back.
+  uint64_t may_hold_ = (sizeof(shm::InstancePage) + 4095) / 4096 * 4096;
 };
 
 }  // namespace egpu::agent

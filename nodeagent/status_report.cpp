@@ -120,7 +120,8 @@ std::string status_json(const Agent& agent, uid_t caller) {
                    {"window_ms", agent.config().window_ms},
                    {"fail_mode", to_string(agent.config().fail_mode)},
                    {"default_mode", to_string(agent.config().default_mode)},
-                   {"gang_period_ms", agent.config().gang_period_ms}};
+                   {"gang_period_ms", agent.config().gang_period_ms},
+                   {"runtime_dir_own_filesystem", agent.runtime_dir_own_filesystem()}};
   // Descriptors clients passed (none should): closed, or still closing.
   const DisposalCounts passed = disposal_counts();
   root["agent"]["passed_descriptors"] = {{"disposed", passed.disposed},

@@ -75,8 +75,12 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
     if (!may_replace) return Error{path + " came back with the wrong size while being replaced"};
     return replace_page_file(path, size, uid, gid, mode);
   }
-  if (page.created && ::ftruncate(fd, static_cast<off_t>(size)) != 0)
+  // Its storage is taken now: a sparse page whose filesystem another job
+  // filled would fault (SIGBUS) at its first write instead of failing here.
+  if (page.created && ::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 &&
+      (errno != EOPNOTSUPP || ::ftruncate(fd, static_cast<off_t>(size)) != 0)) {
     return Error{errno_text("size " + path)};
+  }
   // Ownership and mode are enforced on every open, not only at creation.
   if (::fchown(fd, uid, gid) != 0) return Error{errno_text("chown " + path)};
   if (::fchmod(fd, mode) != 0) return Error{errno_text("chmod " + path)};

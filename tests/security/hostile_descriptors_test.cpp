@@ -25,20 +25,12 @@
 #include "core/shm/pages.h"
 #include "tests/agent/agent_fixture.h"
 #include "tests/agent/lingering_socket.h"
+#include "tests/security/tenants.h"
 
 namespace egpu::test {
 namespace {
 
 using protocol::ReplyStatus;
-constexpr uid_t kMallory = 4242;
-constexpr uid_t kHonest = 4343;
-constexpr uint64_t kMalloryJob = 1;
-constexpr uint64_t kHonestJob = 2;
-
-// Descriptors an attach reply carries, in order.
-constexpr size_t kGpuPageFd = 0;
-constexpr size_t kInstancePageFd = 1;
-constexpr size_t kWakeFd = 2;
 
 // The agent answers root's status within a few seconds, still knows both
 // jobs, and its GPU page's heartbeat advances.
