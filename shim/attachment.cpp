@@ -1,8 +1,12 @@
 #include "shim/attachment.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace egpu::shim {
@@ -12,6 +16,16 @@ Result<std::unique_ptr<Attachment>> make_attachment(protocol::AttachReply reply,
   const protocol::Reply& r = reply.reply;
   auto gpu_map = shm::map_fd(reply.gpu_page.get(), sizeof(shm::GpuPage), shm::Access::kReadOnly);
   if (!gpu_map) return Error{"GPU page: " + gpu_map.error()};
+  // A page another user can write is not used (an older agent handed root
+  // its users' pages): this process would run that user's robust-lock list
+  // pointers (InstanceRegistry::authorize_attach).
+  struct stat owner {};
+  if (::fstat(reply.instance_page.get(), &owner) != 0)
+    return Error{"instance page: " + std::string(std::strerror(errno))};
+  if (owner.st_uid != ::geteuid()) {
+    return Error{"instance page belongs to uid " + std::to_string(owner.st_uid) +
+                 ", not to this process's uid " + std::to_string(::geteuid())};
+  }
   auto inst_map =
       shm::map_fd(reply.instance_page.get(), sizeof(shm::InstancePage), shm::Access::kReadWrite);
   if (!inst_map) return Error{"instance page: " + inst_map.error()};

@@ -438,7 +438,14 @@ Outcome InstanceRegistry::authorize_attach(uid_t caller, uint64_t job_id, uint32
     return fail(ReplyStatus::kNotFound, "no instance for step " + step_name(job_id, step_id) +
                                             " on GPU " + std::to_string(gpu));
   }
-  if (caller != 0 && caller != inst->uid) {
+  if (caller == 0 && inst->uid != 0) {
+    return fail(ReplyStatus::kDenied,
+                "step " + step_name(job_id, step_id) + " belongs to uid " +
+                    std::to_string(inst->uid) +
+                    "; root's processes do not attach to another user's instance (its page is "
+                    "that user's to write)");
+  }
+  if (caller != inst->uid) {
     return fail(ReplyStatus::kDenied,
                 "step " + step_name(job_id, step_id) + " belongs to another user");
   }

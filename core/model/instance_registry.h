@@ -130,6 +130,10 @@ class InstanceRegistry {
   Outcome set_objective(uid_t caller, uint64_t id, std::optional<slo::LatencyObjective> objective,
                         Instance* updated);
 
+  // The instance's own user only, root included: an instance page is its
+  // user's to write, and a shim runs the page's robust lock, whose list
+  // pointers live in the page (glibc unlinks through them), in the process
+  // that attaches. Root's process would write where that user points.
   Outcome authorize_attach(uid_t caller, uint64_t job_id, uint32_t step_id, uint32_t gpu,
                            const Instance** found) const;
   bool may_see_details(uid_t caller, const Instance& instance) const;

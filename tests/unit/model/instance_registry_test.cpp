@@ -177,7 +177,10 @@ TEST_F(Registry, OtherUsersCannotResizeOrAttach) {
   const Instance* found = nullptr;
   EXPECT_TRUE(reg.authorize_attach(kAlice, 1, 0, 0, &found).ok());
   EXPECT_EQ(found, a);
-  EXPECT_TRUE(reg.authorize_attach(kRoot, 1, 0, 0, nullptr).ok());
+  // Not even root: the page is Alice's to write (see the header).
+  const Outcome root = reg.authorize_attach(kRoot, 1, 0, 0, nullptr);
+  EXPECT_EQ(root.status, ReplyStatus::kDenied);
+  EXPECT_NE(root.message.find("root's processes do not attach"), std::string::npos) << root.message;
   EXPECT_EQ(reg.authorize_attach(kAlice, 1, 0, 1, nullptr).status, ReplyStatus::kNotFound);
   EXPECT_FALSE(reg.may_see_details(kBob, *a));
   EXPECT_TRUE(reg.may_see_details(kAlice, *a));
