@@ -140,8 +140,8 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
   }
   auto runtime = InstanceRuntime::open(settings_.runtime_dir, instance, reopen);
   if (!runtime) return Error{runtime.error()};
-  auto wake = WakeChannel::create();
-  if (!wake) return Error{wake.error()};
+  auto channel = WakeChannel::create();
+  if (!channel) return Error{channel.error()};
   const int64_t now = monotonic_ns();
   if (Status s = policy_.join(instance.slot, target, instance.mode, now); !s.ok()) {
     ::unlink(runtime->path().c_str());
@@ -154,13 +154,13 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
   else
     ledger_.begin(instance.slot, instance.id, realtime_ns());
   const uint32_t processes = runtime->processes();
-  members_.emplace(instance.slot, Member{instance, std::move(*runtime), std::move(*wake),
+  members_.emplace(instance.slot, Member{instance, std::move(*runtime), std::move(*channel),
                                          std::nullopt, accounting::UsageFold{}});
   slot_of_[instance.id] = instance.slot;
   policy_.set_processes(instance.slot, processes, now);
   publish_bound();
   // Waiters of the previous agent learn of the new epoch now, not at a timeout.
-  if (reopen) shm::wake_granted(&members_.at(instance.slot).runtime.page()->grant_word);
+  if (reopen) wake(members_.at(instance.slot));
   return {};
 }
 
@@ -174,7 +174,7 @@ void GpuArbiter::remove(uint64_t instance_id) {
   auto m = members_.find(slot);
   if (m != members_.end()) {
     // Its waiters (processes that outlive the step) see at once that it is gone.
-    shm::wake_granted(&m->second.runtime.page()->grant_word);
+    wake(m->second);
     ::unlink(m->second.runtime.path().c_str());
     if (m->second.gang) --gangs_;
     members_.erase(m);
@@ -333,9 +333,7 @@ void GpuArbiter::publish(std::optional<faa::InstanceId> holder, int64_t until) {
   published_ = slot;
   writer().grant(slot);
   // Only the new holder's waiters need to run (see core/shm/grant_futex.h).
-  if (auto m = members_.find(slot); m != members_.end()) {
-    shm::wake_granted(&m->second.runtime.page()->grant_word);
-  }
+  if (auto m = members_.find(slot); m != members_.end()) wake(m->second);
 }
 
 int64_t GpuArbiter::tick(int64_t now) {
@@ -370,6 +368,18 @@ void GpuArbiter::heartbeat(int64_t now) {
     fold_usage(slot, m, now);
 }
 
+void GpuArbiter::wake(Member& m) {
+  if (shm::wake_granted(&m.runtime.page()->grant_word) < shm::kMaxWokenPerGrant ||
+      m.said_wake_bound)
+    return;
+  m.said_wake_bound = true;
+  EGPU_LOG_WARN(
+      "instance %llu (uid %u) parks more than %d threads on its grant: each grant wakes %d, the "
+      "others wake at their timeout",
+      static_cast<unsigned long long>(m.instance.id), static_cast<unsigned>(m.instance.uid),
+      shm::kMaxWokenPerGrant, shm::kMaxWokenPerGrant);
+}
+
 int GpuArbiter::trim_grown_pages(int64_t now) {
   // A job growing its page again and again is logged once a minute.
   constexpr int64_t kLogEveryNs = 60'000'000'000;
@@ -394,7 +404,7 @@ void GpuArbiter::shutdown() {
   // A stopped agent must not leave the gate shut.
   writer().stop();
   for (auto& [slot, m] : members_)
-    shm::wake_granted(&m.runtime.page()->grant_word);
+    wake(m);
 }
 
 const accounting::UsageTotals* GpuArbiter::usage(uint64_t instance_id) const {

@@ -128,12 +128,16 @@ class GpuArbiter {
     accounting::UsageFold usage;  // this agent's counters -> the ledger
     uint64_t page_growths = 0;    // times its user grew its page
     int64_t growth_logged_ns = 0;
+    bool said_wake_bound = false;  // logged that a grant woke kMaxWokenPerGrant
   };
 
   GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
              faa::ArbiterPolicy policy, UsageLedger ledger);
   // Adds what the member did since the last fold to its ledger totals.
   void fold_usage(uint32_t slot, Member& m, int64_t now);
+  // Bumps the member's grant word and wakes its sleepers (bounded: see
+  // core/shm/grant_futex.h); says once when a job parks more than the bound.
+  void wake(Member& m);
   shm::GpuPage* page() const { return page_.mapping.as<shm::GpuPage>(); }
   shm::GpuPageWriter writer() const { return shm::GpuPageWriter(page()); }
   void publish(std::optional<faa::InstanceId> holder, int64_t until);

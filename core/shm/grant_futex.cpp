@@ -5,8 +5,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <climits>
-
 namespace egpu::shm {
 namespace {
 
@@ -28,7 +26,7 @@ void sleep_until_granted(const std::atomic<uint32_t>* word, uint32_t expected, i
 
 int wake_granted(std::atomic<uint32_t>* word) {
   word->fetch_add(1, std::memory_order_release);
-  return static_cast<int>(futex(word, FUTEX_WAKE, INT_MAX, nullptr));
+  return static_cast<int>(futex(word, FUTEX_WAKE, kMaxWokenPerGrant, nullptr));
 }
 
 }  // namespace egpu::shm

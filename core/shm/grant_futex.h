@@ -18,7 +18,18 @@ namespace egpu::shm {
 // the agent bumps the word. Spurious returns are possible: re-check.
 void sleep_until_granted(const std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns);
 
-// Bumps the word and wakes everyone sleeping on it; returns how many woke.
+// The most sleepers one grant wakes. A job can park any number of its
+// threads on its own grant word, and each costs the waker (the agent's only
+// thread, which ticks every GPU) a wake-up inside FUTEX_WAKE: unbounded, the
+// job chose how long each of its grants held up the node (10,000 parked
+// threads: about 40 ms per grant; bounded, about 0.6 ms: scripts/bench
+// --only grant-wake). An honest instance parks one thread per launching
+// thread of its processes (64 processes with 4 each fit); sleepers past the
+// bound wake at the next grant or at their timeout (shim/gate.h, 50 ms).
+inline constexpr int kMaxWokenPerGrant = 256;
+
+// Bumps the word and wakes up to kMaxWokenPerGrant of those sleeping on it;
+// returns how many woke.
 int wake_granted(std::atomic<uint32_t>* word);
 
 }  // namespace egpu::shm

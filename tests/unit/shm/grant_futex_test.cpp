@@ -8,10 +8,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "tests/support/thread_state.h"
 
 namespace egpu::shm {
 namespace {
@@ -19,14 +23,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr int64_t kLong = 60'000'000'000;  // far longer than any case
-
-// True once thread `tid` of this process is asleep (state S).
-bool asleep(pid_t tid) {
-  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'S';
-}
 
 // A thread sleeping on `word` until told to stop (and woken).
 class Sleeper {
@@ -36,20 +32,23 @@ class Sleeper {
           tid_.store(static_cast<pid_t>(::syscall(SYS_gettid)));
           while (!stop_.load())
             sleep_until_granted(word, word->load(), kLong);
+          done_.store(true);
         }) {}
   ~Sleeper() { thread_.join(); }
   void wait_asleep() {
     const auto give_up = std::chrono::steady_clock::now() + 30s;
-    while (tid_.load() == 0 || !asleep(tid_.load())) {
+    while (tid_.load() == 0 || !egpu::test::thread_asleep(tid_.load())) {
       ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "the sleeper never slept";
       std::this_thread::sleep_for(1ms);
     }
   }
   void stop() { stop_.store(true); }
+  bool done() const { return done_.load(); }
 
  private:
   std::atomic<pid_t> tid_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
   std::thread thread_;
 };
 
@@ -72,6 +71,27 @@ TEST(GrantFutex, AGrantWakesOnlyTheGrantedInstancesSleepers) {
   b.stop();
   EXPECT_EQ(wake_granted(&instance_a), 2);
   EXPECT_EQ(wake_granted(&instance_b), 1);
+}
+
+// A job parks more threads on its grant word than the bound: a grant wakes
+// the bound, so what a grant costs the agent is not the job's to choose.
+TEST(GrantFutex, AGrantWakesNoMoreThanTheBound) {
+  std::atomic<uint32_t> word{0};
+  std::vector<std::unique_ptr<Sleeper>> sleepers;
+  for (int i = 0; i < kMaxWokenPerGrant + 8; ++i)
+    sleepers.push_back(std::make_unique<Sleeper>(&word));
+  for (auto& s : sleepers)
+    s->wait_asleep();
+  EXPECT_EQ(wake_granted(&word), kMaxWokenPerGrant);
+  // Later grants wake the rest (as their timeouts would).
+  for (auto& s : sleepers)
+    s->stop();
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (!std::all_of(sleepers.begin(), sleepers.end(), [](auto& s) { return s->done(); })) {
+    ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "sleepers never ended";
+    EXPECT_LE(wake_granted(&word), kMaxWokenPerGrant);
+    std::this_thread::sleep_for(1ms);
+  }
 }
 
 TEST(GrantFutex, AMovedWordDoesNotSleep) {
