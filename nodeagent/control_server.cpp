@@ -81,11 +81,11 @@ Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
   // narrower owner or group fits. Every request is authorised from
   // SO_PEERCRED, and what a user can hoard is bounded by the caps above.
   if (::chmod(path.c_str(), mode) != 0) return Error{"chmod " + path + ": " + std::strerror(errno)};
-  // The kernel's maximum: a large step's tasks attach at once, and waiting in
-  // the backlog costs the agent no descriptor.
   // Accepted sockets inherit it: where the kernel can, senders of
   // descriptors are refused before anything reaches the agent.
   (void)refuse_passed_descriptors(fd.get());
+  // The kernel's maximum: a large step's tasks attach at once, and waiting in
+  // the backlog costs the agent no descriptor.
   if (::listen(fd.get(), SOMAXCONN) != 0) {
     return Error{"listen " + path + ": " + std::strerror(errno)};
   }
@@ -151,8 +151,7 @@ bool ControlServer::admit(const PeerCred& peer) {
     }
     return false;
   }
-  auto it = per_uid_.find(peer.uid);
-  if (it != per_uid_.end() && it->second >= limits_.per_uid) {
+  if (per_uid_.held(peer.uid) >= limits_.per_uid) {
     if (should_warn()) {
       EGPU_LOG_WARN("control socket: uid %u holds %zu connections, its limit; refusing more",
                     static_cast<unsigned>(peer.uid), limits_.per_uid);
@@ -207,7 +206,7 @@ void ControlServer::accept_batch() {
     }
     c->fd = std::move(client);
     if (peer.uid != 0) {
-      ++per_uid_[peer.uid];
+      per_uid_.take(peer.uid, limits_.per_uid);  // admit() saw room
       ++non_root_;
     }
     conns_.emplace(cfd, std::move(c));
@@ -310,8 +309,7 @@ void ControlServer::close_connection(int fd) {
   const uid_t uid = it->second->peer.uid;
   if (uid != 0) {
     --non_root_;
-    auto u = per_uid_.find(uid);
-    if (u != per_uid_.end() && --u->second == 0) per_uid_.erase(u);
+    per_uid_.give_back(uid);
   }
   UniqueFd socket = std::move(it->second->fd);
   conns_.erase(it);  // its event first, then the socket

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/util/per_uid_count.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 #include "nodeagent/event_handle.h"
@@ -112,7 +113,7 @@ class ControlServer {
   Handler handler_;
   ControlLimits limits_;
   std::map<int, std::unique_ptr<Connection>> conns_;
-  std::unordered_map<uid_t, size_t> per_uid_;  // open connections of each non-root uid
+  PerUidCount per_uid_;  // open connections of each non-root uid
   size_t non_root_ = 0;
   uint64_t requests_ = 0;
   uint64_t rejected_ = 0;

@@ -26,7 +26,9 @@ struct MetricsServer::Connection {
   bufferevent* bev = nullptr;
   EventHandle deadline;
   MetricsServer* owner = nullptr;
-  std::optional<uid_t> uid;  // counted in per_uid_; unset for root and the unknown
+  // Counted in per_uid_ (clients sock_diag cannot name share one entry);
+  // unset for root.
+  std::optional<uid_t> uid;
   bool replied = false;
   ~Connection() {
     if (bev != nullptr) bufferevent_free(bev);  // closes the socket
@@ -167,19 +169,13 @@ bool MetricsServer::admit(int fd, Connection* c) {
     EGPU_LOG_DEBUG("metrics: a client's user is unknown: %s", known.error().c_str());
   }
   if (uid == 0) return true;
-  size_t& open = per_uid_[uid];
-  if (open >= limits_.per_uid) {
-    if (open == 0) per_uid_.erase(uid);
-    return false;
-  }
-  ++open;
+  if (!per_uid_.take(uid, limits_.per_uid)) return false;
   c->uid = uid;
   return true;
 }
 
 void MetricsServer::release(uid_t uid) {
-  auto it = per_uid_.find(uid);
-  if (it != per_uid_.end() && --it->second == 0) per_uid_.erase(it);
+  per_uid_.give_back(uid);
 }
 
 void MetricsServer::on_read(bufferevent*, void* arg) {

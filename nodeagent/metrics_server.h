@@ -27,6 +27,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/util/per_uid_count.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 #include "nodeagent/event_handle.h"
@@ -87,7 +88,8 @@ class MetricsServer {
   Render render_;
   MetricsLimits limits_;
   // Before conns_: connections give their counts back as they go.
-  std::unordered_map<uid_t, size_t> per_uid_;  // open connections of each non-root user
+  // Open connections of each non-root user (the unknown count as one).
+  PerUidCount per_uid_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
   std::optional<LoopbackPeers> peers_;  // none: sock_diag does not work here
   uint64_t rejected_ = 0;
