@@ -204,11 +204,14 @@ void ControlServer::accept_batch() {
       close_client_socket(std::move(client));
       continue;
     }
-    c->fd = std::move(client);
-    if (peer.uid != 0) {
-      per_uid_.take(peer.uid, limits_.per_uid);  // admit() saw room
-      ++non_root_;
+    // admit() saw room, and nothing was counted since: the take cannot fail.
+    if (peer.uid != 0 && !per_uid_.take(peer.uid, limits_.per_uid)) {
+      c.reset();
+      close_client_socket(std::move(client));
+      continue;
     }
+    if (peer.uid != 0) ++non_root_;
+    c->fd = std::move(client);
     conns_.emplace(cfd, std::move(c));
   }
 }

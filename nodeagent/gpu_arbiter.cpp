@@ -374,7 +374,7 @@ void GpuArbiter::wake(Member& m) {
     return;
   m.said_wake_bound = true;
   EGPU_LOG_WARN(
-      "instance %llu (uid %u) parks more than %d threads on its grant: each grant wakes %d, the "
+      "instance %llu (uid %u) parks %d or more threads on its grant: each grant wakes %d, any "
       "others wake at their timeout",
       static_cast<unsigned long long>(m.instance.id), static_cast<unsigned>(m.instance.uid),
       shm::kMaxWokenPerGrant, shm::kMaxWokenPerGrant);

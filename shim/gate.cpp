@@ -33,6 +33,12 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       outcome = SliceWait::kEpochChanged;
       break;
     }
+    // Its slot may stay free for long: waiting for it to be granted would
+    // hold a process that outlived its step here until the next tenant came.
+    if (a.instance_gone()) {
+      outcome = SliceWait::kInstanceGone;
+      break;
+    }
     const int64_t now = monotonic_ns();
     if (!shm::agent_alive(gpu, now)) {
       outcome = SliceWait::kAgentDead;

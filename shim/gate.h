@@ -17,6 +17,7 @@ enum class SliceWait {
   kGranted,       // this instance holds the slice
   kAgentDead,     // the heartbeat stopped: apply the fail mode
   kEpochChanged,  // the agent restarted: re-attach
+  kInstanceGone,  // the agent removed the instance (its step ended): orphaned
 };
 
 // Blocks (counted in ProcSlot.busy, the time in throttled_ns) until one of the

@@ -181,6 +181,7 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
       case SliceWait::kGranted:
       case SliceWait::kEpochChanged:
       case SliceWait::kAgentDead:
+      case SliceWait::kInstanceGone:
         continue;  // the top of the loop sorts out which
     }
   }

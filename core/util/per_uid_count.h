@@ -18,7 +18,7 @@ class PerUidCount {
   }
   // One more for `uid` if it holds fewer than `limit`; false (nothing
   // counted) when it holds its limit.
-  bool take(uid_t uid, size_t limit) {
+  [[nodiscard]] bool take(uid_t uid, size_t limit) {
     if (held(uid) >= limit) return false;
     ++counts_[uid];
     return true;

@@ -11,26 +11,20 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "core/shm/grant_futex.h"
 #include "core/util/clock.h"
+#include "tests/support/thread_state.h"
 
 namespace egpu::shim {
 namespace {
 
 constexpr uint32_t kSlot = 3;
 
-// True once thread `tid` of this process is asleep (state S).
-bool thread_asleep(pid_t tid) {
-  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'S';
-}
+using test::thread_asleep;
 constexpr int64_t kMs = 1'000'000;
 
 struct Pages {
@@ -202,6 +196,29 @@ TEST(Gate, WakesOnTheSharedGpuPageDoNotWakeAWaiter) {
   waiter.join();
   // A few: falling asleep, the grant, a heartbeat re-check.
   EXPECT_LT(switches.load(), 100) << "hostile wakes woke the waiter";
+}
+
+// The agent removed the instance (its step ended) while a process that
+// outlived the step waited: the wait ends at the removal's wake-up, not when
+// the free slot is granted to the next tenant, however long that takes.
+TEST(Gate, AWaitEndsWhenTheInstanceIsRemoved) {
+  Pages p;
+  p.a.instance_id = 42;
+  p.gpu->slots[kSlot].instance_id.store(42);
+  p.gpu->heartbeat_timeout_ns.store(60'000 * kMs);  // the heartbeat ends nothing here
+  std::atomic<pid_t> tid{0};
+  SliceWait outcome = SliceWait::kGranted;
+  std::thread waiter([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    outcome = wait_for_slice(p.a);
+  });
+  for (int i = 0; i < 30'000 && (tid.load() == 0 || !thread_asleep(tid.load())); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // As GpuArbiter::remove does: the slot freed, then the instance's waiters woken.
+  p.gpu->slots[kSlot].instance_id.store(0);
+  shm::wake_granted(&p.instance->grant_word);
+  waiter.join();
+  EXPECT_EQ(outcome, SliceWait::kInstanceGone);
 }
 
 TEST(Gate, StaleHeartbeatEndsTheWaitWithinTheTimeout) {
