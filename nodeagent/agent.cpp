@@ -24,6 +24,7 @@
 #include "nodeagent/event_loop.h"
 #include "nodeagent/gpu_inventory.h"
 #include "nodeagent/metrics_server.h"
+#include "nodeagent/page_chores.h"
 #include "nodeagent/passed_descriptors.h"
 #include "nodeagent/status_report.h"
 #include "nodeagent/user_page_guard.h"
@@ -170,6 +171,7 @@ Status Agent::init() {
   // Judged before recovery places the recovered steps' gang windows.
   if (Status s = start_clock_watch(); !s) return s;
   if (!start_disposal()) return Error{"cannot start the thread that closes what clients pass"};
+  if (!PageChores::start()) return Error{"cannot start the thread that changes jobs' pages"};
   for (uint32_t gpu = 0; gpu < inventory->memory_bytes.size(); ++gpu) {
     std::vector<model::Instance> recovered;
     auto arb = GpuArbiter::open(gpu, inventory->memory_bytes[gpu], settings, &recovered);

@@ -148,10 +148,12 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
     s = arb.add(created, all.at(created.id).first, registry_->memory_limit(created),
                 /*reopen=*/false);
     // No room for its page: a job may have grown its own into RuntimeDir's
-    // room since the last second's look. Taken back now, and tried again.
+    // room since the last second's look. Taking it back starts now (off this
+    // thread: see PageChores); the caller is told to try again.
     if (!s && trim_grown_pages(monotonic_ns()) > 0) {
-      s = arb.add(created, all.at(created.id).first, registry_->memory_limit(created),
-                  /*reopen=*/false);
+      s = Error{s.error() +
+                " (a job grew its page into RuntimeDir's room; it is being taken "
+                "back: try again)"};
     }
   }
   ReplyStatus failure = ReplyStatus::kInternal;

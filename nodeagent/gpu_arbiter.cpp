@@ -16,8 +16,20 @@
 #include "core/shm/slot_control_io.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
+#include "nodeagent/page_chores.h"
 
 namespace egpu::agent {
+namespace {
+
+// An instance page's name goes on a chore worker: unlink takes the file's
+// lock, which its user can hold (see PageChores). Where no chore can be
+// queued the file stays, and the next agent's start removes it.
+void unlink_elsewhere(const std::string& path) {
+  (void)PageChores::run([path] { ::unlink(path.c_str()); });
+}
+
+}  // namespace
+
 std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) {
   return runtime_dir + "/gpu" + std::to_string(gpu);
 }
@@ -144,7 +156,7 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
   if (!channel) return Error{channel.error()};
   const int64_t now = monotonic_ns();
   if (Status s = policy_.join(instance.slot, target, instance.mode, now); !s.ok()) {
-    ::unlink(runtime->path().c_str());
+    unlink_elsewhere(runtime->path());
     return Error{s.error()};
   }
   if (!reopen) shm::set_mem_limit(page()->slots[instance.slot], mem_limit);
@@ -175,7 +187,7 @@ void GpuArbiter::remove(uint64_t instance_id) {
   if (m != members_.end()) {
     // Its waiters (processes that outlive the step) see at once that it is gone.
     wake(m->second);
-    ::unlink(m->second.runtime.path().c_str());
+    unlink_elsewhere(m->second.runtime.path());
     if (m->second.gang) --gangs_;
     members_.erase(m);
   }
@@ -385,16 +397,17 @@ int GpuArbiter::trim_grown_pages(int64_t now) {
   constexpr int64_t kLogEveryNs = 60'000'000'000;
   int grown = 0;
   for (auto& [slot, m] : members_) {
-    const uint64_t bytes = m.runtime.trim_growth();
-    if (bytes == 0) continue;
-    ++grown;
+    const InstanceRuntime::Growth g = m.runtime.take_back_growth();
+    if (g.pending || g.taken_back > 0) ++grown;
+    if (g.taken_back == 0) continue;
     if (m.page_growths++ == 0 || now - m.growth_logged_ns >= kLogEveryNs) {
       m.growth_logged_ns = now;
       EGPU_LOG_WARN(
           "instance %llu (uid %u): its user grew its page by %llu bytes (%llu times so far); "
           "taken back",
           static_cast<unsigned long long>(m.instance.id), static_cast<unsigned>(m.instance.uid),
-          static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(m.page_growths));
+          static_cast<unsigned long long>(g.taken_back),
+          static_cast<unsigned long long>(m.page_growths));
     }
   }
   return grown;

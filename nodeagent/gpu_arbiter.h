@@ -94,9 +94,9 @@ class GpuArbiter {
   // Scans, charges, decides and publishes. Returns when to tick next.
   int64_t tick(int64_t now);
   void heartbeat(int64_t now);
-  // Takes back what jobs grew their pages by (InstanceRuntime::trim_growth);
-  // the number of pages that had grown. Each second, and before a page that
-  // could not be created is tried again.
+  // Starts taking back what jobs grew their pages by, and logs what was
+  // (InstanceRuntime::take_back_growth); the number of pages that grew.
+  // Each second, and when a page could not be created.
   int trim_grown_pages(int64_t now);
   // Stops arbitrating (agent exit): the gate opens and waiters wake.
   void shutdown();

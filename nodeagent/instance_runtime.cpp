@@ -1,5 +1,6 @@
 #include "nodeagent/instance_runtime.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "core/shm/latency_counts.h"
 #include "core/shm/proc_slot_io.h"
 #include "core/util/log.h"
+#include "nodeagent/page_chores.h"
 
 namespace egpu::agent {
 namespace {
@@ -25,6 +27,14 @@ constexpr uint64_t kMaxReportNs = 3'600'000'000'000;  // an hour
 // Forward progress of a counter the job writes: never negative, bounded.
 int64_t progress(uint64_t now, uint64_t seen) {
   return now > seen ? static_cast<int64_t>(std::min(now - seen, kMaxReportNs)) : 0;
+}
+
+// The page's length and the storage it holds (the larger counts as its room).
+std::pair<uint64_t, uint64_t> extent_of(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return {0, 0};
+  return {st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0,
+          st.st_blocks > 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0};
 }
 
 }  // namespace
@@ -86,9 +96,22 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
 
 void InstanceRuntime::repair_if_broken() {
   if (!guard_.broken()) return;
+  if (!chore_->unlinked.load()) {
+    // One chore per page: a trim running now is waited for (next look).
+    if (!chore_->busy.exchange(true)) {
+      auto chore = chore_;
+      const bool queued = PageChores::run([chore, path = path_] {
+        ::unlink(path.c_str());
+        chore->unlinked.store(true);
+        chore->busy.store(false);
+      });
+      if (!queued) chore_->busy.store(false);
+    }
+    return;  // meanwhile the page reads as zeros
+  }
   auto fresh = open(runtime_dir_, identity_, /*reopen=*/false);
   if (!fresh) {
-    // Tried again at the next look; meanwhile the page reads as zeros.
+    // Tried again at the next look.
     EGPU_LOG_WARN("instance %llu: its user truncated its page, which cannot be replaced: %s",
                   static_cast<unsigned long long>(identity_.id), fresh.error().c_str());
     return;
@@ -102,36 +125,45 @@ void InstanceRuntime::repair_if_broken() {
                 static_cast<unsigned long long>(identity_.id));
 }
 
-namespace {
-
-// The page's length and the storage it holds (the larger counts as its room).
-std::pair<uint64_t, uint64_t> extent_of(int fd) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return {0, 0};
-  return {st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0,
-          st.st_blocks > 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0};
-}
-
-}  // namespace
-
-uint64_t InstanceRuntime::trim_growth() {
+InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
   constexpr uint64_t kSize = sizeof(shm::InstancePage);
-  const auto [length, held] = extent_of(fd());
-  if (length <= kSize && held <= may_hold_) return 0;
-  // Shrinking to the page's own length frees what lies past it, also blocks
-  // fallocated past the end (FALLOC_FL_KEEP_SIZE); no process maps further.
-  if (::ftruncate(fd(), static_cast<off_t>(kSize)) != 0) {
-    EGPU_LOG_WARN("instance %llu: cannot take back what its user grew its page by: %s",
-                  static_cast<unsigned long long>(identity_.id), std::strerror(errno));
-    return 0;
+  constexpr uint64_t kHugePage = 2u << 20;
+  Growth g;
+  g.taken_back = chore_->taken_back.exchange(0);
+  // What a trim did not free is the page's own storage (a filesystem may
+  // back it with a huge page): not looked at again. Capped at one huge
+  // page: the job may have been allocating again while the trim looked.
+  may_hold_ = std::max(may_hold_, std::min<uint64_t>(chore_->held_after.load(), kHugePage));
+  if (chore_->busy.load()) {
+    g.pending = true;
+    return g;
   }
-  const auto [length_now, held_now] = extent_of(fd());
-  // What the trim did not free is the page's own storage (a filesystem may
-  // back it with a huge page): not looked at again.
-  may_hold_ = std::max(may_hold_, held_now);
-  const uint64_t room = std::max(length, held);
-  const uint64_t room_now = std::max(length_now, held_now);
-  return room > room_now ? room - room_now : 0;
+  const auto [length, held] = extent_of(fd());  // fstat takes no lock the user can hold
+  if (length <= kSize && held <= may_hold_) return g;
+  const int copy = ::fcntl(fd(), F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return g;
+  chore_->busy.store(true);
+  auto chore = chore_;
+  const bool queued = PageChores::run([chore, copy, room = std::max(length, held)] {
+    // Shrinking to the page's own length frees what lies past it, also
+    // blocks fallocated past the end (FALLOC_FL_KEEP_SIZE); no process
+    // maps further.
+    if (::ftruncate(copy, static_cast<off_t>(kSize)) == 0) {
+      const auto [length_now, held_now] = extent_of(copy);
+      const uint64_t room_now = std::max(length_now, held_now);
+      chore->held_after.store(held_now);
+      chore->taken_back.fetch_add(room > room_now ? room - room_now : 0);
+    }
+    ::close(copy);  // not the last reference: the agent's own stays open
+    chore->busy.store(false);
+  });
+  if (!queued) {
+    ::close(copy);
+    chore_->busy.store(false);
+    return g;
+  }
+  g.pending = true;
+  return g;
 }
 
 int InstanceRuntime::attach(pid_t pid) {

@@ -7,8 +7,10 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <bitset>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/faa/arbiter_policy.h"
@@ -47,13 +49,20 @@ class InstanceRuntime {
 
   // After the job truncated its page under the agent (see UserPageGuard):
   // a fresh page in its place, which processes get when they attach again.
+  // The broken page's name goes first, on a chore worker (PageChores); the
+  // fresh page comes at the first look after that.
   void repair_if_broken();
 
-  // The bytes the job grew its page by since the last look (0: none), taken
-  // back. Its user can ftruncate or fallocate its own file to any length, and
-  // the file lies on the agent's RuntimeDir filesystem (/run unless it has
-  // its own): growth there is room taken from every other user of it.
-  uint64_t trim_growth();
+  // Its user can ftruncate or fallocate its own page to any length, and the
+  // file lies on the agent's RuntimeDir filesystem (/run unless it has its
+  // own): growth there is room taken from every other user of it. Each look
+  // starts taking back growth it sees (on a chore worker: the truncation
+  // takes the file's lock, which its user can hold).
+  struct Growth {
+    uint64_t taken_back = 0;  // bytes, by chores that finished since the last look
+    bool pending = false;     // a chore is taking growth back now
+  };
+  Growth take_back_growth();
 
   shm::InstancePage* page() const { return page_.mapping.as<shm::InstancePage>(); }
   int fd() const { return page_.fd.get(); }
@@ -81,8 +90,16 @@ class InstanceRuntime {
   std::bitset<shm::kMaxProcsPerInstance> attached_;  // slots handed out and not reclaimed
   uint64_t device_ns_total_ = 0;
   int64_t pending_device_ns_ = 0;  // from reclaimed slots, charged at the next scan
-  // The storage the page may hold before trim_growth() takes some back.
+  // The storage the page may hold before take_back_growth() takes some back.
   uint64_t may_hold_ = (sizeof(shm::InstancePage) + 4095) / 4096 * 4096;
+  // Shared with the page's chore while one runs (at most one at a time).
+  struct ChoreState {
+    std::atomic<bool> busy{false};
+    std::atomic<uint64_t> taken_back{0};
+    std::atomic<uint64_t> held_after{0};  // the page's storage after a trim
+    std::atomic<bool> unlinked{false};    // the broken page's name is gone
+  };
+  std::shared_ptr<ChoreState> chore_ = std::make_shared<ChoreState>();
 };
 
 }  // namespace egpu::agent

@@ -2,13 +2,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <mutex>
-#include <thread>
+
+#include "nodeagent/worker_pool.h"
 
 namespace egpu::agent {
 namespace {
@@ -28,124 +26,63 @@ struct DrainControl {
   alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(ucred)) + sizeof(PassedControl::bytes)];
 };
 
-// What is left to the workers: a descriptor to close, or a client socket
-// (already shut for reading) to drain, then close.
-struct Item {
-  int fd;
-  bool drain;
-};
+// Takes in what a shut client socket still holds, its descriptors queued
+// for closing, then closes it: the close purges nothing. With SO_PASSCRED
+// every message, even an empty one, comes with its sender's credentials,
+// which tells it from the end of a shut SEQPACKET socket (both read 0
+// bytes). A pending error (ECONNRESET) comes before the queue: go on.
+void drain_and_close(int fd) {
+  const int on = 1;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+  for (int i = 0; i < 1'000'000; ++i) {
+    char byte;
+    iovec iov{&byte, 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    DrainControl control;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof control.bytes;
+    const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+      // A pending error comes once, before the queue: go on. EAGAIN: a
+      // datagram socket's queue is empty; anything else: nothing to read.
+      if (errno == EINTR || errno == ECONNRESET || errno == EPIPE) continue;
+      break;
+    }
+    dispose_passed(msg);
+    if (n == 0 && msg.msg_controllen == 0) break;  // the end: no message, no sender
+  }
+  ::close(fd);
+}
 
-// Workers that close what clients passed and drain client sockets. A close
-// that blocks (a nested lingering socket, a FUSE file whose daemon never
-// answers) holds one worker; another starts when every worker is busy, up
-// to kMaxWorkers. None of this runs on the agent's thread.
+void close_now(int fd) {
+  const linger off{0, 0};  // a socket's close then returns at once (ENOTSOCK otherwise)
+  (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
+  ::close(fd);
+}
+
+// What closes what clients passed and drains client sockets: a close that
+// blocks (a nested lingering socket, a FUSE file whose daemon never
+// answers) holds one worker (WorkerPool). None of this runs on the agent's
+// thread.
 class Disposal {
  public:
   static constexpr int kMaxWorkers = 16;
 
-  void add(Item item) noexcept {
-    try {
-      std::lock_guard lock(mu_);
-      queue_.push_back(item);
-      if (!item.drain) ++disposed_;
-      // More queued than idle workers to take it (one may be stuck in a
-      // close): another, up to the cap. A notified worker still counts as
-      // waiting until it takes its item, so compare with the queue.
-      if (queue_.size() > static_cast<std::size_t>(waiting_) && workers_ < kMaxWorkers) {
-        start_worker();
-      }
-    } catch (...) {
-      // Out of memory or threads: the descriptor stays open, which blocks
-      // nothing; the workers already running go on.
-      return;
-    }
-    cv_.notify_one();
+  // A descriptor to close, or a client socket (already shut for reading)
+  // to drain, then close. Where it cannot be queued (out of memory or
+  // threads) the descriptor stays open, which blocks nothing.
+  void add(int fd, bool drain) noexcept {
+    if (!drain) disposed_.fetch_add(1);
+    (void)pool_.run([fd, drain] { drain ? drain_and_close(fd) : close_now(fd); });
   }
-
-  // At the agent's start, so a failure to create threads is a failed start
-  // and not an exception in the event loop.
-  bool start() noexcept {
-    try {
-      std::lock_guard lock(mu_);
-      if (workers_ == 0) start_worker();
-      return true;
-    } catch (...) {
-      return false;
-    }
-  }
-
-  DisposalCounts counts() {
-    std::lock_guard lock(mu_);
-    return {disposed_, queue_.size() + static_cast<std::size_t>(busy_)};
-  }
+  bool start() noexcept { return pool_.start(); }
+  DisposalCounts counts() { return {disposed_.load(), pool_.pending()}; }
 
  private:
-  void start_worker() {
-    std::thread([this] { run(); }).detach();  // lives as long as the agent
-    ++workers_;
-  }
-
-  void run() {
-    for (;;) {
-      Item item{};
-      {
-        std::unique_lock lock(mu_);
-        ++waiting_;
-        cv_.wait(lock, [this] { return !queue_.empty(); });
-        --waiting_;
-        item = queue_.front();
-        queue_.pop_front();
-        ++busy_;
-      }
-      if (item.drain) {
-        drain_and_close(item.fd);
-      } else {
-        const linger off{0, 0};  // a socket's close then returns at once (ENOTSOCK otherwise)
-        (void)::setsockopt(item.fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
-        ::close(item.fd);
-      }
-      std::lock_guard lock(mu_);
-      --busy_;
-    }
-  }
-
-  // Takes in what a shut client socket still holds, its descriptors queued
-  // for closing, then closes it: the close purges nothing. With SO_PASSCRED
-  // every message, even an empty one, comes with its sender's credentials,
-  // which tells it from the end of a shut SEQPACKET socket (both read 0
-  // bytes). A pending error (ECONNRESET) comes before the queue: go on.
-  void drain_and_close(int fd) {
-    const int on = 1;
-    (void)::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
-    for (int i = 0; i < 1'000'000; ++i) {
-      char byte;
-      iovec iov{&byte, 1};
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      DrainControl control;
-      msg.msg_control = control.bytes;
-      msg.msg_controllen = sizeof control.bytes;
-      const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-      if (n < 0) {
-        // A pending error comes once, before the queue: go on. EAGAIN: a
-        // datagram socket's queue is empty; anything else: nothing to read.
-        if (errno == EINTR || errno == ECONNRESET || errno == EPIPE) continue;
-        break;
-      }
-      dispose_passed(msg);
-      if (n == 0 && msg.msg_controllen == 0) break;  // the end: no message, no sender
-    }
-    ::close(fd);
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Item> queue_;
-  std::size_t disposed_ = 0;
-  int workers_ = 0;
-  int busy_ = 0;
-  int waiting_ = 0;
+  WorkerPool pool_{kMaxWorkers};
+  std::atomic<std::size_t> disposed_{0};
 };
 
 Disposal& disposal() {
@@ -184,7 +121,7 @@ std::size_t dispose_passed(msghdr& msg) {
       int fd = -1;
       std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
       if (fd >= 0) {
-        disposal().add({fd, false});
+        disposal().add(fd, false);
         ++n;
       }
     }
@@ -198,11 +135,11 @@ void close_client_socket(UniqueFd fd) {
   // reads the end at once (not when a worker gets to it); what is queued is
   // the workers' to take in.
   (void)::shutdown(fd.get(), SHUT_RDWR);
-  disposal().add({fd.release(), true});
+  disposal().add(fd.release(), true);
 }
 
 void close_elsewhere(UniqueFd fd) {
-  if (fd.valid()) disposal().add({fd.release(), false});
+  if (fd.valid()) disposal().add(fd.release(), false);
 }
 
 DisposalCounts disposal_counts() {

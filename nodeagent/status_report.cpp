@@ -8,6 +8,7 @@
 
 #include "core/util/clock.h"
 #include "nodeagent/agent.h"
+#include "nodeagent/page_chores.h"
 #include "nodeagent/passed_descriptors.h"
 
 namespace egpu::agent {
@@ -126,6 +127,9 @@ std::string status_json(const Agent& agent, uid_t caller) {
   const DisposalCounts passed = disposal_counts();
   root["agent"]["passed_descriptors"] = {{"disposed", passed.disposed},
                                          {"pending", passed.pending}};
+  // Changes to jobs' pages waiting or running off the agent's thread (a job
+  // holding its page's lock holds one here).
+  root["agent"]["page_chores_pending"] = PageChores::pending();
   // Whether this clock lets a step's windows here open with its other
   // nodes' (they also need the same gangs placed alike on each node): the
   // reading now, and the verdict the windows follow (which waits for a few

@@ -443,7 +443,8 @@ Outcome InstanceRegistry::authorize_attach(uid_t caller, uint64_t job_id, uint32
                 "step " + step_name(job_id, step_id) + " belongs to uid " +
                     std::to_string(inst->uid) +
                     "; root's processes do not attach to another user's instance (its page is "
-                    "that user's to write)");
+                    "that user's to write): they run as the job's fail mode says for an "
+                    "agent that refuses them");
   }
   if (caller != inst->uid) {
     return fail(ReplyStatus::kDenied,

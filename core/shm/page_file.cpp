@@ -79,7 +79,9 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
   // filled would fault (SIGBUS) at its first write instead of failing here.
   if (page.created && ::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 &&
       (errno != EOPNOTSUPP || ::ftruncate(fd, static_cast<off_t>(size)) != 0)) {
-    return Error{errno_text("size " + path)};
+    const Error error{errno_text("size " + path)};
+    ::unlink(path.c_str());  // still root's and empty: nothing to keep
+    return error;
   }
   // Ownership and mode are enforced on every open, not only at creation.
   if (::fchown(fd, uid, gid) != 0) return Error{errno_text("chown " + path)};
