@@ -1,6 +1,8 @@
 // The agent's control requests: attach, create, remove, resize, status and
 // show, each checked against the caller's credentials (SO_PEERCRED).
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -150,7 +152,8 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
     // No room for its page: a job may have grown its own into RuntimeDir's
     // room since the last second's look. Taking it back starts now (off this
     // thread: see PageChores); the caller is told to try again.
-    if (!s && trim_grown_pages(monotonic_ns()) > 0) {
+    if (!s && s.error().find(std::strerror(ENOSPC)) != std::string::npos &&
+        trim_grown_pages(monotonic_ns()) > 0) {
       s = Error{s.error() +
                 " (a job grew its page into RuntimeDir's room; it is being taken "
                 "back: try again)"};

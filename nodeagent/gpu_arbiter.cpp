@@ -24,8 +24,10 @@ namespace {
 // An instance page's name goes on a chore worker: unlink takes the file's
 // lock, which its user can hold (see PageChores). Where no chore can be
 // queued the file stays, and the next agent's start removes it.
-void unlink_elsewhere(const std::string& path) {
-  (void)PageChores::run([path] { ::unlink(path.c_str()); });
+void unlink_elsewhere(const InstanceRuntime& runtime, uid_t uid) {
+  const int copy = ::fcntl(runtime.fd(), F_DUPFD_CLOEXEC, 0);
+  if (copy >= 0)
+    (void)PageChores::unlink_page(uid, copy, sizeof(shm::InstancePage), runtime.path());
 }
 
 }  // namespace
@@ -156,7 +158,7 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
   if (!channel) return Error{channel.error()};
   const int64_t now = monotonic_ns();
   if (Status s = policy_.join(instance.slot, target, instance.mode, now); !s.ok()) {
-    unlink_elsewhere(runtime->path());
+    unlink_elsewhere(*runtime, instance.uid);
     return Error{s.error()};
   }
   if (!reopen) shm::set_mem_limit(page()->slots[instance.slot], mem_limit);
@@ -187,7 +189,7 @@ void GpuArbiter::remove(uint64_t instance_id) {
   if (m != members_.end()) {
     // Its waiters (processes that outlive the step) see at once that it is gone.
     wake(m->second);
-    unlink_elsewhere(m->second.runtime.path());
+    unlink_elsewhere(m->second.runtime, m->second.instance.uid);
     if (m->second.gang) --gangs_;
     members_.erase(m);
   }

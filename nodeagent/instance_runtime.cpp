@@ -98,14 +98,23 @@ void InstanceRuntime::repair_if_broken() {
   if (!guard_.broken()) return;
   if (!chore_->unlinked.load()) {
     // One chore per page: a trim running now is waited for (next look).
-    if (!chore_->busy.exchange(true)) {
+    const int copy = chore_->busy.load() ? -1 : ::fcntl(fd(), F_DUPFD_CLOEXEC, 0);
+    if (copy >= 0) {
+      chore_->busy.store(true);
       auto chore = chore_;
-      const bool queued = PageChores::run([chore, path = path_] {
+      const bool queued = PageChores::run(identity_.uid, [chore, copy, path = path_] {
+        // Waits for the page's lock without holding RuntimeDir's (as
+        // PageChores::unlink_page), then takes the name away.
+        (void)!::ftruncate(copy, static_cast<off_t>(sizeof(shm::InstancePage)));
+        ::close(copy);
         ::unlink(path.c_str());
         chore->unlinked.store(true);
         chore->busy.store(false);
       });
-      if (!queued) chore_->busy.store(false);
+      if (!queued) {
+        ::close(copy);
+        chore_->busy.store(false);
+      }
     }
     return;  // meanwhile the page reads as zeros
   }
@@ -144,7 +153,7 @@ InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
   if (copy < 0) return g;
   chore_->busy.store(true);
   auto chore = chore_;
-  const bool queued = PageChores::run([chore, copy, room = std::max(length, held)] {
+  const bool queued = PageChores::run(identity_.uid, [chore, copy, room = std::max(length, held)] {
     // Shrinking to the page's own length frees what lies past it, also
     // blocks fallocated past the end (FALLOC_FL_KEEP_SIZE); no process
     // maps further.

@@ -1,6 +1,10 @@
 #include "nodeagent/page_chores.h"
 
-#include <utility>
+#include <unistd.h>
+
+#include <deque>
+#include <mutex>
+#include <unordered_map>
 
 #include "nodeagent/worker_pool.h"
 
@@ -12,18 +16,94 @@ WorkerPool& workers() {
   return *pool;
 }
 
+// Chores of each user: running (at most kPerUser) and waiting their turn.
+class UserTurns {
+ public:
+  bool queue(uid_t uid, std::function<void()> chore) {
+    {
+      std::lock_guard lock(mu_);
+      User& u = users_[uid];
+      if (u.running >= PageChores::kPerUser) {
+        u.waiting.push_back(std::move(chore));
+        return true;
+      }
+      ++u.running;
+    }
+    return submit(uid, std::move(chore));
+  }
+
+  std::size_t waiting() {
+    std::lock_guard lock(mu_);
+    std::size_t n = 0;
+    for (const auto& [uid, u] : users_)
+      n += u.waiting.size();
+    return n;
+  }
+
+ private:
+  struct User {
+    int running = 0;
+    std::deque<std::function<void()>> waiting;
+  };
+
+  bool submit(uid_t uid, std::function<void()> chore) {
+    if (workers().run([this, uid, chore = std::move(chore)] {
+          chore();
+          finished(uid);
+        })) {
+      return true;
+    }
+    finished(uid);  // not queued: its turn passes on
+    return false;
+  }
+
+  // A chore of `uid` ended: the user's next one takes its turn.
+  void finished(uid_t uid) {
+    std::function<void()> next;
+    {
+      std::lock_guard lock(mu_);
+      User& u = users_[uid];
+      if (u.waiting.empty()) {
+        if (--u.running == 0) users_.erase(uid);
+        return;
+      }
+      next = std::move(u.waiting.front());
+      u.waiting.pop_front();
+    }
+    (void)submit(uid, std::move(next));
+  }
+
+  std::mutex mu_;
+  std::unordered_map<uid_t, User> users_;
+};
+
+UserTurns& turns() {
+  static auto* t = new UserTurns();  // never destroyed: chores end on detached workers
+  return *t;
+}
+
 }  // namespace
 
 bool PageChores::start() {
   return workers().start();
 }
 
-bool PageChores::run(std::function<void()> chore) noexcept {
-  return workers().run(std::move(chore));
+bool PageChores::queue(uid_t uid, std::function<void()> chore) {
+  return turns().queue(uid, std::move(chore));
+}
+
+bool PageChores::unlink_page(uid_t uid, int page, size_t size, std::string path) noexcept {
+  const bool queued = run(uid, [page, size, path = std::move(path)] {
+    (void)!::ftruncate(page, static_cast<off_t>(size));
+    ::close(page);  // not the last reference while the agent holds the page
+    ::unlink(path.c_str());
+  });
+  if (!queued) ::close(page);
+  return queued;
 }
 
 std::size_t PageChores::pending() {
-  return workers().pending();
+  return workers().pending() + turns().waiting();
 }
 
 }  // namespace egpu::agent

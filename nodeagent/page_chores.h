@@ -5,28 +5,49 @@
 // buffer on a FUSE file whose daemon never answers holds it in the kernel.
 // On the agent's only thread that would stop every GPU's ticks (the shims'
 // heartbeat goes stale within a second) and no signal would end it. So
-// these run on chore workers (a WorkerPool of kMaxWorkers), and each page
-// has at most one chore at a time: a job blocks no more workers than it has
-// instances.
+// these run on chore workers (a WorkerPool of kMaxWorkers); each user has
+// at most kPerUser chores running (the rest wait their turn), so one user's
+// held locks cannot take the workers from everyone else's pages.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <functional>
+#include <string>
+#include <utility>
 
 namespace egpu::agent {
 
 class PageChores {
  public:
   static constexpr int kMaxWorkers = 8;
+  static constexpr int kPerUser = 2;
 
   // Starts the first worker (at the agent's start: a failure is a failed
   // start, not an exception in the event loop).
   static bool start();
-  // Runs `chore` on a worker; false (and nothing runs) when it cannot be
-  // queued (out of memory). Never blocks on a chore.
-  static bool run(std::function<void()> chore) noexcept;
-  // Chores queued or running: for tests and the status.
+  // Runs `chore` for a page of `uid` on a worker, after that user's earlier
+  // chores if it has kPerUser running; false (and nothing runs) when it
+  // cannot be queued (out of memory). Never blocks on a chore.
+  template <typename Chore>
+  static bool run(uid_t uid, Chore&& chore) noexcept {
+    try {
+      return queue(uid, std::function<void()>(std::forward<Chore>(chore)));
+    } catch (...) {
+      return false;
+    }
+  }
+  // Removes a page's name once its lock is free: `page` (a descriptor of the
+  // page, closed here) is truncated to `size` first, which waits for the
+  // lock without holding RuntimeDir's; unlink then takes RuntimeDir's lock
+  // and, unless the user took the page's again in between, finds it free.
+  static bool unlink_page(uid_t uid, int page, size_t size, std::string path) noexcept;
+  // Chores waiting or running: for tests and the status.
   static std::size_t pending();
+
+ private:
+  static bool queue(uid_t uid, std::function<void()> chore);
 };
 
 }  // namespace egpu::agent

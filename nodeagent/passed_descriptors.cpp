@@ -74,8 +74,8 @@ class Disposal {
   // to drain, then close. Where it cannot be queued (out of memory or
   // threads) the descriptor stays open, which blocks nothing.
   void add(int fd, bool drain) noexcept {
-    if (!drain) disposed_.fetch_add(1);
-    (void)pool_.run([fd, drain] { drain ? drain_and_close(fd) : close_now(fd); });
+    const bool queued = pool_.run([fd, drain] { drain ? drain_and_close(fd) : close_now(fd); });
+    if (queued && !drain) disposed_.fetch_add(1);
   }
   bool start() noexcept { return pool_.start(); }
   DisposalCounts counts() { return {disposed_.load(), pool_.pending()}; }

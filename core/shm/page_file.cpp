@@ -83,9 +83,13 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
     ::unlink(path.c_str());  // still root's and empty: nothing to keep
     return error;
   }
-  // Ownership and mode are enforced on every open, not only at creation.
-  if (::fchown(fd, uid, gid) != 0) return Error{errno_text("chown " + path)};
-  if (::fchmod(fd, mode) != 0) return Error{errno_text("chmod " + path)};
+  // Ownership and mode are enforced on every open, not only at creation;
+  // each takes the file's lock, which its user can hold once it owns it:
+  // only what differs is changed, and the mode before the owner.
+  if ((st.st_mode & 07777) != mode && ::fchmod(fd, mode) != 0)
+    return Error{errno_text("chmod " + path)};
+  if ((st.st_uid != uid || st.st_gid != gid) && ::fchown(fd, uid, gid) != 0)
+    return Error{errno_text("chown " + path)};
   auto mapping = map_fd(fd, size, Access::kReadWrite);
   if (!mapping) return Error{path + ": " + mapping.error()};
   page.mapping = std::move(*mapping);
