@@ -53,7 +53,20 @@ std::string InstanceRuntime::page_path(const std::string& runtime_dir, uint64_t 
 Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
                                               const model::Instance& instance, bool reopen) {
   const std::string path = page_path(runtime_dir, instance.id);
-  if (!reopen) ::unlink(path.c_str());  // a stale page of a reused id must not leak state
+  if (!reopen) {
+    // A stale page must not leak state into this one. Root's (a create that
+    // failed before its chown) goes here; a user's (a replacement that failed
+    // after it) is not unlinked on this thread (unlink takes its lock, see
+    // PageChores): repair_if_broken removes it on a chore and tries again.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      if (st.st_uid == 0) {
+        ::unlink(path.c_str());
+      } else {
+        return Error{path + ": a page its user owns was left there (removed before the next try)"};
+      }
+    }
+  }
   auto file =
       shm::open_page_file(path, sizeof(shm::InstancePage), instance.uid, instance.gid, 0600);
   if (!file) return Error{file.error()};
@@ -120,7 +133,9 @@ void InstanceRuntime::repair_if_broken() {
   }
   auto fresh = open(runtime_dir_, identity_, /*reopen=*/false);
   if (!fresh) {
-    // Tried again at the next look.
+    // Tried again at the next look, after its name is taken away again
+    // (what failed may have left a page of its user's there).
+    chore_->unlinked.store(false);
     EGPU_LOG_WARN("instance %llu: its user truncated its page, which cannot be replaced: %s",
                   static_cast<unsigned long long>(identity_.id), fresh.error().c_str());
     return;

@@ -46,21 +46,26 @@ class UserTurns {
     std::deque<std::function<void()>> waiting;
   };
 
-  bool submit(uid_t uid, std::function<void()> chore) {
-    if (workers().run([this, uid, chore = std::move(chore)] {
-          chore();
-          finished(uid);
-        })) {
-      return true;
+  // Out of memory a chore may be dropped (what it holds stays open); the
+  // agent's thread and the workers never see an exception from here.
+  bool submit(uid_t uid, std::function<void()> chore) noexcept {
+    bool queued = false;
+    try {
+      queued = workers().run([this, uid, chore = std::move(chore)] {
+        chore();
+        finished(uid);
+      });
+    } catch (...) {
+      queued = false;
     }
-    finished(uid);  // not queued: its turn passes on
-    return false;
+    if (!queued) finished(uid);  // its turn passes on
+    return queued;
   }
 
   // A chore of `uid` ended: the user's next one takes its turn.
-  void finished(uid_t uid) {
+  void finished(uid_t uid) noexcept {
     std::function<void()> next;
-    {
+    try {
       std::lock_guard lock(mu_);
       User& u = users_[uid];
       if (u.waiting.empty()) {
@@ -69,6 +74,8 @@ class UserTurns {
       }
       next = std::move(u.waiting.front());
       u.waiting.pop_front();
+    } catch (...) {
+      return;
     }
     (void)submit(uid, std::move(next));
   }

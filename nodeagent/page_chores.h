@@ -6,8 +6,9 @@
 // On the agent's only thread that would stop every GPU's ticks (the shims'
 // heartbeat goes stale within a second) and no signal would end it. So
 // these run on chore workers (a WorkerPool of kMaxWorkers); each user has
-// at most kPerUser chores running (the rest wait their turn), so one user's
-// held locks cannot take the workers from everyone else's pages.
+// at most kPerUser chores running (the rest wait their turn), so users'
+// held locks take the workers from everyone else's pages only when there
+// are kMaxWorkers / kPerUser such users.
 #pragma once
 
 #include <sys/types.h>
@@ -21,7 +22,7 @@ namespace egpu::agent {
 
 class PageChores {
  public:
-  static constexpr int kMaxWorkers = 8;
+  static constexpr int kMaxWorkers = 64;
   static constexpr int kPerUser = 2;
 
   // Starts the first worker (at the agent's start: a failure is a failed
@@ -38,10 +39,12 @@ class PageChores {
       return false;
     }
   }
-  // Removes a page's name once its lock is free: `page` (a descriptor of the
-  // page, closed here) is truncated to `size` first, which waits for the
-  // lock without holding RuntimeDir's; unlink then takes RuntimeDir's lock
-  // and, unless the user took the page's again in between, finds it free.
+  // Removes a page's name: `page` (a descriptor of the page, closed here) is
+  // truncated to `size` first, which waits for a lock held by one write
+  // without holding RuntimeDir's. unlink then holds RuntimeDir's lock while
+  // it takes the page's: a user with a second write queued behind the first
+  // gets the lock before it, and RuntimeDir stays locked (a directory per
+  // page would end that; not done, see README).
   static bool unlink_page(uid_t uid, int page, size_t size, std::string path) noexcept;
   // Chores waiting or running: for tests and the status.
   static std::size_t pending();

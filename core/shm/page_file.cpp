@@ -86,10 +86,13 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
   // Ownership and mode are enforced on every open, not only at creation;
   // each takes the file's lock, which its user can hold once it owns it:
   // only what differs is changed, and the mode before the owner.
-  if ((st.st_mode & 07777) != mode && ::fchmod(fd, mode) != 0)
-    return Error{errno_text("chmod " + path)};
-  if ((st.st_uid != uid || st.st_gid != gid) && ::fchown(fd, uid, gid) != 0)
-    return Error{errno_text("chown " + path)};
+  const auto fail = [&](const std::string& what) {
+    const Error error{errno_text(what + " " + path)};
+    if (page.created) ::unlink(path.c_str());  // still root's: nothing to keep
+    return error;
+  };
+  if ((st.st_mode & 07777) != mode && ::fchmod(fd, mode) != 0) return fail("chmod");
+  if ((st.st_uid != uid || st.st_gid != gid) && ::fchown(fd, uid, gid) != 0) return fail("chown");
   auto mapping = map_fd(fd, size, Access::kReadWrite);
   if (!mapping) return Error{path + ": " + mapping.error()};
   page.mapping = std::move(*mapping);
