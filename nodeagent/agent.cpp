@@ -52,9 +52,10 @@ bool adoptable(pid_t pid, const model::Instance& inst, const std::string& runtim
   const auto uid = ProcessTracker::real_uid(pid);
   if (!uid || *uid == inst.uid) return true;  // gone: the tracker finds out and reclaims it
   struct stat page {};
-  if (::stat(InstanceRuntime::page_path(runtime_dir, inst.id).c_str(), &page) == 0 &&
-      ProcessTracker::maps_file(pid, page.st_dev, page.st_ino))
-    return true;
+  const bool found =
+      ::stat(InstanceRuntime::page_path(runtime_dir, inst.id).c_str(), &page) == 0 ||
+      ::stat(InstanceRuntime::legacy_page_path(runtime_dir, inst.id).c_str(), &page) == 0;
+  if (found && ProcessTracker::maps_file(pid, page.st_dev, page.st_ino)) return true;
   EGPU_LOG_WARN(
       "instance %llu: a process slot names process %d of uid %u, which is not its "
       "user's (%u) and does not map its page: not adopted",
@@ -241,17 +242,24 @@ void Agent::remove_orphan_pages() {
   std::error_code ec;
   std::filesystem::directory_iterator it(config_.runtime_dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+    // instance-N.d/page, or instance-N (the layout before page directories).
+    std::string_view name = it->path().filename().native();
     constexpr std::string_view kPrefix = "instance-";
+    constexpr std::string_view kDirSuffix = ".d";
     if (!name.starts_with(kPrefix)) continue;
+    const bool in_dir = name.ends_with(kDirSuffix);
+    if (in_dir) name.remove_suffix(kDirSuffix.size());
     uint64_t id = 0;
     const char* first = name.data() + kPrefix.size();
     const char* last = name.data() + name.size();
     const auto [at, why] = std::from_chars(first, last, id);
     if (first == last || why != std::errc() || at != last) continue;
     if (registry_->find(id) != nullptr) continue;
-    if (::unlink(it->path().c_str()) == 0)
-      EGPU_LOG_INFO("removed %s: no agent holds instance %llu", it->path().c_str(),
+    const std::string page = in_dir ? it->path().string() + "/page" : it->path().string();
+    const bool removed = ::unlink(page.c_str()) == 0 || errno == ENOENT;
+    if (in_dir) ::rmdir(it->path().c_str());
+    if (removed)
+      EGPU_LOG_INFO("removed %s: no agent holds instance %llu", page.c_str(),
                     static_cast<unsigned long long>(id));
   }
 }

@@ -27,7 +27,8 @@ namespace {
 void unlink_elsewhere(const InstanceRuntime& runtime, uid_t uid) {
   const int copy = ::fcntl(runtime.fd(), F_DUPFD_CLOEXEC, 0);
   if (copy >= 0)
-    (void)PageChores::unlink_page(uid, copy, sizeof(shm::InstancePage), runtime.path());
+    (void)PageChores::unlink_page(uid, copy, sizeof(shm::InstancePage), runtime.path(),
+                                  runtime.dir());
 }
 
 }  // namespace

@@ -40,19 +40,59 @@ std::pair<uint64_t, uint64_t> extent_of(int fd) {
 }  // namespace
 
 InstanceRuntime::InstanceRuntime(shm::PageFile page, std::string runtime_dir,
-                                 model::Instance identity)
+                                 model::Instance identity, std::string path, std::string dir)
     : page_(std::move(page)),
       runtime_dir_(std::move(runtime_dir)),
       identity_(std::move(identity)),
-      path_(page_path(runtime_dir_, identity_.id)) {}
+      path_(std::move(path)),
+      dir_(std::move(dir)) {}
+
+std::string InstanceRuntime::page_dir(const std::string& runtime_dir, uint64_t instance_id) {
+  return runtime_dir + "/instance-" + std::to_string(instance_id) + ".d";
+}
 
 std::string InstanceRuntime::page_path(const std::string& runtime_dir, uint64_t instance_id) {
+  return page_dir(runtime_dir, instance_id) + "/page";
+}
+
+std::string InstanceRuntime::legacy_page_path(const std::string& runtime_dir,
+                                              uint64_t instance_id) {
   return runtime_dir + "/instance-" + std::to_string(instance_id);
 }
 
+namespace {
+
+// The page's directory: root's, and no one else may write it (nothing but
+// the agent creates anything in RuntimeDir, so one that is not is damage).
+Status make_page_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Error{"cannot create " + dir + ": " + std::strerror(errno)};
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+      (st.st_mode & 022) != 0) {
+    return Error{dir + " is not a directory of root's that only root may write"};
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
                                               const model::Instance& instance, bool reopen) {
-  const std::string path = page_path(runtime_dir, instance.id);
+  std::string dir = page_dir(runtime_dir, instance.id);
+  std::string path = page_path(runtime_dir, instance.id);
+  struct stat legacy {};
+  if (reopen && ::lstat(path.c_str(), &legacy) != 0 &&
+      ::lstat(legacy_page_path(runtime_dir, instance.id).c_str(), &legacy) == 0 &&
+      S_ISREG(legacy.st_mode)) {
+    // A page an agent before the directory layout made: its processes map
+    // it, so it is taken over where it is (a replacement goes to the new place).
+    path = legacy_page_path(runtime_dir, instance.id);
+    dir.clear();
+  }
+  if (!dir.empty()) {
+    if (Status s = make_page_dir(dir); !s) return Error{s.error()};
+  }
   if (!reopen) {
     // A stale page must not leak state into this one. Root's (a create that
     // failed before its chown) goes here; a user's (a replacement that failed
@@ -94,7 +134,7 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
     std::atomic_thread_fence(std::memory_order_release);
     page->magic = shm::kInstancePageMagic;
   }
-  InstanceRuntime rt(std::move(*file), runtime_dir, instance);
+  InstanceRuntime rt(std::move(*file), runtime_dir, instance, path, dir);
   rt.guard_ = std::move(*guard);
   // Start from what the shims already reported: nothing is charged twice.
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {

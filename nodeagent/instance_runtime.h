@@ -36,7 +36,13 @@ class InstanceRuntime {
   InstanceRuntime(InstanceRuntime&&) = default;
   InstanceRuntime& operator=(InstanceRuntime&&) = default;
 
+  // Each page lies in a root-owned directory of its own: an unlink stuck
+  // on a page whose user holds its lock then holds that directory's lock,
+  // not RuntimeDir's, which every create takes (see PageChores).
+  static std::string page_dir(const std::string& runtime_dir, uint64_t instance_id);
   static std::string page_path(const std::string& runtime_dir, uint64_t instance_id);
+  // Where an agent before that layout kept the page: taken over as it is.
+  static std::string legacy_page_path(const std::string& runtime_dir, uint64_t instance_id);
 
   // A slot for `pid`: its existing one when it attaches again, else a free one
   // with zeroed counters. -1 when all are taken.
@@ -67,6 +73,8 @@ class InstanceRuntime {
   shm::InstancePage* page() const { return page_.mapping.as<shm::InstancePage>(); }
   int fd() const { return page_.fd.get(); }
   const std::string& path() const { return path_; }
+  // The page's own directory; empty for a page of the legacy layout.
+  const std::string& dir() const { return dir_; }
   uint64_t memory_used() const;
   uint64_t throttled_ns() const;
   uint64_t device_ns_total() const { return device_ns_total_; }
@@ -78,13 +86,15 @@ class InstanceRuntime {
   uint32_t processes() const;
 
  private:
-  InstanceRuntime(shm::PageFile page, std::string runtime_dir, model::Instance identity);
+  InstanceRuntime(shm::PageFile page, std::string runtime_dir, model::Instance identity,
+                  std::string path, std::string dir);
 
   shm::PageFile page_;
   UserPageGuard guard_;  // after page_: stops watching before the unmap
   std::string runtime_dir_;
   model::Instance identity_;  // what a fresh page is made of
   std::string path_;
+  std::string dir_;
   std::array<uint64_t, shm::kMaxProcsPerInstance> seen_device_ns_{};
   std::array<uint64_t, shm::kMaxProcsPerInstance> seen_launches_{};
   std::bitset<shm::kMaxProcsPerInstance> attached_;  // slots handed out and not reclaimed

@@ -99,11 +99,13 @@ bool PageChores::queue(uid_t uid, std::function<void()> chore) {
   return turns().queue(uid, std::move(chore));
 }
 
-bool PageChores::unlink_page(uid_t uid, int page, size_t size, std::string path) noexcept {
-  const bool queued = run(uid, [page, size, path = std::move(path)] {
+bool PageChores::unlink_page(uid_t uid, int page, size_t size, std::string path,
+                             std::string dir) noexcept {
+  const bool queued = run(uid, [page, size, path = std::move(path), dir = std::move(dir)] {
     (void)!::ftruncate(page, static_cast<off_t>(size));
-    ::close(page);  // not the last reference while the agent holds the page
+    ::close(page);
     ::unlink(path.c_str());
+    if (!dir.empty()) ::rmdir(dir.c_str());
   });
   if (!queued) ::close(page);
   return queued;

@@ -39,13 +39,16 @@ class PageChores {
       return false;
     }
   }
-  // Removes a page's name: `page` (a descriptor of the page, closed here) is
-  // truncated to `size` first, which waits for a lock held by one write
-  // without holding RuntimeDir's. unlink then holds RuntimeDir's lock while
-  // it takes the page's: a user with a second write queued behind the first
-  // gets the lock before it, and RuntimeDir stays locked (a directory per
-  // page would end that; not done, see README).
-  static bool unlink_page(uid_t uid, int page, size_t size, std::string path) noexcept;
+  // Removes a page's name, then its directory `dir` (none: "", a page of
+  // the legacy layout). `page` (a descriptor of the page, closed here) is
+  // truncated to `size` first, which waits for a lock one write holds
+  // without holding any directory's. unlink holds `dir`'s lock while it
+  // takes the page's (a user with a second write queued behind the first
+  // gets it first): that directory is the page's alone, and it is removed
+  // only once the unlink has returned, so RuntimeDir's lock is never held
+  // waiting for a page's.
+  static bool unlink_page(uid_t uid, int page, size_t size, std::string path,
+                          std::string dir) noexcept;
   // Chores waiting or running: for tests and the status.
   static std::size_t pending();
 

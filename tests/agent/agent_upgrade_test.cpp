@@ -71,7 +71,7 @@ TEST(AgentUpgrade, PagesOfAnotherLayoutAreLeftToTheirShimsNotTakenOver) {
   EXPECT_EQ(agent.call(protocol::ShowRequest{created->instance_id})->status,
             ReplyStatus::kNotFound);
   const std::string instance_page =
-      agent.dir() + "/run/instance-" + std::to_string(created->instance_id);
+      agent.dir() + "/run/instance-" + std::to_string(created->instance_id) + ".d/page";
   EXPECT_EQ(inode_of(instance_page), 0u) << instance_page;
   EXPECT_NE(agent.log().find("removed " + instance_page + ": no agent holds instance"),
             std::string::npos)
@@ -104,6 +104,47 @@ TEST(AgentUpgrade, ASecondAgentOnTheSameRuntimeDirectoryIsRefused) {
   auto shown = agent.call(protocol::ShowRequest{created->instance_id});
   ASSERT_TRUE(shown);
   EXPECT_EQ(shown->status, ReplyStatus::kOk) << shown->text;
+}
+
+// Pages of an agent before page directories (RuntimeDir/instance-N): a
+// restarted agent takes them over where they are, and removes them.
+TEST(AgentUpgrade, PagesOfTheLayoutBeforePageDirectoriesAreTakenOver) {
+  AgentProcess agent;
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto created = agent.call(create_request(1, 50, 0));
+  ASSERT_TRUE(created) << created.error();
+  ASSERT_EQ(created->status, protocol::ReplyStatus::kOk) << created->text;
+  const std::string id = std::to_string(created->instance_id);
+  const std::string dir = agent.dir() + "/run/instance-" + id + ".d";
+  const std::string legacy = agent.dir() + "/run/instance-" + id;
+  agent.kill_hard();
+  // Where the previous layout kept it.
+  ASSERT_EQ(rename((dir + "/page").c_str(), legacy.c_str()), 0);
+  ASSERT_EQ(rmdir(dir.c_str()), 0);
+  const ino_t page_inode = inode_of(legacy);
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_EQ(agent.call(protocol::ShowRequest{created->instance_id})->status,
+            protocol::ReplyStatus::kOk)
+      << agent.log();
+  // The same file, not a fresh page in a new directory.
+  auto att = attach(agent.socket(), 1, 0, 0);
+  ASSERT_TRUE(att) << att.error();
+  ASSERT_EQ(att->reply.status, protocol::ReplyStatus::kOk) << att->reply.text;
+  struct stat st {};
+  ASSERT_GE(att->fds.size(), 2u);
+  ASSERT_EQ(fstat(att->fds[1], &st), 0);
+  EXPECT_EQ(st.st_ino, page_inode);
+  EXPECT_NE(access(dir.c_str(), F_OK), 0);
+  for (int fd : att->fds)
+    close(fd);
+  // Removed from where it is (on a chore worker: the deadline only ends a
+  // failing case).
+  EXPECT_EQ(agent.call(protocol::RemoveRequest{1, protocol::kAllSteps, 0})->status,
+            protocol::ReplyStatus::kOk);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (access(legacy.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_NE(access(legacy.c_str(), F_OK), 0);
 }
 
 }  // namespace

@@ -334,7 +334,7 @@ TEST_F(HostileDescriptors, ARestartAfterATruncationKeepsTheInstance) {
 // process (live, the attach's SO_PEERCRED is the proof; the page is none),
 // while a root process that maps the page (a root tool attached to it) is.
 TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAdoptedAfterARestart) {
-  const std::string path = agent.dir() + "/run/instance-1";
+  const std::string path = agent.dir() + "/run/instance-1.d/page";
   int ready[2];
   ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
   const pid_t mapper = fork();
@@ -393,7 +393,7 @@ TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAdoptedAfterARestart) {
 // with no agent on the node meanwhile. The agent replaces a leased page
 // instead, and keeps the instance.
 TEST_F(HostileDescriptors, ALeaseOnThePageDoesNotHoldUpARestart) {
-  const std::string page = agent.dir() + "/run/instance-1";
+  const std::string page = agent.dir() + "/run/instance-1.d/page";
   ASSERT_EQ(access(page.c_str(), F_OK), 0) << "Mallory's instance is not instance 1";
   agent.kill_hard();  // a lease needs the file open for writing by nobody
   int ready[2];

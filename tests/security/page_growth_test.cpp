@@ -163,7 +163,9 @@ TEST_F(PageGrowth, AJobHoldingItsPagesLockDoesNotStopTheAgent) {
   auto created = agent.call(create_request(kMalloryJob, 50, kMallory));
   ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
   ASSERT_EQ(agent.call(create_request(kHonestJob, 50, kHonest))->status, ReplyStatus::kOk);
-  const std::string path = agent.dir() + "/run/instance-" + std::to_string(created->instance_id);
+  const std::string dir =
+      agent.dir() + "/run/instance-" + std::to_string(created->instance_id) + ".d";
+  const std::string path = dir + "/page";
   UniqueFd page(open(path.c_str(), O_RDWR | O_CLOEXEC));
   ASSERT_TRUE(page.valid()) << path << ": " << std::strerror(errno);
   {
@@ -205,7 +207,8 @@ TEST_F(PageGrowth, AJobHoldingItsPagesLockDoesNotStopTheAgent) {
   }
   // The lock is let go: the chores end, the page and its name are gone.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (page_chores_pending(agent) != 0 || access(path.c_str(), F_OK) == 0) {
+  while (page_chores_pending(agent) != 0 || access(path.c_str(), F_OK) == 0 ||
+         access(dir.c_str(), F_OK) == 0) {
     ASSERT_LT(std::chrono::steady_clock::now(), until) << "the chores never ended";
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

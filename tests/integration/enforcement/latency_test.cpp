@@ -24,7 +24,8 @@ using nlohmann::json;
 
 // The latency samples in an instance's page, read as the agent reads them.
 uint64_t samples_in_page(EnforcedNode& node, uint64_t instance) {
-  const std::string path = node.agent().dir() + "/run/instance-" + std::to_string(instance);
+  const std::string path =
+      node.agent().dir() + "/run/instance-" + std::to_string(instance) + ".d/page";
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   EXPECT_GE(fd, 0) << path;
   if (fd < 0) return 0;
