@@ -243,7 +243,8 @@ void Agent::remove_orphan_pages() {
   std::filesystem::directory_iterator it(config_.runtime_dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     // instance-N.d/page, or instance-N (the layout before page directories).
-    std::string_view name = it->path().filename().native();
+    const std::string file = it->path().filename().string();
+    std::string_view name = file;
     constexpr std::string_view kPrefix = "instance-";
     constexpr std::string_view kDirSuffix = ".d";
     if (!name.starts_with(kPrefix)) continue;
