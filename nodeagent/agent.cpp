@@ -75,6 +75,13 @@ Status make_runtime_dir(const std::string& dir) {
     return Error{"runtime directory " + dir +
                  " must be owned by the agent's user and writable by it alone"};
   }
+  // Nobody else lists it: getdents holds the directory's lock while it
+  // copies into the caller's buffer, which a user can back with a FUSE file
+  // that never answers, and every create here would wait. Reaching the
+  // socket and the pages by name needs only x.
+  if ((st.st_mode & 0044) != 0 && ::chmod(dir.c_str(), st.st_mode & 07711) != 0) {
+    return Error{"cannot make runtime directory " + dir + " unlistable: " + std::strerror(errno)};
+  }
   return {};
 }
 

@@ -62,16 +62,17 @@ std::string InstanceRuntime::legacy_page_path(const std::string& runtime_dir,
 
 namespace {
 
-// The page's directory: root's, and no one else may write it (nothing but
-// the agent creates anything in RuntimeDir, so one that is not is damage).
+// The page's directory: root's, 0711 (nobody else writes it, nor lists it:
+// see make_runtime_dir in agent.cpp). Nothing but the agent creates anything
+// in RuntimeDir, so one that is not so is damage.
 Status make_page_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+  if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST)
     return Error{"cannot create " + dir + ": " + std::strerror(errno)};
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-      (st.st_mode & 022) != 0) {
-    return Error{dir + " is not a directory of root's that only root may write"};
-  }
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+    return Error{dir + " is not a directory of root's"};
+  if ((st.st_mode & 07777) != 0711 && ::chmod(dir.c_str(), 0711) != 0)
+    return Error{"cannot set the mode of " + dir + ": " + std::strerror(errno)};
   return {};
 }
 

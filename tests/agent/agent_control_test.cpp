@@ -113,7 +113,10 @@ TEST_F(AgentControl, PagesAreOwnedByTheJobUserAndPrivate) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(stat((agent.dir() + "/run/instance-" + std::to_string(a) + ".d").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
-  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  EXPECT_EQ(st.st_mode & 0777, 0711u);
+  // Nor is RuntimeDir listable by others (a listing can hold its lock).
+  ASSERT_EQ(stat((agent.dir() + "/run").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0711u);
   ASSERT_EQ(stat((agent.dir() + "/run/gpu0").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
