@@ -160,8 +160,8 @@ void InstanceRuntime::repair_if_broken() {
         // Waits for the page's lock without holding RuntimeDir's (as
         // PageChores::unlink_page), then takes the name away.
         (void)!::ftruncate(copy, static_cast<off_t>(sizeof(shm::InstancePage)));
+        (void)PageChores::unlink_if_named(copy, path);
         ::close(copy);
-        ::unlink(path.c_str());
         chore->unlinked.store(true);
         chore->busy.store(false);
       });

@@ -1,5 +1,6 @@
 #include "nodeagent/page_chores.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <deque>
@@ -99,13 +100,24 @@ bool PageChores::queue(uid_t uid, std::function<void()> chore) {
   return turns().queue(uid, std::move(chore));
 }
 
+bool PageChores::unlink_if_named(int page, const std::string& path) {
+  struct stat held {
+  }, named{};
+  if (::fstat(page, &held) != 0 || ::lstat(path.c_str(), &named) != 0) return false;
+  if (held.st_dev != named.st_dev || held.st_ino != named.st_ino) return false;
+  return ::unlink(path.c_str()) == 0;
+}
+
 bool PageChores::unlink_page(uid_t uid, int page, size_t size, std::string path,
                              std::string dir) noexcept {
   const bool queued = run(uid, [page, size, path = std::move(path), dir = std::move(dir)] {
     (void)!::ftruncate(page, static_cast<off_t>(size));
+    const bool unlinked = unlink_if_named(page, path);
     ::close(page);
-    ::unlink(path.c_str());
-    if (!dir.empty()) ::rmdir(dir.c_str());
+    // The directory goes with the name (a page that took the name since
+    // keeps both; rmdir leaves a directory that is not empty anyway).
+    struct stat st {};
+    if (!dir.empty() && (unlinked || ::lstat(path.c_str(), &st) != 0)) ::rmdir(dir.c_str());
   });
   if (!queued) ::close(page);
   return queued;

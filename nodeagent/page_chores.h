@@ -49,6 +49,12 @@ class PageChores {
   // waiting for a page's.
   static bool unlink_page(uid_t uid, int page, size_t size, std::string path,
                           std::string dir) noexcept;
+  // Unlinks `path` if it still names the file `page` is a descriptor of
+  // (on a chore: unlink takes the file's lock). Only the agent makes names
+  // in a page's directory (root's, 0711), so what this checks cannot change
+  // under it but by the agent itself: an instance id used again before an
+  // earlier chore of that id ran must not lose its page's name.
+  static bool unlink_if_named(int page, const std::string& path);
   // Chores waiting or running: for tests and the status.
   static std::size_t pending();
 

@@ -30,6 +30,7 @@
 #include "instance_page_input.h"
 #include "nodeagent/gpu_arbiter.h"
 #include "nodeagent/latency_control.h"
+#include "nodeagent/page_chores.h"
 #include "nodeagent/user_page_guard.h"
 
 // A broken promise of the agent: says which, then traps (libFuzzer keeps the input).
@@ -93,6 +94,16 @@ const char* runtime_dir() {
     return d;
   }();
   return dir;
+}
+
+// The chores an agent left (unlinks of removed or replaced pages) end with
+// its process. This process is one agent after another on the same
+// instance ids, so they are let finish before the next: nothing here holds
+// a page's lock, so they do, in milliseconds.
+void wait_for_chores() {
+  for (int i = 0; i < 10'000 && agent::PageChores::pending() > 0; ++i)
+    ::usleep(1000);
+  CHECK(agent::PageChores::pending() == 0);
 }
 
 struct Attached {  // what the agent's process tracker would hold
@@ -177,6 +188,7 @@ class Run {
     CHECK(!arb_->holder());
     gpu_view_ = shm::Mapping();
     arb_.reset();
+    wait_for_chores();
     ::unlink(gpu_page.c_str());
   }
 
@@ -293,6 +305,7 @@ class Run {
       case kRestart:
         gpu_view_ = shm::Mapping();
         arb_.reset();
+        wait_for_chores();
         ++settings_.epoch;
         open_agent(/*reopen=*/true);
         break;
