@@ -152,9 +152,7 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
     // No room for its page: a job may have grown its own into RuntimeDir's
     // room since the last second's look. Taking it back starts now (off this
     // thread: see PageChores); the caller is told to try again.
-    if (!s &&
-        (s.error().find(std::strerror(ENOSPC)) != std::string::npos ||
-         s.error().find(std::strerror(EDQUOT)) != std::string::npos) &&
+    if (!s && (s.error_code() == ENOSPC || s.error_code() == EDQUOT) &&
         trim_grown_pages(monotonic_ns()) > 0) {
       s = Error{s.error() +
                 " (a job grew its page into RuntimeDir's room; it is being taken "

@@ -154,7 +154,7 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
                  " is not free"};
   }
   auto runtime = InstanceRuntime::open(settings_.runtime_dir, instance, reopen);
-  if (!runtime) return Error{runtime.error()};
+  if (!runtime) return runtime.failure();
   auto channel = WakeChannel::create();
   if (!channel) return Error{channel.error()};
   const int64_t now = monotonic_ns();

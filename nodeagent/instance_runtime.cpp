@@ -110,7 +110,7 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   }
   auto file =
       shm::open_page_file(path, sizeof(shm::InstancePage), instance.uid, instance.gid, 0600);
-  if (!file) return Error{file.error()};
+  if (!file) return file.failure();  // its errno too: ENOSPC is tried again
   // Watched before the agent first touches it: its user owns the file from
   // the chown on and may truncate it at any moment, even now.
   auto guard = UserPageGuard::watch(file->mapping.get(), file->mapping.size());

@@ -61,7 +61,8 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
       return replace_page_file(path, size, uid, gid, mode);
     if (fd < 0) return Error{errno_text("open " + path)};
   } else {
-    return Error{errno_text("create " + path)};
+    const int err = errno;
+    return Error{errno_text("create " + path), err};
   }
   page.fd.reset(fd);
   struct stat st {};
@@ -79,7 +80,8 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
   // filled would fault (SIGBUS) at its first write instead of failing here.
   if (page.created && ::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 &&
       (errno != EOPNOTSUPP || ::ftruncate(fd, static_cast<off_t>(size)) != 0)) {
-    const Error error{errno_text("size " + path)};
+    const int err = errno;
+    const Error error{errno_text("size " + path), err};
     ::unlink(path.c_str());  // still root's and empty: nothing to keep
     return error;
   }
