@@ -148,28 +148,36 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   return rt;
 }
 
+template <typename Work>
+bool InstanceRuntime::start_chore(Work work) {
+  if (chore_->busy.load()) return false;
+  const int copy = ::fcntl(fd(), F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return false;
+  chore_->busy.store(true);
+  const bool queued =
+      PageChores::run(identity_.uid, [chore = chore_, copy, work = std::move(work)] {
+        work(copy, *chore);
+        ::close(copy);  // not the last reference: the agent's own stays open
+        chore->busy.store(false);
+      });
+  if (!queued) {
+    ::close(copy);
+    chore_->busy.store(false);
+  }
+  return queued;
+}
+
 void InstanceRuntime::repair_if_broken() {
   if (!guard_.broken()) return;
   if (!chore_->unlinked.load()) {
     // One chore per page: a trim running now is waited for (next look).
-    const int copy = chore_->busy.load() ? -1 : ::fcntl(fd(), F_DUPFD_CLOEXEC, 0);
-    if (copy >= 0) {
-      chore_->busy.store(true);
-      auto chore = chore_;
-      const bool queued = PageChores::run(identity_.uid, [chore, copy, path = path_] {
-        // Waits for the page's lock without holding RuntimeDir's (as
-        // PageChores::unlink_page), then takes the name away.
-        (void)!::ftruncate(copy, static_cast<off_t>(sizeof(shm::InstancePage)));
-        (void)PageChores::unlink_if_named(copy, path);
-        ::close(copy);
-        chore->unlinked.store(true);
-        chore->busy.store(false);
-      });
-      if (!queued) {
-        ::close(copy);
-        chore_->busy.store(false);
-      }
-    }
+    (void)start_chore([path = path_](int copy, ChoreState& chore) {
+      // Waits for the page's lock without holding RuntimeDir's (as
+      // PageChores::unlink_page), then takes the name away.
+      (void)!::ftruncate(copy, static_cast<off_t>(sizeof(shm::InstancePage)));
+      (void)PageChores::unlink_if_named(copy, path);
+      chore.unlinked.store(true);
+    });
     return;  // meanwhile the page reads as zeros
   }
   auto fresh = open(runtime_dir_, identity_, /*reopen=*/false);
@@ -205,29 +213,16 @@ InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
   }
   const auto [length, held] = extent_of(fd());  // fstat takes no lock the user can hold
   if (length <= kSize && held <= may_hold_) return g;
-  const int copy = ::fcntl(fd(), F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) return g;
-  chore_->busy.store(true);
-  auto chore = chore_;
-  const bool queued = PageChores::run(identity_.uid, [chore, copy, room = std::max(length, held)] {
-    // Shrinking to the page's own length frees what lies past it, also
-    // blocks fallocated past the end (FALLOC_FL_KEEP_SIZE); no process
-    // maps further.
-    if (::ftruncate(copy, static_cast<off_t>(kSize)) == 0) {
-      const auto [length_now, held_now] = extent_of(copy);
-      const uint64_t room_now = std::max(length_now, held_now);
-      chore->held_after.store(held_now);
-      chore->taken_back.fetch_add(room > room_now ? room - room_now : 0);
-    }
-    ::close(copy);  // not the last reference: the agent's own stays open
-    chore->busy.store(false);
+  // Shrinking to the page's own length frees what lies past it, also
+  // blocks fallocated past the end (FALLOC_FL_KEEP_SIZE); no process maps
+  // further.
+  g.pending = start_chore([room = std::max(length, held)](int copy, ChoreState& chore) {
+    if (::ftruncate(copy, static_cast<off_t>(kSize)) != 0) return;
+    const auto [length_now, held_now] = extent_of(copy);
+    const uint64_t room_now = std::max(length_now, held_now);
+    chore.held_after.store(held_now);
+    chore.taken_back.fetch_add(room > room_now ? room - room_now : 0);
   });
-  if (!queued) {
-    ::close(copy);
-    chore_->busy.store(false);
-    return g;
-  }
-  g.pending = true;
   return g;
 }
 

@@ -110,6 +110,11 @@ class InstanceRuntime {
     std::atomic<bool> unlinked{false};    // the broken page's name is gone
   };
   std::shared_ptr<ChoreState> chore_ = std::make_shared<ChoreState>();
+  // Runs work(descriptor, state) on a chore worker (PageChores) with a
+  // descriptor of its own of the page, closed after; one chore per page at
+  // a time. False where one is running or none could be queued.
+  template <typename Work>
+  bool start_chore(Work work);
 };
 
 }  // namespace egpu::agent
