@@ -244,14 +244,26 @@ Status Agent::init() {
 void Agent::remove_orphan_pages() {
   // Pages of instances no agent holds any more: a previous agent's that this
   // one could not take over (another page layout), or that died before it
-  // removed them. Their processes keep their mappings; the files would only
-  // linger, and make `egpu-agentd --check-pages` see instances that are gone.
+  // removed them, and directories set aside whose chores did not run. Their
+  // processes keep their mappings; the files would only linger, and make
+  // `egpu-agentd --check-pages` see instances that are gone. Each goes on a
+  // chore: a page is its user's, who may hold its lock (see PageChores).
+  constexpr size_t kSize = sizeof(shm::InstancePage);
+  const auto owner = [](const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 ? st.st_uid : 0;
+  };
   std::error_code ec;
   std::filesystem::directory_iterator it(config_.runtime_dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
-    // instance-N.d/page, or instance-N (the layout before page directories).
+    const std::string path = it->path().string();
     const std::string file = it->path().filename().string();
     std::string_view name = file;
+    if (name.starts_with(PageChores::kSetAsidePrefix)) {
+      (void)PageChores::remove_set_aside(owner(path + "/page"), path, kSize);
+      continue;
+    }
+    // instance-N.d/page, or instance-N (the layout before page directories).
     constexpr std::string_view kPrefix = "instance-";
     constexpr std::string_view kDirSuffix = ".d";
     if (!name.starts_with(kPrefix)) continue;
@@ -262,13 +274,30 @@ void Agent::remove_orphan_pages() {
     const char* last = name.data() + name.size();
     const auto [at, why] = std::from_chars(first, last, id);
     if (first == last || why != std::errc() || at != last) continue;
-    if (registry_->find(id) != nullptr) continue;
-    const std::string page = in_dir ? it->path().string() + "/page" : it->path().string();
-    const bool removed = ::unlink(page.c_str()) == 0 || errno == ENOENT;
-    if (in_dir) ::rmdir(it->path().c_str());
-    if (removed)
-      EGPU_LOG_INFO("removed %s: no agent holds instance %llu", page.c_str(),
-                    static_cast<unsigned long long>(id));
+    const model::Instance* inst = registry_->find(id);
+    const InstanceRuntime* runtime = inst != nullptr && inst->gpu < arbiters_.size()
+                                         ? arbiters_[inst->gpu]->runtime(id)
+                                         : nullptr;
+    if (in_dir) {
+      if (inst != nullptr) continue;
+      const uid_t uid = owner(path + "/page");
+      if (!PageChores::set_aside(uid, config_.runtime_dir, path, kSize)) continue;
+    } else {
+      // A legacy page goes once its instance has gone or moved to a page
+      // directory. Its name is in RuntimeDir, so an unlink that waits on
+      // its lock holds RuntimeDir's meanwhile (README: what is left).
+      if (inst != nullptr && (runtime == nullptr || runtime->path() == path)) continue;
+      const bool queued = PageChores::run(owner(path), [path] {
+        const int page = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (page < 0) return;
+        (void)!::ftruncate(page, static_cast<off_t>(kSize));
+        (void)PageChores::unlink_if_named(page, path);
+        ::close(page);
+      });
+      if (!queued) continue;
+    }
+    EGPU_LOG_INFO("removing %s: no agent holds instance %llu there", path.c_str(),
+                  static_cast<unsigned long long>(id));
   }
 }
 

@@ -80,36 +80,50 @@ Status make_page_dir(const std::string& dir) {
 
 Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
                                               const model::Instance& instance, bool reopen) {
+  constexpr size_t kSize = sizeof(shm::InstancePage);
   std::string dir = page_dir(runtime_dir, instance.id);
   std::string path = page_path(runtime_dir, instance.id);
-  struct stat legacy {};
-  if (reopen && ::lstat(path.c_str(), &legacy) != 0 &&
-      ::lstat(legacy_page_path(runtime_dir, instance.id).c_str(), &legacy) == 0 &&
-      S_ISREG(legacy.st_mode)) {
+  struct stat st {};
+  if (reopen && ::lstat(path.c_str(), &st) != 0 &&
+      ::lstat(legacy_page_path(runtime_dir, instance.id).c_str(), &st) == 0 &&
+      S_ISREG(st.st_mode) && st.st_uid == instance.uid && st.st_size == kSize) {
     // A page an agent before the directory layout made: its processes map
-    // it, so it is taken over where it is (a replacement goes to the new place).
+    // it, so it is taken over where it is. One that is not usable as it is
+    // stays where it is (a fresh page goes to the new place).
     path = legacy_page_path(runtime_dir, instance.id);
     dir.clear();
   }
   if (!dir.empty()) {
     if (Status s = make_page_dir(dir); !s) return Error{s.error()};
-  }
-  if (!reopen) {
-    // A stale page must not leak state into this one. Root's (a create that
-    // failed before its chown) goes here; a user's (a replacement that failed
-    // after it) is not unlinked on this thread (unlink takes its lock, see
-    // PageChores): repair_if_broken removes it on a chore and tries again.
-    struct stat st {};
+    // A page left there that is not to be reopened goes (a create's that
+    // failed after its chown, or one its user made unusable: another size,
+    // a lease). Root's goes at once; a user's directory is set aside and
+    // removed on a chore (its lock may be held: see PageChores).
     if (::lstat(path.c_str(), &st) == 0) {
-      if (st.st_uid == 0) {
+      const bool keep = reopen && S_ISREG(st.st_mode) && st.st_uid == instance.uid &&
+                        st.st_size == static_cast<off_t>(kSize);
+      if (!keep && st.st_uid == 0) {
         ::unlink(path.c_str());
-      } else {
-        return Error{path + ": a page its user owns was left there (removed before the next try)"};
+      } else if (!keep) {
+        if (!PageChores::set_aside(instance.uid, runtime_dir, dir, kSize))
+          return Error{"cannot move " + dir + " out of the way: " + std::strerror(errno)};
+        if (Status s = make_page_dir(dir); !s) return Error{s.error()};
       }
     }
   }
-  auto file =
-      shm::open_page_file(path, sizeof(shm::InstancePage), instance.uid, instance.gid, 0600);
+  auto file = shm::open_page_file(path, kSize, instance.uid, instance.gid, 0600);
+  if (!file && file.error_code() == EBUSY) {
+    // Changed by its user since the look above (a lease, another size): a
+    // legacy page stays where it is, a page in its directory is set aside,
+    // and a fresh page is made in the new place.
+    const bool moved = dir.empty() || PageChores::set_aside(instance.uid, runtime_dir, dir, kSize);
+    dir = page_dir(runtime_dir, instance.id);
+    path = page_path(runtime_dir, instance.id);
+    if (moved) {
+      if (Status s = make_page_dir(dir); !s) return Error{s.error()};
+      file = shm::open_page_file(path, kSize, instance.uid, instance.gid, 0600);
+    }
+  }
   if (!file) return file.failure();  // its errno too: ENOSPC is tried again
   // Watched before the agent first touches it: its user owns the file from
   // the chown on and may truncate it at any moment, even now.
@@ -169,22 +183,14 @@ bool InstanceRuntime::start_chore(Work work) {
 
 void InstanceRuntime::repair_if_broken() {
   if (!guard_.broken()) return;
-  if (!chore_->unlinked.load()) {
-    // One chore per page: a trim running now is waited for (next look).
-    (void)start_chore([path = path_](int copy, ChoreState& chore) {
-      // Waits for the page's lock without holding RuntimeDir's (as
-      // PageChores::unlink_page), then takes the name away.
-      (void)!::ftruncate(copy, static_cast<off_t>(sizeof(shm::InstancePage)));
-      (void)PageChores::unlink_if_named(copy, path);
-      chore.unlinked.store(true);
-    });
-    return;  // meanwhile the page reads as zeros
-  }
+  // The broken page is not touched on this thread (its lock may be held):
+  // its directory is set aside (PageChores::set_aside, in open), and a page
+  // of the legacy layout is left where it is, to the next start's cleanup.
+  // Meanwhile, and where no fresh page can be made, the page reads as zeros.
   auto fresh = open(runtime_dir_, identity_, /*reopen=*/false);
   if (!fresh) {
-    // Tried again at the next look, after its name is taken away again
-    // (what failed may have left a page of its user's there).
-    chore_->unlinked.store(false);
+    // Tried again at the next look (what failed may have left a page of its
+    // user's there: that is set aside then).
     EGPU_LOG_WARN("instance %llu: its user truncated its page, which cannot be replaced: %s",
                   static_cast<unsigned long long>(identity_.id), fresh.error().c_str());
     return;

@@ -107,7 +107,6 @@ class InstanceRuntime {
     std::atomic<bool> busy{false};
     std::atomic<uint64_t> taken_back{0};
     std::atomic<uint64_t> held_after{0};  // the page's storage after a trim
-    std::atomic<bool> unlinked{false};    // the broken page's name is gone
   };
   std::shared_ptr<ChoreState> chore_ = std::make_shared<ChoreState>();
   // Runs work(descriptor, state) on a chore worker (PageChores) with a

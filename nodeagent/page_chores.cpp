@@ -1,12 +1,16 @@
 #include "nodeagent/page_chores.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
 
+#include "core/util/clock.h"
 #include "nodeagent/worker_pool.h"
 
 namespace egpu::agent {
@@ -112,7 +116,10 @@ bool PageChores::unlink_page(uid_t uid, int page, size_t size, std::string path,
                              std::string dir) noexcept {
   const bool queued = run(uid, [page, size, path = std::move(path), dir = std::move(dir)] {
     (void)!::ftruncate(page, static_cast<off_t>(size));
-    const bool unlinked = unlink_if_named(page, path);
+    // A legacy page's name is in RuntimeDir: an unlink stuck on its lock
+    // would hold RuntimeDir's, which every create takes. It stays, for the
+    // next start's cleanup.
+    const bool unlinked = !dir.empty() && unlink_if_named(page, path);
     ::close(page);
     // The directory goes with the name (a page that took the name since
     // keeps both; rmdir leaves a directory that is not empty anyway).
@@ -121,6 +128,39 @@ bool PageChores::unlink_page(uid_t uid, int page, size_t size, std::string path,
   });
   if (!queued) ::close(page);
   return queued;
+}
+
+bool PageChores::set_aside(uid_t uid, const std::string& runtime_dir, const std::string& dir,
+                           size_t size) noexcept {
+  try {
+    // Unique across restarts of the agent (its clock does not go back) and
+    // within one (the count).
+    static std::atomic<uint64_t> count{0};
+    const std::string aside = runtime_dir + "/" + kSetAsidePrefix + std::to_string(monotonic_ns()) +
+                              "-" + std::to_string(count.fetch_add(1)) + ".d";
+    if (::rename(dir.c_str(), aside.c_str()) != 0) return false;
+    (void)remove_set_aside(uid, aside, size);  // else left to the next start
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+bool PageChores::remove_set_aside(uid_t uid, std::string dir, size_t size) noexcept {
+  return run(uid, [dir = std::move(dir), size] {
+    const std::string path = dir + "/page";
+    // Blocking is the worker's to bear here (a lease the job holds breaks
+    // in lease-break-time; a held lock waits).
+    const int page = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (page >= 0) {
+      (void)!::ftruncate(page, static_cast<off_t>(size));
+      (void)unlink_if_named(page, path);
+      ::close(page);
+    } else {
+      ::unlink(path.c_str());  // not a regular file of the agent's: never mapped
+    }
+    ::rmdir(dir.c_str());
+  });
 }
 
 std::size_t PageChores::pending() {

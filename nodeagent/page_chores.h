@@ -40,8 +40,8 @@ class PageChores {
     }
   }
   // Removes a page's name, then its directory `dir` (none: "", a page of
-  // the legacy layout). `page` (a descriptor of the page, closed here) is
-  // truncated to `size` first, which waits for a lock one write holds
+  // the legacy layout, whose name in RuntimeDir stays for the next start). `page` (a descriptor of
+  // the page, closed here) is truncated to `size` first, which waits for a lock one write holds
   // without holding any directory's. unlink holds `dir`'s lock while it
   // takes the page's (a user with a second write queued behind the first
   // gets it first): that directory is the page's alone, and it is removed
@@ -49,6 +49,20 @@ class PageChores {
   // waiting for a page's.
   static bool unlink_page(uid_t uid, int page, size_t size, std::string path,
                           std::string dir) noexcept;
+  // Moves a page's directory `dir` (in `runtime_dir`) out of the way, then
+  // removes it and its page on a chore. A rename of a directory takes
+  // RuntimeDir's lock and the directories', never the page's, so this is
+  // how the agent's thread replaces a page whose user may hold its lock:
+  // the fresh page can be made at once in a new `dir`. False (and `dir`
+  // left as it is) where the rename fails.
+  // As unlink_page, the page is first truncated to `size` (the storage of a
+  // page grown past it goes; processes that map it keep what they map).
+  static bool set_aside(uid_t uid, const std::string& runtime_dir, const std::string& dir,
+                        size_t size) noexcept;
+  // Names set_aside gives (kSetAsidePrefix...): removed at an agent's start.
+  static constexpr const char* kSetAsidePrefix = "gone-";
+  // Removes what set_aside left (the directory `dir` and its page), on a chore.
+  static bool remove_set_aside(uid_t uid, std::string dir, size_t size) noexcept;
   // Unlinks `path` if it still names the file `page` is a descriptor of
   // (on a chore: unlink takes the file's lock). Only the agent makes names
   // in a page's directory (root's, 0711), so what this checks cannot change

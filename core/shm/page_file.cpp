@@ -45,6 +45,11 @@ Result<Mapping> map_fd(int fd, size_t size, Access access) {
 
 namespace {
 
+Error users_page(const std::string& path) {
+  return Error{path + " is a page its user owns and cannot be repaired or replaced in place",
+               EBUSY};
+}
+
 // `may_replace`: an existing file of the wrong size is replaced (once).
 Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_t gid, mode_t mode,
                            bool may_replace) {
@@ -57,8 +62,11 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
     // a lease on it, which would block this open for lease-break-time (45 s)
     // per page; a leased page is replaced like a damaged one.
     fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0 && errno == EWOULDBLOCK && may_replace)
-      return replace_page_file(path, size, uid, gid, mode);
+    if (fd < 0 && errno == EWOULDBLOCK) {
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) == 0 && st.st_uid != 0) return users_page(path);
+      if (may_replace) return replace_page_file(path, size, uid, gid, mode);
+    }
     if (fd < 0) return Error{errno_text("open " + path)};
   } else {
     const int err = errno;
@@ -68,6 +76,15 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Error{errno_text("fstat " + path)};
   if (!S_ISREG(st.st_mode)) return Error{path + " is not a regular file"};
+  // A user's file is never changed here: each change takes the file's
+  // lock, which its user can hold for as long as it likes (a write() into
+  // the file from a buffer on a FUSE file that never answers), and so would
+  // an unlink to replace it. Its mode and group are its user's to choose.
+  const bool users = !page.created && st.st_uid != 0;
+  if (users && (st.st_uid != uid || static_cast<size_t>(st.st_size) != size)) {
+    page.fd.reset();
+    return users_page(path);
+  }
   if (!page.created && static_cast<size_t>(st.st_size) != size) {
     // Another layout's page (an upgrade) or a damaged one: start over in a
     // new file. Resizing this one would SIGBUS the processes that still map
@@ -93,8 +110,9 @@ Result<PageFile> open_page(const std::string& path, size_t size, uid_t uid, gid_
     if (page.created) ::unlink(path.c_str());  // still root's: nothing to keep
     return error;
   };
-  if ((st.st_mode & 07777) != mode && ::fchmod(fd, mode) != 0) return fail("chmod");
-  if ((st.st_uid != uid || st.st_gid != gid) && ::fchown(fd, uid, gid) != 0) return fail("chown");
+  if (!users && (st.st_mode & 07777) != mode && ::fchmod(fd, mode) != 0) return fail("chmod");
+  if (!users && (st.st_uid != uid || st.st_gid != gid) && ::fchown(fd, uid, gid) != 0)
+    return fail("chown");
   auto mapping = map_fd(fd, size, Access::kReadWrite);
   if (!mapping) return Error{path + ": " + mapping.error()};
   page.mapping = std::move(*mapping);

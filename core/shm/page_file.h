@@ -44,7 +44,10 @@ Result<Mapping> map_fd(int fd, size_t size, Access access);
 // Creates or reopens a page file of `size` bytes at `path`, owned by uid:gid
 // with `mode`. `created` tells whether it is new (zero-filled). An existing
 // file of another size is replaced by a new one, never resized: processes
-// that map it keep what they map.
+// that map it keep what they map. A file a user (not root) owns is neither
+// changed nor replaced: the error's code is EBUSY where it is not what it
+// should be (another size or owner, or a lease on it), and the caller moves
+// it out of the way (its lock may be held: see nodeagent/page_chores.h).
 struct PageFile {
   UniqueFd fd;
   Mapping mapping;

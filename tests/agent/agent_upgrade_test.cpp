@@ -70,10 +70,10 @@ TEST(AgentUpgrade, PagesOfAnotherLayoutAreLeftToTheirShimsNotTakenOver) {
   // file is gone from the runtime directory (its processes keep their map).
   EXPECT_EQ(agent.call(protocol::ShowRequest{created->instance_id})->status,
             ReplyStatus::kNotFound);
-  const std::string instance_page =
-      agent.dir() + "/run/instance-" + std::to_string(created->instance_id) + ".d/page";
-  EXPECT_EQ(inode_of(instance_page), 0u) << instance_page;
-  EXPECT_NE(agent.log().find("removed " + instance_page + ": no agent holds instance"),
+  const std::string instance_dir =
+      agent.dir() + "/run/instance-" + std::to_string(created->instance_id) + ".d";
+  EXPECT_EQ(inode_of(instance_dir + "/page"), 0u) << instance_dir;
+  EXPECT_NE(agent.log().find("removing " + instance_dir + ": no agent holds instance"),
             std::string::npos)
       << agent.log();
   // The old page is as the previous agent left it: its shims read their own
@@ -107,7 +107,10 @@ TEST(AgentUpgrade, ASecondAgentOnTheSameRuntimeDirectoryIsRefused) {
 }
 
 // Pages of an agent before page directories (RuntimeDir/instance-N): a
-// restarted agent takes them over where they are, and removes them.
+// restarted agent takes them over where they are. Their names go at the next
+// start after their instances ended, not while the agent runs: an unlink in
+// RuntimeDir that waits on a page's lock (its user can hold it) would hold
+// RuntimeDir's, which every create takes.
 TEST(AgentUpgrade, PagesOfTheLayoutBeforePageDirectoriesAreTakenOver) {
   AgentProcess agent;
   ASSERT_TRUE(agent.start()) << agent.log();
@@ -137,10 +140,22 @@ TEST(AgentUpgrade, PagesOfTheLayoutBeforePageDirectoriesAreTakenOver) {
   EXPECT_NE(access(dir.c_str(), F_OK), 0);
   for (int fd : att->fds)
     close(fd);
-  // Removed from where it is (on a chore worker: the deadline only ends a
-  // failing case).
   EXPECT_EQ(agent.call(protocol::RemoveRequest{1, protocol::kAllSteps, 0})->status,
             protocol::ReplyStatus::kOk);
+  // A new step of the job gets a page directory, whatever the old name.
+  auto next = agent.call(create_request(1, 50, 0));
+  ASSERT_TRUE(next) << next.error();
+  ASSERT_EQ(next->status, protocol::ReplyStatus::kOk) << next->text;
+  EXPECT_EQ(
+      access(
+          (agent.dir() + "/run/instance-" + std::to_string(next->instance_id) + ".d/page").c_str(),
+          F_OK),
+      0);
+  EXPECT_EQ(access(legacy.c_str(), F_OK), 0) << "unlinked in RuntimeDir while the agent runs";
+  // The next start removes it (on a chore worker: the deadline only ends a
+  // failing case).
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (access(legacy.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -214,6 +214,69 @@ TEST_F(PageGrowth, AJobHoldingItsPagesLockDoesNotStopTheAgent) {
   }
 }
 
+// What a job does to its page before it holds the page's lock across an
+// agent's restart: what a restarted agent used to repair in place on its
+// only thread (chmod, chown, an unlink to replace it), each waiting on that
+// lock before the agent ever served.
+struct PageChange {
+  const char* name;
+  bool (*apply)(int page);
+  bool replaced;  // a fresh page (another size), or the same page kept
+};
+
+void PrintTo(const PageChange& change, std::ostream* out) {
+  *out << change.name;
+}
+
+class PageHeldAcrossARestart : public PageGrowth,
+                               public ::testing::WithParamInterface<PageChange> {};
+
+TEST_P(PageHeldAcrossARestart, TheRestartedAgentServes) {
+  if (geteuid() != 0) GTEST_SKIP() << "holds a lock through userfaultfd in write(): needs root";
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto created = agent.call(create_request(kMalloryJob, 50, kMallory));
+  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  const std::string path =
+      agent.dir() + "/run/instance-" + std::to_string(created->instance_id) + ".d/page";
+  agent.kill_hard();
+  UniqueFd page(open(path.c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(page.valid()) << path << ": " << std::strerror(errno);
+  struct stat before {};
+  ASSERT_EQ(fstat(page.get(), &before), 0);
+  ASSERT_TRUE(GetParam().apply(page.get())) << std::strerror(errno);
+  {
+    HeldInodeLock lock(page.get(), 0);  // within the page: its length stays
+    if (!lock.held()) GTEST_SKIP() << "userfaultfd cannot hold a write here";
+    ASSERT_TRUE(agent.start()) << "the restarted agent never served:\n" << agent.log();
+    auto shown = agent.call(protocol::ShowRequest{created->instance_id});
+    ASSERT_TRUE(shown) << shown.error();
+    EXPECT_EQ(shown->status, ReplyStatus::kOk) << shown->text;
+    struct stat now {};
+    ASSERT_EQ(stat(path.c_str(), &now), 0);
+    EXPECT_EQ(now.st_ino != before.st_ino, GetParam().replaced);
+    EXPECT_EQ(now.st_uid, kMallory);
+    EXPECT_TRUE(heartbeat_advances(agent)) << "the agent's ticks stopped";
+    auto next = agent.call(create_request(kHonestJob, 50, kHonest));
+    ASSERT_TRUE(next) << next.error();
+    EXPECT_EQ(next->status, ReplyStatus::kOk) << next->text;
+  }
+  // The lock is let go: a page set aside goes with its chore.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (page_chores_pending(agent) != 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "the chores never ended";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Changes, PageHeldAcrossARestart,
+    ::testing::Values(PageChange{"Mode", [](int fd) { return fchmod(fd, 0644) == 0; }, false},
+                      PageChange{"Group", [](int fd) { return fchown(fd, -1, 0) == 0; }, false},
+                      PageChange{"Size", [](int fd) { return ftruncate(fd, 8192) == 0; }, true}),
+    [](const ::testing::TestParamInfo<PageChange>& change) {
+      return std::string(change.param.name);
+    });
+
 // A tmpfs for RuntimeDir, as run-egpu.mount makes one: small, so that a job
 // can fill it. Detached at the end (the agent may still hold files there).
 class SmallRuntimeFilesystem {
