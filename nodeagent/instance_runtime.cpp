@@ -236,7 +236,17 @@ int InstanceRuntime::attach(pid_t pid) {
   repair_if_broken();
   auto* p = page();
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
-    if (shm::read_proc_slot(p->procs[i]).pid == pid) return static_cast<int>(i);
+    const shm::ProcReading r = shm::read_proc_slot(p->procs[i]);
+    if (r.pid != pid) continue;
+    if (!attached_.test(i)) {
+      // A slot the job wrote this pid into itself, not one the agent gave:
+      // it is looked at from now on (scan() reads only attached slots, so
+      // the process would run uncharged), from what it says now.
+      seen_device_ns_[i] = r.device_ns;
+      seen_launches_[i] = r.launches;
+      attached_.set(i);
+    }
+    return static_cast<int>(i);
   }
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     // A slot the job wrote a negative pid into reads as free, as in scan().

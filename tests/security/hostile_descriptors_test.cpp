@@ -313,6 +313,53 @@ TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAProcess) {
   expect_agent_serving();
 }
 
+// A job writes a pid of its own into a slot the agent never gave out, and
+// that process then attaches: the agent hands it that slot, and must look
+// at it from then on. It did not (it read only the slots it gave out), so
+// the process ran unseen: its device time uncharged, never counted.
+TEST_F(HostileDescriptors, AProcessAttachingToAForgedSlotIsLookedAt) {
+  const int rc = run_as(kMallory, [&] {
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+    auto page = shm::map_fd(att->fds[1], sizeof(shm::InstancePage), shm::Access::kReadWrite);
+    if (!page) return 1;
+    int go[2], slot[2];
+    if (pipe(go) != 0 || pipe(slot) != 0) return 1;
+    const pid_t second = fork();
+    if (second == 0) {
+      char byte;
+      if (read(go[0], &byte, 1) != 1) _exit(1);
+      auto mine = attach(agent.socket(), kMalloryJob, 0, 0);
+      const uint32_t got =
+          mine && mine->reply.status == ReplyStatus::kOk ? mine->reply.proc_slot : UINT32_MAX;
+      if (write(slot[1], &got, sizeof got) != sizeof got) _exit(1);
+      pause();
+      _exit(0);
+    }
+    const uint32_t forged = att->reply.proc_slot == 7 ? 8 : 7;
+    page->as<shm::InstancePage>()->procs[forged].pid.store(second);
+    uint32_t got = UINT32_MAX;
+    const bool told = write(go[1], "x", 1) == 1 && read(slot[0], &got, sizeof got) == sizeof got;
+    int result = !told || got != forged ? 2 : 3;
+    if (result == 3) {
+      auto c = protocol::ControlClient::connect(agent.socket(), 3000);
+      if (c) {
+        auto st = c->call(protocol::StatusRequest{0, 0});
+        const auto j = st ? nlohmann::json::parse(st->text) : nlohmann::json::object();
+        for (const auto& inst : j["gpus"][0]["instances"]) {
+          const bool mine = inst.at("job").template get<uint64_t>() == kMalloryJob;
+          if (mine && inst.value("processes", -1) == 2) result = 0;
+        }
+      }
+    }
+    kill(second, SIGKILL);
+    waitpid(second, nullptr, 0);
+    return result;
+  });
+  EXPECT_EQ(rc, 0) << "2: the attach did not get the forged slot; 3: its process is not counted";
+  expect_agent_serving();
+}
+
 // A restart of the agent after a truncation keeps the instance (its page is
 // started afresh), instead of dropping it and freeing its units to others.
 TEST_F(HostileDescriptors, ARestartAfterATruncationKeepsTheInstance) {
