@@ -10,6 +10,7 @@
 #include "core/util/clock.h"
 #include "core/util/log.h"
 #include "nodeagent/agent.h"
+#include "nodeagent/page_chores.h"
 #include "nodeagent/status_report.h"
 
 namespace egpu::agent {
@@ -136,6 +137,17 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   spec.spans_nodes = (r.flags & protocol::kCreateSpansNodes) != 0;
   if (r.gpu_index < arbiters_.size() && (r.flags & protocol::kCreateUmbrella) == 0) {
     spec.umbrella_mem_used = umbrella_memory_used(r.job_id, r.gpu_index);
+  }
+  // Each of a user's chores waiting its turn holds a descriptor of a page
+  // (PageChores): a user whose jobs hold their pages' locks would otherwise
+  // make every step it ends cost the agent one, for good.
+  if (const size_t backlog = PageChores::backlog(r.uid);
+      peer.uid == 0 && backlog >= PageChores::kMaxBacklogPerUser) {
+    return {reply(error_reply(ReplyStatus::kFull,
+                              "uid " + std::to_string(r.uid) + " has " + std::to_string(backlog) +
+                                  " page chores waiting (its jobs hold their pages' locks): no "
+                                  "new step of its own until they finish"),
+                  id)};
   }
   const model::Instance* inst = nullptr;
   auto o = registry_->create(peer.uid, spec, &inst);

@@ -45,6 +45,14 @@ class UserTurns {
     return n;
   }
 
+  std::size_t backlog(uid_t uid) {
+    std::lock_guard lock(mu_);
+    const auto it = users_.find(uid);
+    return it == users_.end()
+               ? 0
+               : it->second.waiting.size() + static_cast<std::size_t>(it->second.running);
+  }
+
  private:
   struct User {
     int running = 0;
@@ -161,6 +169,10 @@ bool PageChores::remove_set_aside(uid_t uid, std::string dir, size_t size) noexc
     }
     ::rmdir(dir.c_str());
   });
+}
+
+std::size_t PageChores::backlog(uid_t uid) {
+  return turns().backlog(uid);
 }
 
 std::size_t PageChores::pending() {

@@ -24,6 +24,9 @@ class PageChores {
  public:
   static constexpr int kMaxWorkers = 64;
   static constexpr int kPerUser = 2;
+  // Chores of one user, running and waiting, past which the agent makes no
+  // new page of that user's (each waiting chore holds a page's descriptor).
+  static constexpr std::size_t kMaxBacklogPerUser = 64;
 
   // Starts the first worker (at the agent's start: a failure is a failed
   // start, not an exception in the event loop).
@@ -71,6 +74,8 @@ class PageChores {
   static bool unlink_if_named(int page, const std::string& path);
   // Chores waiting or running: for tests and the status.
   static std::size_t pending();
+  // Those of `uid`.
+  static std::size_t backlog(uid_t uid);
 
  private:
   static bool queue(uid_t uid, std::function<void()> chore);

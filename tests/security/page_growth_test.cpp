@@ -21,11 +21,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/protocol/control_client.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
 #include "core/util/unique_fd.h"
+#include "nodeagent/page_chores.h"
 #include "tests/agent/agent_fixture.h"
 #include "tests/security/agent_checks.h"
 #include "tests/security/tenants.h"
@@ -212,6 +214,54 @@ TEST_F(PageGrowth, AJobHoldingItsPagesLockDoesNotStopTheAgent) {
     ASSERT_LT(std::chrono::steady_clock::now(), until) << "the chores never ended";
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+// A user's jobs hold the locks of two pages, whose removals then wait on
+// its two chore workers; every later step it ends queues one more chore,
+// each holding a descriptor. Past the bound its new steps are refused (its
+// neighbours' are not), until the locks are let go.
+TEST_F(PageGrowth, AUserWhoseJobsHoldTheirPagesLocksGetsNoNewStepsPastABacklog) {
+  if (geteuid() != 0) GTEST_SKIP() << "holds a lock through userfaultfd in write(): needs root";
+  ASSERT_TRUE(agent.start()) << agent.log();
+  std::vector<UniqueFd> pages;
+  std::vector<std::unique_ptr<HeldInodeLock>> locks;
+  for (uint64_t job : {uint64_t{10}, uint64_t{11}}) {
+    auto created = agent.call(create_request(job, 10, kMallory));
+    ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+    const std::string path =
+        agent.dir() + "/run/instance-" + std::to_string(created->instance_id) + ".d/page";
+    pages.emplace_back(open(path.c_str(), O_RDWR | O_CLOEXEC));
+    ASSERT_TRUE(pages.back().valid()) << path;
+    locks.push_back(std::make_unique<HeldInodeLock>(pages.back().get(), 0));
+    if (!locks.back()->held()) GTEST_SKIP() << "userfaultfd cannot hold a write here";
+    ASSERT_EQ(agent.call(protocol::RemoveRequest{job, protocol::kAllSteps, 0})->status,
+              ReplyStatus::kOk);
+  }
+  uint64_t job = 100;
+  Result<protocol::Reply> refused = Error{"never refused"};
+  for (; job < 100 + 2 * agent::PageChores::kMaxBacklogPerUser; ++job) {
+    auto created = agent.call(create_request(job, 10, kMallory));
+    ASSERT_TRUE(created) << created.error();
+    if (created->status != ReplyStatus::kOk) {
+      refused = std::move(created);
+      break;
+    }
+    ASSERT_EQ(agent.call(protocol::RemoveRequest{job, protocol::kAllSteps, 0})->status,
+              ReplyStatus::kOk);
+  }
+  ASSERT_TRUE(refused) << refused.error();
+  EXPECT_EQ(refused->status, ReplyStatus::kFull);
+  EXPECT_NE(refused->text.find("page chores waiting"), std::string::npos) << refused->text;
+  EXPECT_EQ(job - 100, agent::PageChores::kMaxBacklogPerUser - 2) << "refused at another backlog";
+  EXPECT_EQ(agent.call(create_request(kHonestJob, 50, kHonest))->status, ReplyStatus::kOk);
+  locks.clear();  // the locks are let go: the chores finish, and its steps start again
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (page_chores_pending(agent) != 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "the chores never ended";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto again = agent.call(create_request(job, 10, kMallory));
+  EXPECT_EQ(again->status, ReplyStatus::kOk) << again->text;
 }
 
 // What a job does to its page before it holds the page's lock across an
