@@ -21,7 +21,10 @@
 // out. And before Linux 6.9 (or its backported unix GC rework) a sender may
 // run the kernel's unix garbage collector synchronously once 16000
 // descriptors are in flight, and that can release such a file in whichever
-// process sends next, the agent included.
+// process sends next, the agent included. The way out (README): peek each
+// message without room (MSG_PEEK drops nothing, and says MSG_CTRUNC), and
+// hand a connection that passes descriptors, unread, to a disposal process:
+// any close of such a file, the agent's own copy's too, calls its flush.
 #pragma once
 
 #include <sys/socket.h>
