@@ -156,7 +156,10 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
   auto runtime = InstanceRuntime::open(settings_.runtime_dir, instance, reopen);
   if (!runtime) return runtime.failure();
   auto channel = WakeChannel::create();
-  if (!channel) return Error{channel.error()};
+  if (!channel) {
+    unlink_elsewhere(*runtime, instance.uid);
+    return Error{channel.error()};
+  }
   const int64_t now = monotonic_ns();
   if (Status s = policy_.join(instance.slot, target, instance.mode, now); !s.ok()) {
     unlink_elsewhere(*runtime, instance.uid);

@@ -14,6 +14,7 @@
 #include "core/quota/memory_quota.h"
 #include "core/shm/latency_counts.h"
 #include "core/shm/proc_slot_io.h"
+#include "core/util/clock.h"
 #include "core/util/log.h"
 #include "nodeagent/page_chores.h"
 
@@ -190,9 +191,18 @@ void InstanceRuntime::repair_if_broken() {
   auto fresh = open(runtime_dir_, identity_, /*reopen=*/false);
   if (!fresh) {
     // Tried again at the next look (what failed may have left a page of its
-    // user's there: that is set aside then).
-    EGPU_LOG_WARN("instance %llu: its user truncated its page, which cannot be replaced: %s",
-                  static_cast<unsigned long long>(identity_.id), fresh.error().c_str());
+    // user's there: that is set aside then). A user racing each fresh page
+    // fails every look: logged once a minute.
+    ++repair_failures_;
+    const int64_t now = monotonic_ns();
+    if (repair_warned_ns_ == 0 || now - repair_warned_ns_ >= 60'000'000'000) {
+      repair_warned_ns_ = now;
+      EGPU_LOG_WARN(
+          "instance %llu: its user truncated its page, which cannot be replaced (%llu tries so "
+          "far): %s",
+          static_cast<unsigned long long>(identity_.id),
+          static_cast<unsigned long long>(repair_failures_), fresh.error().c_str());
+    }
     return;
   }
   const uint64_t total = device_ns_total_;

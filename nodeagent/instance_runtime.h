@@ -102,6 +102,9 @@ class InstanceRuntime {
   int64_t pending_device_ns_ = 0;  // from reclaimed slots, charged at the next scan
   // The storage the page may hold before take_back_growth() takes some back.
   uint64_t may_hold_ = (sizeof(shm::InstancePage) + 4095) / 4096 * 4096;
+  // Replacements of a truncated page that failed, and when that was last logged.
+  uint64_t repair_failures_ = 0;
+  int64_t repair_warned_ns_ = 0;
   // Shared with the page's chore while one runs (at most one at a time).
   struct ChoreState {
     std::atomic<bool> busy{false};
