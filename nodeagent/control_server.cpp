@@ -1,5 +1,7 @@
 #include "nodeagent/control_server.h"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,6 +25,15 @@ namespace {
 constexpr int kAcceptBatch = 64;
 // A user can provoke refusals at will; say so at most this often.
 constexpr int64_t kWarnIntervalNs = 10'000'000'000;
+
+// How often parked connections and unread closed ones are looked at.
+constexpr int64_t kSweepNs = 20'000'000;
+
+// Bytes this end sent that its peer has not read yet.
+int unread_by_peer(int fd) {
+  int n = 0;
+  return ::ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? n : 0;
+}
 
 timespec monotonic_now() {
   timespec t{};
@@ -50,11 +61,14 @@ ControlServer::ControlServer(event_base* base, std::string path, UniqueFd fd, Ha
       limits_(limits) {}
 
 ControlServer::~ControlServer() {
+  sweep_ev_.reset();
   for (auto& [fd, c] : conns_) {
     c->ev.reset();
     close_client_socket(std::move(c->fd));
   }
   conns_.clear();
+  for (auto& u : unread_)
+    close_client_socket(std::move(u.fd));
   resume_ev_.reset();
   listen_ev_.reset();
   ::unlink(path_.c_str());
@@ -132,7 +146,7 @@ void ControlServer::pause_accepting(int err) {
 }
 
 bool ControlServer::admit(const PeerCred& peer) {
-  if (conns_.size() >= limits_.max_connections) {
+  if (conns_.size() + unread_.size() >= limits_.max_connections) {
     if (should_warn()) {
       EGPU_LOG_WARN("control socket: all %zu connections in use; refusing uid %u",
                     limits_.max_connections, static_cast<unsigned>(peer.uid));
@@ -236,6 +250,13 @@ void ControlServer::on_readable(evutil_socket_t fd, short what, void* arg) {
     self->close_connection(static_cast<int>(fd));
     return;
   }
+  // A client that sends requests without reading the replies would have
+  // the agent queue them (kernel memory, the agent's) until its socket's
+  // buffer is full: its next request waits until it has read the last reply.
+  if (unread_by_peer(static_cast<int>(fd)) > 0) {
+    self->park(c);
+    return;
+  }
   if (!self->serve(c)) return;  // closed
   if (!self->arm(c)) self->close_connection(static_cast<int>(fd));
 }
@@ -310,13 +331,66 @@ void ControlServer::close_connection(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   const uid_t uid = it->second->peer.uid;
+  UniqueFd socket = std::move(it->second->fd);
+  conns_.erase(it);  // its event first, then the socket
+  if (uid != 0 && unread_by_peer(socket.get()) > 0) {
+    // Closed, its reply pinned until read: still its uid's (see Unread).
+    // Shut for reading: nothing more queues in it meanwhile.
+    ::shutdown(socket.get(), SHUT_RD);
+    unread_.push_back({std::move(socket), uid});
+    park(nullptr);
+    return;
+  }
   if (uid != 0) {
     --non_root_;
     per_uid_.give_back(uid);
   }
-  UniqueFd socket = std::move(it->second->fd);
-  conns_.erase(it);  // its event first, then the socket
   close_client_socket(std::move(socket));
+}
+
+void ControlServer::park(Connection* c) {
+  if (c != nullptr && !c->parked) {
+    event_del(c->ev.get());
+    c->parked = true;
+    c->parked_ns = to_ns(monotonic_now());
+  }
+  if (!sweep_ev_) sweep_ev_.reset(evtimer_new(base_, &ControlServer::on_sweep, this));
+  if (sweep_ev_ && evtimer_pending(sweep_ev_.get(), nullptr) == 0) {
+    const timeval every = to_timeval(kSweepNs);
+    evtimer_add(sweep_ev_.get(), &every);
+  }
+}
+
+void ControlServer::on_sweep(evutil_socket_t, short, void* arg) {
+  static_cast<ControlServer*>(arg)->sweep();
+}
+
+void ControlServer::sweep() {
+  const int64_t now = to_ns(monotonic_now());
+  bool again = false;
+  std::vector<int> to_close;
+  for (auto& [fd, c] : conns_) {
+    if (!c->parked) continue;
+    if (unread_by_peer(fd) == 0) {
+      c->parked = false;
+      if (!arm(c.get())) to_close.push_back(fd);  // its lifetime ran out
+    } else if (now - c->parked_ns >= int64_t{limits_.idle_timeout_s} * 1'000'000'000 ||
+               (c->peer.uid != 0 && now >= to_ns(c->deadline))) {
+      to_close.push_back(fd);  // idle, as far as its requests go
+    } else {
+      again = true;
+    }
+  }
+  for (int fd : to_close)
+    close_connection(fd);
+  std::erase_if(unread_, [&](Unread& u) {
+    if (unread_by_peer(u.fd.get()) > 0) return false;
+    --non_root_;
+    per_uid_.give_back(u.uid);
+    close_client_socket(std::move(u.fd));
+    return true;
+  });
+  if (again || !unread_.empty()) park(nullptr);
 }
 
 }  // namespace egpu::agent

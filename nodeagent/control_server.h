@@ -90,12 +90,25 @@ class ControlServer {
     EventHandle ev;
     ControlServer* owner;
     timespec deadline;  // end of the lifetime; unused for root
+    // Not read while its last reply is unread (see serve); since when.
+    bool parked = false;
+    int64_t parked_ns = 0;
+  };
+  // A closed connection whose reply its peer has not read: the reply's
+  // memory is the agent's socket's, pinned by the peer for as long as it
+  // keeps its end, so the socket still counts against its uid until then.
+  struct Unread {
+    UniqueFd fd;
+    uid_t uid;
   };
   ControlServer(event_base* base, std::string path, UniqueFd fd, Handler handler,
                 const ControlLimits& limits);
   static void on_accept(evutil_socket_t fd, short what, void* arg);
   static void on_resume(evutil_socket_t fd, short what, void* arg);
   static void on_readable(evutil_socket_t fd, short what, void* arg);
+  static void on_sweep(evutil_socket_t fd, short what, void* arg);
+  void park(Connection* c);
+  void sweep();
   void accept_batch();
   bool admit(const PeerCred& peer);
   void pause_accepting(int err);
@@ -113,7 +126,9 @@ class ControlServer {
   Handler handler_;
   ControlLimits limits_;
   std::map<int, std::unique_ptr<Connection>> conns_;
-  PerUidCount per_uid_;  // open connections of each non-root uid
+  std::vector<Unread> unread_;
+  EventHandle sweep_ev_;  // looks at parked connections and unread_ while there are any
+  PerUidCount per_uid_;   // open connections of each non-root uid
   size_t non_root_ = 0;
   uint64_t requests_ = 0;
   uint64_t rejected_ = 0;

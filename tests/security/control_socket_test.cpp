@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -599,6 +600,109 @@ TEST(ControlServerLimits, ChattyUserIsClosedAtTheLifetimeBoundRootOnlyWhenIdle) 
   waitpid(server, nullptr, 0);
   std::string cmd = "rm -rf '" + dir + "'";
   (void)!system(cmd.c_str());
+}
+
+// Bytes queued for reading on a SEQPACKET socket (all packets, not the next).
+int queued(int fd) {
+  int n = -1;
+  return ioctl(fd, FIONREAD, &n) == 0 ? n : -1;
+}
+
+// Waits (a minute at most: the deadline only ends a failing case) until
+// `fd` has at least `bytes` queued.
+bool queued_at_least(int fd, int bytes) {
+  const auto until = Clock::now() + seconds(60);
+  while (queued(fd) < bytes) {
+    if (Clock::now() > until) return false;
+    sleep_ms(5);
+  }
+  return true;
+}
+
+struct EchoServer {
+  explicit EchoServer(const agent::ControlLimits& limits) {
+    char tmpl[] = "/tmp/egpu-control-limits-XXXXXX";
+    dir = mkdtemp(tmpl);
+    chmod(dir.c_str(), 0755);
+    path = dir + "/agent.sock";
+    pid = start_server(path, limits);
+  }
+  ~EchoServer() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    std::string cmd = "rm -rf '" + dir + "'";
+    (void)!system(cmd.c_str());
+  }
+  std::string dir, path;
+  pid_t pid = -1;
+};
+
+// A client that sends requests and reads no reply: the server answers the
+// first and reads the next only once that reply is read. It queued every
+// reply (up to its 2 MiB send buffer, then closed the connection and freed
+// the slot), so a user looping that pinned the agent's memory without bound.
+TEST(ControlServerLimits, ARequestWaitsUntilTheLastReplyIsRead) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play another uid";
+  EchoServer server{agent::ControlLimits{}};
+  ASSERT_GT(server.pid, 0);
+  const int rc = run_as(kMallory, [&] {
+    const int fd = connect_unix(server.path);
+    if (fd < 0) return 1;
+    const char msg[] = "ping";  // 5 bytes, echoed
+    for (int i = 0; i < 10; ++i)
+      if (send(fd, msg, sizeof msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof msg)) return 1;
+    if (!queued_at_least(fd, 5)) return 2;
+    sleep_ms(300);
+    if (queued(fd) != 5) return 3;  // more than one reply queued
+    // Each reply read lets the next request through, to the last.
+    char buf[64];
+    for (int i = 0; i < 10; ++i) {
+      if (!queued_at_least(fd, 5)) return 4;
+      if (recv(fd, buf, sizeof buf, MSG_DONTWAIT) != 5) return 5;
+    }
+    close(fd);
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "3: replies were queued that the client did not read";
+}
+
+// The server closes an idle connection whose reply was never read; the
+// reply's memory stays pinned by the client's end, so the connection still
+// counts against the user until the client reads it or lets go.
+TEST(ControlServerLimits, AConnectionClosedWithItsReplyUnreadStillCounts) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play another uid";
+  agent::ControlLimits limits;
+  limits.per_uid = 1;
+  limits.idle_timeout_s = 1;
+  EchoServer server{limits};
+  ASSERT_GT(server.pid, 0);
+  const int rc = run_as(kMallory, [&] {
+    const int first = connect_unix(server.path);
+    const char msg[] = "ping";
+    if (first < 0 || send(first, msg, sizeof msg, MSG_NOSIGNAL) != sizeof msg) return 1;
+    if (!queued_at_least(first, 5)) return 2;
+    sleep_ms(2500);  // past the idle timeout: closed by the server, unread
+    const int second = connect_unix(server.path);
+    if (second >= 0 && ping(second)) return 3;  // served: the unread one did not count
+    if (second >= 0) close(second);
+    char buf[64];
+    if (recv(first, buf, sizeof buf, MSG_DONTWAIT) != 5) return 4;
+    // Read: the slot is free again (within a sweep; a minute at most).
+    const auto until = Clock::now() + seconds(60);
+    for (;;) {
+      const int third = connect_unix(server.path);
+      const bool served = third >= 0 && ping(third) && !closed_within(third, seconds(0));
+      if (third >= 0) close(third);
+      if (served) break;
+      if (Clock::now() > until) return 5;
+      sleep_ms(50);
+    }
+    close(first);
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "3: a second connection was admitted past the user's one";
 }
 
 }  // namespace
