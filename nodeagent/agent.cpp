@@ -286,7 +286,7 @@ void Agent::remove_orphan_pages() {
       // A legacy page goes once its instance has gone or moved to a page
       // directory. Its name is in RuntimeDir, so an unlink that waits on
       // its lock holds RuntimeDir's meanwhile (README: what is left).
-      if (inst != nullptr && (runtime == nullptr || runtime->path() == path)) continue;
+      if (inst != nullptr && (runtime == nullptr || runtime->dir().empty())) continue;
       const bool queued = PageChores::run(owner(path), [path] {
         const int page = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (page < 0) return;

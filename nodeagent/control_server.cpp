@@ -26,8 +26,10 @@ constexpr int kAcceptBatch = 64;
 // A user can provoke refusals at will; say so at most this often.
 constexpr int64_t kWarnIntervalNs = 10'000'000'000;
 
-// How often parked connections and unread closed ones are looked at.
+// How often parked connections are looked at, and closed ones whose reply
+// is unread (which may stay so for good: looked at less often).
 constexpr int64_t kSweepNs = 20'000'000;
+constexpr int64_t kUnreadSweepNs = 1'000'000'000;
 
 // Bytes this end sent that its peer has not read yet.
 int unread_by_peer(int fd) {
@@ -254,7 +256,7 @@ void ControlServer::on_readable(evutil_socket_t fd, short what, void* arg) {
   // the agent queue them (kernel memory, the agent's) until its socket's
   // buffer is full: its next request waits until it has read the last reply.
   if (unread_by_peer(static_cast<int>(fd)) > 0) {
-    self->park(c);
+    if (!self->park(c)) self->close_connection(static_cast<int>(fd));
     return;
   }
   if (!self->serve(c)) return;  // closed
@@ -338,7 +340,7 @@ void ControlServer::close_connection(int fd) {
     // Shut for reading: nothing more queues in it meanwhile.
     ::shutdown(socket.get(), SHUT_RD);
     unread_.push_back({std::move(socket), uid});
-    park(nullptr);
+    (void)sweep_in(kUnreadSweepNs);  // else looked at when a connection parks
     return;
   }
   if (uid != 0) {
@@ -348,17 +350,24 @@ void ControlServer::close_connection(int fd) {
   close_client_socket(std::move(socket));
 }
 
-void ControlServer::park(Connection* c) {
-  if (c != nullptr && !c->parked) {
-    event_del(c->ev.get());
-    c->parked = true;
-    c->parked_ns = to_ns(monotonic_now());
-  }
+bool ControlServer::park(Connection* c) {
+  if (!sweep_in(kSweepNs)) return false;  // never parked where nothing would look again
+  event_del(c->ev.get());
+  c->parked = true;
+  c->parked_ns = to_ns(monotonic_now());
+  return true;
+}
+
+bool ControlServer::sweep_in(int64_t ns) {
   if (!sweep_ev_) sweep_ev_.reset(evtimer_new(base_, &ControlServer::on_sweep, this));
-  if (sweep_ev_ && evtimer_pending(sweep_ev_.get(), nullptr) == 0) {
-    const timeval every = to_timeval(kSweepNs);
-    evtimer_add(sweep_ev_.get(), &every);
-  }
+  if (!sweep_ev_) return false;
+  // A sweep due sooner stays; one due later is brought forward.
+  const int64_t due = to_ns(monotonic_now()) + ns;
+  if (evtimer_pending(sweep_ev_.get(), nullptr) != 0 && sweep_due_ns_ <= due) return true;
+  const timeval after = to_timeval(ns);
+  if (evtimer_add(sweep_ev_.get(), &after) != 0) return false;
+  sweep_due_ns_ = due;
+  return true;
 }
 
 void ControlServer::on_sweep(evutil_socket_t, short, void* arg) {
@@ -390,7 +399,18 @@ void ControlServer::sweep() {
     close_client_socket(std::move(u.fd));
     return true;
   });
-  if (again || !unread_.empty()) park(nullptr);
+  if (again) {
+    if (!sweep_in(kSweepNs)) {
+      // Nothing would look at the parked ones again: close them.
+      std::vector<int> parked;
+      for (auto& [fd, c] : conns_)
+        if (c->parked) parked.push_back(fd);
+      for (int fd : parked)
+        close_connection(fd);
+    }
+  } else if (!unread_.empty()) {
+    (void)sweep_in(kUnreadSweepNs);
+  }
 }
 
 }  // namespace egpu::agent

@@ -107,7 +107,8 @@ class ControlServer {
   static void on_resume(evutil_socket_t fd, short what, void* arg);
   static void on_readable(evutil_socket_t fd, short what, void* arg);
   static void on_sweep(evutil_socket_t fd, short what, void* arg);
-  void park(Connection* c);
+  bool park(Connection* c);
+  bool sweep_in(int64_t ns);
   void sweep();
   void accept_batch();
   bool admit(const PeerCred& peer);
@@ -127,8 +128,9 @@ class ControlServer {
   ControlLimits limits_;
   std::map<int, std::unique_ptr<Connection>> conns_;
   std::vector<Unread> unread_;
-  EventHandle sweep_ev_;  // looks at parked connections and unread_ while there are any
-  PerUidCount per_uid_;   // open connections of each non-root uid
+  EventHandle sweep_ev_;      // looks at parked connections and unread_ while there are any
+  int64_t sweep_due_ns_ = 0;  // when sweep_ev_ fires (CLOCK_MONOTONIC), while pending
+  PerUidCount per_uid_;       // open connections of each non-root uid
   size_t non_root_ = 0;
   uint64_t requests_ = 0;
   uint64_t rejected_ = 0;

@@ -188,6 +188,11 @@ void InstanceRuntime::repair_if_broken() {
   // its directory is set aside (PageChores::set_aside, in open), and a page
   // of the legacy layout is left where it is, to the next start's cleanup.
   // Meanwhile, and where no fresh page can be made, the page reads as zeros.
+  // Each replacement leaves a chore (the removal of what was set aside): a
+  // user that truncates every fresh page while its jobs hold the workers
+  // gets no more replacements past its chore backlog, which bounds what it
+  // leaves in RuntimeDir.
+  if (PageChores::backlog(identity_.uid) >= PageChores::kMaxBacklogPerUser) return;
   auto fresh = open(runtime_dir_, identity_, /*reopen=*/false);
   if (!fresh) {
     // Tried again at the next look (what failed may have left a page of its

@@ -129,10 +129,9 @@ bool PageChores::unlink_page(uid_t uid, int page, size_t size, std::string path,
     // next start's cleanup.
     const bool unlinked = !dir.empty() && unlink_if_named(page, path);
     ::close(page);
-    // The directory goes with the name (a page that took the name since
-    // keeps both; rmdir leaves a directory that is not empty anyway).
-    struct stat st {};
-    if (!dir.empty() && (unlinked || ::lstat(path.c_str(), &st) != 0)) ::rmdir(dir.c_str());
+    // The directory goes with the name, only (one whose name went another
+    // way is left to the next start's cleanup).
+    if (unlinked) ::rmdir(dir.c_str());
   });
   if (!queued) ::close(page);
   return queued;
