@@ -120,18 +120,30 @@ bool PageChores::unlink_if_named(int page, const std::string& path) {
   return ::unlink(path.c_str()) == 0;
 }
 
+bool PageChores::truncate_and_unlink(int page, size_t size, const std::string& path, bool unlink) {
+  (void)!::ftruncate(page, static_cast<off_t>(size));
+  const bool unlinked = unlink && unlink_if_named(page, path);
+  ::close(page);
+  return unlinked;
+}
+
+bool PageChores::remove_page_at(const std::string& path, size_t size) {
+  // Blocking is the worker's to bear here (a lease the job holds breaks
+  // in lease-break-time; a held lock waits).
+  const int page = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (page < 0) return false;
+  (void)truncate_and_unlink(page, size, path, true);
+  return true;
+}
+
 bool PageChores::unlink_page(uid_t uid, int page, size_t size, std::string path,
                              std::string dir) noexcept {
   const bool queued = run(uid, [page, size, path = std::move(path), dir = std::move(dir)] {
-    (void)!::ftruncate(page, static_cast<off_t>(size));
     // A legacy page's name is in RuntimeDir: an unlink stuck on its lock
     // would hold RuntimeDir's, which every create takes. It stays, for the
-    // next start's cleanup.
-    const bool unlinked = !dir.empty() && unlink_if_named(page, path);
-    ::close(page);
-    // The directory goes with the name, only (one whose name went another
-    // way is left to the next start's cleanup).
-    if (unlinked) ::rmdir(dir.c_str());
+    // next start's cleanup. The directory goes with the name, only (one
+    // whose name went another way is left to the next start's cleanup).
+    if (truncate_and_unlink(page, size, path, !dir.empty())) ::rmdir(dir.c_str());
   });
   if (!queued) ::close(page);
   return queued;
@@ -156,16 +168,8 @@ bool PageChores::set_aside(uid_t uid, const std::string& runtime_dir, const std:
 bool PageChores::remove_set_aside(uid_t uid, std::string dir, size_t size) noexcept {
   return run(uid, [dir = std::move(dir), size] {
     const std::string path = dir + "/page";
-    // Blocking is the worker's to bear here (a lease the job holds breaks
-    // in lease-break-time; a held lock waits).
-    const int page = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (page >= 0) {
-      (void)!::ftruncate(page, static_cast<off_t>(size));
-      (void)unlink_if_named(page, path);
-      ::close(page);
-    } else {
-      ::unlink(path.c_str());  // not a regular file of the agent's: never mapped
-    }
+    // Not a regular file of the agent's (never mapped): only its name goes.
+    if (!remove_page_at(path, size)) ::unlink(path.c_str());
     ::rmdir(dir.c_str());
   });
 }

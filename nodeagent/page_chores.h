@@ -72,6 +72,10 @@ class PageChores {
   // under it but by the agent itself: an instance id used again before an
   // earlier chore of that id ran must not lose its page's name.
   static bool unlink_if_named(int page, const std::string& path);
+  // Opens the page `path` names, truncates it to `size` and unlinks the
+  // name while it still names that page (on a chore); false where it
+  // cannot be opened.
+  static bool remove_page_at(const std::string& path, size_t size);
   // Chores waiting or running: for tests and the status.
   static std::size_t pending();
   // Those of `uid`.
@@ -79,6 +83,9 @@ class PageChores {
 
  private:
   static bool queue(uid_t uid, std::function<void()> chore);
+  // Truncates `page` to `size`, unlinks `path` if `unlink` and it still
+  // names `page`, and closes `page`; whether the name went.
+  static bool truncate_and_unlink(int page, size_t size, const std::string& path, bool unlink);
 };
 
 }  // namespace egpu::agent
