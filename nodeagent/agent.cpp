@@ -178,7 +178,7 @@ Status Agent::init() {
   settings.max_slots = static_cast<uint32_t>(config_.max_instances_per_gpu);
   // Judged before recovery places the recovered steps' gang windows.
   if (Status s = start_clock_watch(); !s) return s;
-  if (!start_disposal()) return Error{"cannot start the thread that closes what clients pass"};
+  if (!start_disposal()) return Error{"cannot start the thread that closes clients' sockets"};
   if (!PageChores::start()) return Error{"cannot start the thread that changes jobs' pages"};
   for (uint32_t gpu = 0; gpu < inventory->memory_bytes.size(); ++gpu) {
     std::vector<model::Instance> recovered;
@@ -287,13 +287,8 @@ void Agent::remove_orphan_pages() {
       // directory. Its name is in RuntimeDir, so an unlink that waits on
       // its lock holds RuntimeDir's meanwhile (README: what is left).
       if (inst != nullptr && (runtime == nullptr || runtime->dir().empty())) continue;
-      const bool queued = PageChores::run(owner(path), [path] {
-        const int page = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-        if (page < 0) return;
-        (void)!::ftruncate(page, static_cast<off_t>(kSize));
-        (void)PageChores::unlink_if_named(page, path);
-        ::close(page);
-      });
+      const bool queued =
+          PageChores::run(owner(path), [path] { (void)PageChores::remove_page_at(path, kSize); });
       if (!queued) continue;
     }
     EGPU_LOG_INFO("removing %s: no agent holds instance %llu there", path.c_str(),
@@ -450,8 +445,10 @@ void Agent::on_kick(evutil_socket_t, short, void* arg) {
   k->last_kick_ns = now;
   const auto drained = self.arbiters_[g.gpu]->drain_wake(k->instance_id);
   if (drained == WakeChannel::Drained::kClosed) {
-    EGPU_LOG_WARN("instance %llu: its wake channel was shut down; no longer watched",
-                  static_cast<unsigned long long>(k->instance_id));
+    EGPU_LOG_WARN(
+        "instance %llu: its wake channel was shut down or sent descriptors; no longer "
+        "watched",
+        static_cast<unsigned long long>(k->instance_id));
     k->closed = true;
     event_del(k->ev.get());
     return;

@@ -66,16 +66,16 @@ ControlServer::~ControlServer() {
   sweep_ev_.reset();
   for (auto& [fd, c] : conns_) {
     c->ev.reset();
-    close_client_socket(std::move(c->fd));
+    close_client_socket(std::move(c->fd), c->peer.uid);
   }
   conns_.clear();
   for (auto& u : unread_)
-    close_client_socket(std::move(u.fd));
+    close_client_socket(std::move(u.fd), u.uid);
   resume_ev_.reset();
   listen_ev_.reset();
   ::unlink(path_.c_str());
   // Connections not yet accepted are released with it, and their queues.
-  close_elsewhere(std::move(listen_fd_));
+  close_elsewhere(std::move(listen_fd_), 0);
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
@@ -194,13 +194,13 @@ void ControlServer::accept_batch() {
     socklen_t len = sizeof cred;
     if (::getsockopt(client.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
       ++rejected_;
-      close_client_socket(std::move(client));
+      close_client_socket(std::move(client), kUnknownUid);
       continue;
     }
     const PeerCred peer{cred.pid, cred.uid, cred.gid};
     if (!admit(peer)) {
       ++rejected_;
-      close_client_socket(std::move(client));  // the agent keeps serving the others
+      close_client_socket(std::move(client), peer.uid);  // the agent keeps serving the others
       continue;
     }
     // Status replies can be several chunks; let them queue without blocking.
@@ -217,13 +217,13 @@ void ControlServer::accept_batch() {
     c->ev.reset(event_new(base_, cfd, EV_READ | EV_PERSIST, &ControlServer::on_readable, c.get()));
     if (!c->ev || !arm(c.get())) {
       c.reset();  // its event before the socket
-      close_client_socket(std::move(client));
+      close_client_socket(std::move(client), peer.uid);
       continue;
     }
     // admit() saw room, and nothing was counted since: the take cannot fail.
     if (peer.uid != 0 && !per_uid_.take(peer.uid, limits_.per_uid)) {
       c.reset();
-      close_client_socket(std::move(client));
+      close_client_socket(std::move(client), peer.uid);
       continue;
     }
     if (peer.uid != 0) ++non_root_;
@@ -271,17 +271,16 @@ bool ControlServer::serve(Connection* c) {
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  // Room for descriptors a client attaches: dropped by the kernel they
-  // would be closed on this thread (passed_descriptors.h).
-  PassedControl control;
-  expect_passed(msg, control);
-  const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+  // Peeked first: a message that carries descriptors is never taken in
+  // here (passed_descriptors.h).
+  bool passes = false;
+  const ssize_t n = receive_without_descriptors(fd, msg, MSG_DONTWAIT | MSG_TRUNC, &passes);
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) return true;
     close_connection(fd);
     return false;
   }
-  if (dispose_passed(msg) > 0) {
+  if (passes) {
     // No request carries descriptors: a client that sends some is not one.
     if (should_warn()) {
       EGPU_LOG_WARN("control socket: uid %u sent descriptors; connection closed",
@@ -347,7 +346,7 @@ void ControlServer::close_connection(int fd) {
     --non_root_;
     per_uid_.give_back(uid);
   }
-  close_client_socket(std::move(socket));
+  close_client_socket(std::move(socket), uid);
 }
 
 bool ControlServer::park(Connection* c) {
@@ -396,7 +395,7 @@ void ControlServer::sweep() {
     if (unread_by_peer(u.fd.get()) > 0) return false;
     --non_root_;
     per_uid_.give_back(u.uid);
-    close_client_socket(std::move(u.fd));
+    close_client_socket(std::move(u.fd), u.uid);
     return true;
   });
   if (again) {

@@ -155,7 +155,7 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
   }
   auto runtime = InstanceRuntime::open(settings_.runtime_dir, instance, reopen);
   if (!runtime) return runtime.failure();
-  auto channel = WakeChannel::create();
+  auto channel = WakeChannel::create(instance.uid);
   if (!channel) {
     unlink_elsewhere(*runtime, instance.uid);
     return Error{channel.error()};

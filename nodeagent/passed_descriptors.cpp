@@ -1,11 +1,15 @@
 #include "nodeagent/passed_descriptors.h"
 
+#include <sys/un.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
 
+#include "core/util/log.h"
+#include "nodeagent/disposal_processes.h"
 #include "nodeagent/worker_pool.h"
 
 namespace egpu::agent {
@@ -19,82 +23,107 @@ namespace {
 #define EGPU_SO_PASSRIGHTS 83
 #endif
 
-// Room for a message's credentials (SO_PASSCRED, set while draining) and
-// the most descriptors it can carry: descriptors without room are dropped
-// by the kernel in the receiver, here a disposal worker.
-struct DrainControl {
-  alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(ucred)) + sizeof(PassedControl::bytes)];
-};
+// Messages a close takes in before it hands the socket on anyway (a client
+// can queue more small ones than this; handing on is always safe).
+constexpr int kMaxTakenAtClose = 256;
 
-// Takes in what a shut client socket still holds, its descriptors queued
-// for closing, then closes it: the close purges nothing. With SO_PASSCRED
-// every message, even an empty one, comes with its sender's credentials,
-// which tells it from the end of a shut SEQPACKET socket (both read 0
-// bytes). A pending error (ECONNRESET) comes before the queue: go on.
-void drain_and_close(int fd) {
-  const int on = 1;
-  (void)::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
-  for (int i = 0; i < 1'000'000; ++i) {
-    char byte;
-    iovec iov{&byte, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    DrainControl control;
-    msg.msg_control = control.bytes;
-    msg.msg_controllen = sizeof control.bytes;
-    const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0) {
-      // A pending error comes once, before the queue: go on. EAGAIN: a
-      // datagram socket's queue is empty; anything else: nothing to read.
-      if (errno == EINTR || errno == ECONNRESET || errno == EPIPE) continue;
-      break;
-    }
-    dispose_passed(msg);
-    if (n == 0 && msg.msg_controllen == 0) break;  // the end: no message, no sender
-  }
-  ::close(fd);
+// Closes a socket that holds nothing a user passed, off the agent's thread:
+// before Linux 6.8 the last close of any unix socket runs the kernel's unix
+// garbage collector in the closing process whenever descriptors are in
+// flight anywhere, and a user's unreachable cycle of sockets is closed
+// there, whatever that waits for. A close that blocks holds one closer;
+// another starts, up to 16.
+WorkerPool& closers() {
+  static auto* pool = new WorkerPool(16);  // never destroyed: its workers outlive main's statics
+  return *pool;
 }
 
-void close_now(int fd) {
-  const linger off{0, 0};  // a socket's close then returns at once (ENOTSOCK otherwise)
-  (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
-  ::close(fd);
+void close_off_thread(UniqueFd fd) {
+  const int raw = fd.release();
+  // Where it cannot be queued (out of memory) it stays open: that blocks
+  // nothing.
+  if (raw >= 0) (void)closers().run([raw] { ::close(raw); });
 }
 
-// What closes what clients passed and drains client sockets: a close that
-// blocks (a nested lingering socket, a FUSE file whose daemon never
-// answers) holds one worker (WorkerPool). None of this runs on the agent's
-// thread.
-class Disposal {
- public:
-  static constexpr int kMaxWorkers = 16;
-
-  // A descriptor to close, or a client socket (already shut for reading)
-  // to drain, then close. Where it cannot be queued (out of memory or
-  // threads) the descriptor stays open, which blocks nothing.
-  void add(int fd, bool drain) noexcept {
-    const bool queued = pool_.run([fd, drain] { drain ? drain_and_close(fd) : close_now(fd); });
-    if (queued && !drain) disposed_.fetch_add(1);
-  }
-  bool start() noexcept { return pool_.start(); }
-  DisposalCounts counts() { return {disposed_.load(), pool_.pending()}; }
-
- private:
-  WorkerPool pool_{kMaxWorkers};
-  std::atomic<std::size_t> disposed_{0};
+// What the agent has handed on or holds; used from the agent's thread, and
+// locked for the tests' and the status's counts.
+struct Disposal {
+  std::mutex mu;
+  DisposalProcesses processes{&close_off_thread};
+  // Sockets of users whose disposal processes are all stuck: open, shut,
+  // blocking nothing; handed on with that user's next.
+  std::map<uid_t, std::deque<UniqueFd>> held;
+  std::size_t handed = 0;
 };
 
 Disposal& disposal() {
-  static auto* d = new Disposal;  // never destroyed: its workers outlive main's statics
+  static auto* d = new Disposal;  // never destroyed: its processes outlive main's statics
   return *d;
 }
 
-}  // namespace
-
-bool start_disposal() {
-  return disposal().start();
+void hand_on(UniqueFd fd, uid_t uid) {
+  Disposal& d = disposal();
+  std::lock_guard lock(d.mu);
+  std::deque<UniqueFd>& held = d.held[uid];
+  held.push_back(std::move(fd));
+  while (!held.empty() && d.processes.hand(held.front(), uid)) {
+    held.pop_front();
+    ++d.handed;
+  }
+  if (!held.empty()) {
+    static int64_t warned = 0;
+    if (++warned % 1000 == 1) {
+      EGPU_LOG_WARN(
+          "uid %u: %zu sockets holding passed descriptors wait for a disposal process "
+          "(its last %zu are stuck closing what it passed)",
+          static_cast<unsigned>(uid), held.size(), DisposalProcesses::kMaxProcessesPerUser);
+    }
+  } else {
+    d.held.erase(uid);
+  }
 }
+
+enum class Head { kNothing, kMessage, kDescriptors };
+
+// What heads `fd`'s queue; SO_PASSCRED set. Every message then comes with
+// its sender's credentials, even an empty one, which tells it from the end
+// of a shut SEQPACKET socket (both read 0 bytes); there is room for those
+// only, so descriptors leave MSG_CTRUNC and stay queued (MSG_PEEK).
+Head peek_head(int fd) {
+  // A pending error (ECONNRESET: a peer gone with a reply unread) comes
+  // once, before the queue: look again.
+  for (int i = 0; i < 8; ++i) {
+    char byte;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR || errno == ECONNRESET || errno == EPIPE) continue;
+      return Head::kNothing;  // EAGAIN: a datagram socket's queue is empty
+    }
+    if ((msg.msg_flags & MSG_CTRUNC) != 0) return Head::kDescriptors;
+    if (n == 0 && msg.msg_controllen == 0) return Head::kNothing;
+    return Head::kMessage;
+  }
+  return Head::kDescriptors;  // cannot tell: handing on is safe
+}
+
+// Takes the message just peeked (the agent's thread is the only reader:
+// it is the same one). A pending error can come first.
+void take_head(int fd) {
+  for (int i = 0; i < 8; ++i) {
+    char byte;
+    const ssize_t n = ::recv(fd, &byte, sizeof byte, MSG_DONTWAIT);
+    if (n >= 0 || (errno != EINTR && errno != ECONNRESET && errno != EPIPE)) return;
+  }
+}
+
+}  // namespace
 
 bool refuse_passed_descriptors(int fd) {
 #ifdef EGPU_SO_PASSRIGHTS
@@ -106,44 +135,79 @@ bool refuse_passed_descriptors(int fd) {
 #endif
 }
 
-void expect_passed(msghdr& msg, PassedControl& control) {
-  msg.msg_control = control.bytes;
-  msg.msg_controllen = sizeof control.bytes;
-}
-
-std::size_t dispose_passed(msghdr& msg) {
-  std::size_t n = 0;
-  if (msg.msg_control == nullptr || msg.msg_controllen == 0) return 0;
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-      if (fd >= 0) {
-        disposal().add(fd, false);
-        ++n;
-      }
-    }
+ssize_t receive_without_descriptors(int fd, msghdr& msg, int flags, bool* passes_descriptors) {
+  *passes_descriptors = false;
+  msg.msg_control = nullptr;  // no room: nothing is installed, nothing dropped
+  msg.msg_controllen = 0;
+  msg.msg_flags = 0;
+  const ssize_t n = ::recvmsg(fd, &msg, flags | MSG_PEEK);
+  if (n < 0) return n;
+  if ((msg.msg_flags & MSG_CTRUNC) != 0) {
+    *passes_descriptors = true;
+    return n;
   }
+  take_head(fd);
   return n;
 }
 
-void close_client_socket(UniqueFd fd) {
+void close_client_socket(UniqueFd fd, uid_t uid) {
   if (!fd.valid()) return;
-  // Nothing more can be queued once it is shut for reading, and the peer
-  // reads the end at once (not when a worker gets to it); what is queued is
-  // the workers' to take in.
+  // Nothing more can be queued once it is shut for reading; what is, is
+  // taken in here where it carries no descriptors.
   (void)::shutdown(fd.get(), SHUT_RDWR);
-  disposal().add(fd.release(), true);
+  const int on = 1;
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+  for (int i = 0; i < kMaxTakenAtClose; ++i) {
+    switch (peek_head(fd.get())) {
+      case Head::kNothing:
+        close_off_thread(std::move(fd));  // its queue is empty and stays so
+        return;
+      case Head::kDescriptors:
+        hand_on(std::move(fd), uid);
+        return;
+      case Head::kMessage:
+        take_head(fd.get());
+        break;
+    }
+  }
+  hand_on(std::move(fd), uid);
 }
 
-void close_elsewhere(UniqueFd fd) {
-  if (fd.valid()) disposal().add(fd.release(), false);
+void close_shared_socket(UniqueFd fd, uid_t uid) {
+  if (!fd.valid()) return;
+  // Nothing more can be queued once it is shut for reading. While it is
+  // still connected to an unnamed socket, that is the one it was made with
+  // (connect needs a name, and none can be given to it again): only that
+  // peer, the agent's, could ever send to it. Otherwise its queue is never
+  // looked at (the user may read it, or set its peek offset, meanwhile).
+  (void)::shutdown(fd.get(), SHUT_RDWR);
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  if (::getpeername(fd.get(), reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+      peer.ss_family == AF_UNIX && len == sizeof(sa_family_t)) {
+    close_off_thread(std::move(fd));
+    return;
+  }
+  hand_on(std::move(fd), uid);
+}
+
+void close_elsewhere(UniqueFd fd, uid_t uid) {
+  if (fd.valid()) hand_on(std::move(fd), uid);
+}
+
+bool start_disposal() {
+  return closers().start();
 }
 
 DisposalCounts disposal_counts() {
-  return disposal().counts();
+  Disposal& d = disposal();
+  std::lock_guard lock(d.mu);
+  DisposalCounts c;
+  c.handed = d.handed;
+  for (const auto& [uid, fds] : d.held)
+    c.held += fds.size();
+  c.processes = d.processes.alive();
+  return c;
 }
 
 }  // namespace egpu::agent

@@ -1,33 +1,55 @@
 // Descriptors clients pass the agent. The protocol never has a client send
 // one, but any sender can attach some (SCM_RIGHTS) to a message on the
-// control socket or a wake channel, and the agent then holds the last
-// reference to files a hostile user chose. Their final close can block: a
-// TCP socket set to linger on data its peer never reads waits in close()
-// for as long as the linger time says, a FUSE file for its daemon's answer.
-// The kernel drops descriptors a receiver has no room for, and purges a
-// closed socket's queue, in the receiving process, so even "ignoring" them
-// blocked the agent's only thread.
+// control socket or a wake channel. Whichever process closes such a file
+// last runs what its close waits for: a TCP socket set to linger on data
+// its peer never reads waits for as long as the linger time says, a FUSE
+// file for its daemon's answer to its flush (which every close of it
+// sends, not only the last). The kernel installs them in a receiver that
+// has room, drops them in one that has none (the drop is a close), and
+// purges a closed socket's queue (closes too) in the process that closes
+// it last. Any of these on the agent's only thread would stop it.
 //
 // So the agent asks the kernel to refuse them where it can (SO_PASSRIGHTS,
-// Linux 6.16), and otherwise always receives with room for them and hands
-// them to disposal workers, which turn a socket's linger off and close
-// them. A client socket is shut for reading on the agent's thread (nothing
-// more can be queued) and handed over too: a worker drains it and closes
-// it. A close that blocks holds one worker; another starts, up to 16.
+// Linux 6.16: the sender gets EPERM). Otherwise the agent never takes one
+// in and never closes a socket that holds one:
+// - each message is peeked first without room for descriptors (MSG_PEEK
+//   leaves them queued, MSG_CTRUNC tells they are there) and taken only
+//   where it carries none;
+// - a socket is shut (nothing more can be queued), and what is queued is
+//   peeked and taken the same way; one that holds descriptors is handed,
+//   unread, to a disposal process of its user's, which closes it last.
+// The agent's copy of a handed socket is closed once it is in flight to
+// that process: a close that is not the last purges nothing.
 //
-// Left: on kernels without SO_PASSRIGHTS a user who holds all 16 workers
-// (closes that block on purpose: nested lingering sockets, a FUSE file)
-// makes what it passes next wait open, and the agent's descriptors can run
-// out. And before Linux 6.9 (or its backported unix GC rework) a sender may
-// run the kernel's unix garbage collector synchronously once 16000
-// descriptors are in flight, and that can release such a file in whichever
-// process sends next, the agent included. The way out (README): peek each
-// message without room (MSG_PEEK drops nothing, and says MSG_CTRUNC), and
-// hand a connection that passes descriptors, unread, to a disposal process:
-// any close of such a file, the agent's own copy's too, calls its flush.
+// Each user has one disposal process at a time; it ends once it has
+// closed all it was given and another user's is needed. Where it is stuck on a
+// close and its feed is full, the agent starts it a successor, up to
+// DisposalProcesses::kMaxProcessesPerUser alive; past that the user's
+// sockets stay open in the agent (shut). Filling a feed takes thousands of
+// sockets, each pinning one of the user's descriptors in flight, which the
+// kernel bounds per user (RLIMIT_NOFILE): a user blocks only its own
+// disposals, until it has pinned more sockets than the agent's
+// descriptors.
+//
+// A socket the user also holds (a wake channel's shim end) is never
+// peeked: the user could read it, or set its peek offset, meanwhile. It is
+// closed here only while it is still connected to the agent's end, which
+// never sends; otherwise it is handed on.
+//
+// Sockets that hold nothing are closed off the agent's thread too: before
+// Linux 6.8 the last close of any unix socket runs the kernel's unix
+// garbage collector in the closing process whenever descriptors are in
+// flight, and that closes a user's unreachable cycles of sockets there.
+//
+// Left: a user who makes the garbage collector block 16 closers (before
+// 6.8) makes the sockets the agent closes after that wait open in the
+// closers' queue; and before 6.9 a sender may run the collector
+// synchronously once 16000 descriptors are in flight, in whichever process
+// sends next, the agent included.
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include <cstddef>
 
@@ -39,36 +61,40 @@ namespace egpu::agent {
 // it); false where the kernel does not have it.
 bool refuse_passed_descriptors(int fd);
 
-// Room for the most descriptors one message can carry (SCM_MAX_FD).
-struct PassedControl {
-  static constexpr std::size_t kMaxFds = 253;
-  alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int) * kMaxFds)];
-};
+// Receives the message at the head of `fd`'s queue into `msg` (its iovecs;
+// its control is not used) as recvmsg(fd, msg, flags) would, but only
+// where it carries no descriptors; where it does, it stays queued and
+// `*passes_descriptors` is set (the return value is then the peeked
+// length). `flags` must not hold MSG_PEEK.
+ssize_t receive_without_descriptors(int fd, msghdr& msg, int flags, bool* passes_descriptors);
 
-// Starts the first disposal worker (at the agent's start: a failure is a
+// For a socket whose user could not be told (SO_PEERCRED failed).
+inline constexpr uid_t kUnknownUid = static_cast<uid_t>(-1);
+
+// Closes a client's socket (SEQPACKET or DGRAM) of `uid`'s: shut, what is
+// queued without descriptors taken in here, and, where something queued
+// carries descriptors, handed to `uid`'s disposal process.
+void close_client_socket(UniqueFd fd, uid_t uid);
+
+// Closes a socket of `uid`'s that the user holds too (a wake channel's
+// shim end): never peeked (see above).
+void close_shared_socket(UniqueFd fd, uid_t uid);
+
+// Hands `fd` to `uid`'s disposal process, which closes it last, whatever
+// that waits for: a listening socket (its unaccepted connections' queues).
+void close_elsewhere(UniqueFd fd, uid_t uid);
+
+// Starts the first closer thread (at the agent's start: a failure is a
 // failed start, not an exception in the event loop).
 bool start_disposal();
 
-// Points `msg` at `control` before a receive.
-void expect_passed(msghdr& msg, PassedControl& control);
-
-// Disposes of the descriptors a received message carried; how many.
-std::size_t dispose_passed(msghdr& msg);
-
-// Closes a client's socket (SEQPACKET or DGRAM, or a listener): shut for
-// reading here, drained of queued messages and their descriptors and
-// closed by a worker.
-void close_client_socket(UniqueFd fd);
-
-// Closes `fd` on a worker: a socket a user also holds, whose queue the user
-// may have filled another way (a wake channel's shim end).
-void close_elsewhere(UniqueFd fd);
-
-// Descriptors disposed of so far and how many items (descriptors, sockets
-// to drain) still wait or are being closed: for tests and the status.
+// What the agent handed to disposal processes so far, what it holds
+// because a user's processes are all stuck, and the disposal processes
+// alive: for tests and the status.
 struct DisposalCounts {
-  std::size_t disposed = 0;
-  std::size_t pending = 0;
+  std::size_t handed = 0;
+  std::size_t held = 0;
+  std::size_t processes = 0;
 };
 DisposalCounts disposal_counts();
 

@@ -123,10 +123,12 @@ std::string status_json(const Agent& agent, uid_t caller) {
                    {"default_mode", to_string(agent.config().default_mode)},
                    {"gang_period_ms", agent.config().gang_period_ms},
                    {"runtime_dir_own_filesystem", agent.runtime_dir_own_filesystem()}};
-  // Descriptors clients passed (none should): closed, or still closing.
+  // Sockets that held descriptors clients passed (none should): handed to
+  // disposal processes, or held here while a user's are all stuck.
   const DisposalCounts passed = disposal_counts();
-  root["agent"]["passed_descriptors"] = {{"disposed", passed.disposed},
-                                         {"pending", passed.pending}};
+  root["agent"]["passed_descriptors"] = {{"sockets_handed_on", passed.handed},
+                                         {"sockets_held", passed.held},
+                                         {"disposal_processes", passed.processes}};
   // Changes to jobs' pages waiting or running off the agent's thread (a job
   // holding its page's lock holds one here).
   root["agent"]["page_chores_pending"] = PageChores::pending();

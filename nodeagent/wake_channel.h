@@ -6,6 +6,8 @@
 // says MSG_DONTWAIT, and one drain reads a bounded number of datagrams).
 #pragma once
 
+#include <sys/types.h>
+
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 
@@ -13,10 +15,17 @@ namespace egpu::agent {
 
 class WakeChannel {
  public:
-  static Result<WakeChannel> create();
+  // How the agent's end keeps out descriptors a user sends on it
+  // (passed_descriptors.h): refused by the kernel where it can, else each
+  // datagram peeked first. kPeeked is what older kernels get.
+  enum class Descriptors { kRefusedWhereTheKernelCan, kPeeked };
+  // `owner`: the instance's user, whose disposal process takes the ends
+  // where they hold descriptors it passed.
+  static Result<WakeChannel> create(uid_t owner,
+                                    Descriptors how = Descriptors::kRefusedWhereTheKernelCan);
   WakeChannel(WakeChannel&&) = default;
   WakeChannel& operator=(WakeChannel&&);
-  // Closes the agent's end without taking in what a user queued on it
+  // Closes both ends without taking in descriptors a user queued on them
   // (passed_descriptors.h).
   ~WakeChannel();
 
@@ -28,15 +37,20 @@ class WakeChannel {
   enum class Drained { kNothing, kKicked, kClosed };
   // Reads what is queued, at most kMaxDatagramsPerDrain datagrams (a flood
   // is read over several turns of the event loop). kClosed: the user shut
-  // the channel down; the agent stops watching it.
+  // the channel down, or sent descriptors on it; the agent stops watching
+  // it.
   Drained drain();
 
   static constexpr int kMaxDatagramsPerDrain = 64;
 
  private:
-  WakeChannel(UniqueFd agent, UniqueFd shim) : agent_(std::move(agent)), shim_(std::move(shim)) {}
+  WakeChannel(UniqueFd agent, UniqueFd shim, uid_t owner, bool refused)
+      : agent_(std::move(agent)), shim_(std::move(shim)), owner_(owner), refused_(refused) {}
   UniqueFd agent_;
   UniqueFd shim_;
+  uid_t owner_;
+  // Whether the kernel refuses descriptors sent to agent_ (SO_PASSRIGHTS).
+  bool refused_;
 };
 
 }  // namespace egpu::agent

@@ -1,10 +1,13 @@
-// Descriptors a client passes: never closed, or dropped by the kernel, on
-// the receiving thread (nodeagent/passed_descriptors.h). Each receiver runs
-// in a child, so a receiver that blocks fails the test instead of hanging it.
+// Descriptors a client passes: never taken in, nor closed last, on the
+// receiving thread (nodeagent/passed_descriptors.h). Each receiver runs in
+// a child, so a receiver that blocks fails the test instead of hanging it,
+// and this process never closes its copy of a socket that holds one.
 #include "nodeagent/passed_descriptors.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -26,6 +29,9 @@ using test::lingering_socket;
 using test::LingeringSocket;
 using test::send_descriptor;
 
+constexpr uid_t kUser = 1001;
+constexpr uid_t kOtherUser = 1002;
+
 // Runs `body` in a child; true when it exits 0 within `limit`.
 bool finishes(const std::function<int()>& body, std::chrono::seconds limit) {
   const pid_t child = ::fork();
@@ -43,72 +49,7 @@ bool finishes(const std::function<int()>& body, std::chrono::seconds limit) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// A SEQPACKET pair with a lingering socket in flight from `sender` to
-// `receiver`, the sender's own copy closed: the receiver holds the last
-// reference.
-struct InFlight {
-  LingeringSocket lingering;
-  UniqueFd receiver;
-  UniqueFd sender;
-};
-InFlight in_flight(int type = SOCK_SEQPACKET) {
-  InFlight f;
-  f.lingering = lingering_socket();
-  int pair[2];
-  if (!f.lingering.socket.valid() || ::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, pair) != 0)
-    return {};
-  f.receiver.reset(pair[0]);
-  f.sender.reset(pair[1]);
-  if (!send_descriptor(f.sender.get(), f.lingering.socket.get())) return {};
-  f.lingering.socket.reset();
-  return f;
-}
-
-int receive_without_room(int fd) {
-  char buf[16];
-  return ::recv(fd, buf, sizeof buf, MSG_DONTWAIT) == 1 ? 0 : 1;
-}
-
-TEST(PassedDescriptors, AReceiverWithRoomDisposesOfALingeringSocketWithoutBlocking) {
-  {
-    // The hazard: a receiver without room for it blocks in the kernel's drop.
-    InFlight f = in_flight();
-    if (!f.receiver.valid()) GTEST_SKIP() << "no loopback TCP here";
-    // Shown, not required: the receiver with room below is checked either way.
-    const bool blocked =
-        !finishes([&] { return receive_without_room(f.receiver.get()); }, std::chrono::seconds(2));
-    ::testing::Test::RecordProperty("receiver_without_room_blocked", blocked ? "yes" : "no");
-  }
-  InFlight f = in_flight();
-  ASSERT_TRUE(f.receiver.valid());
-  EXPECT_TRUE(finishes(
-      [&] {
-        char buf[16];
-        iovec iov{buf, sizeof buf};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        PassedControl control;
-        expect_passed(msg, control);
-        if (::recvmsg(f.receiver.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1) return 2;
-        return dispose_passed(msg) == 1 ? 0 : 3;
-      },
-      std::chrono::seconds(30)));
-}
-
-// Waits (in a child) until the workers have disposed of `count` more
-// descriptors than `before` and nothing is pending.
-bool disposed(std::size_t before, std::size_t count) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const DisposalCounts now = disposal_counts();
-    if (now.disposed == before + count && now.pending == 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
-// A pair of `type` with messages queued from `sender` to `receiver`.
+// A pair of `type`: what `sender` sends queues at `receiver`.
 struct Pair {
   UniqueFd receiver;
   UniqueFd sender;
@@ -119,69 +60,199 @@ Pair pair_of(int type) {
   return {UniqueFd(ends[0]), UniqueFd(ends[1])};
 }
 
-// Closing a client's socket takes in its queue first: an empty message
-// ahead of one carrying a lingering socket does not end the drain early.
-TEST(PassedDescriptors, ClosingAClientSocketTakesInWhatIsQueued) {
+// Queues a lingering socket at `p.receiver`, whose copy there is then the
+// last: its close would block for an hour. The peer stays in `held`.
+bool queue_lingering(const Pair& p, std::vector<LingeringSocket>* held) {
+  held->push_back(lingering_socket());
+  LingeringSocket& l = held->back();
+  if (!l.socket.valid() || !send_descriptor(p.sender.get(), l.socket.get())) return false;
+  l.socket.reset();
+  return true;
+}
+
+// Whether lingering sockets can be made here (the one made to see is
+// closed at once).
+bool have_loopback() {
+  LingeringSocket l = lingering_socket();
+  if (!l.socket.valid()) return false;
+  const linger off{0, 0};
+  return ::setsockopt(l.socket.get(), SOL_SOCKET, SO_LINGER, &off, sizeof off) == 0;
+}
+
+// Whether every copy of a pipe's write end has been closed within `limit`:
+// its read end `fd` then reads the end.
+bool write_end_closed(int fd, std::chrono::seconds limit) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(limit.count() * 1000)) != 1) return false;
+  char byte;
+  return ::read(fd, &byte, 1) == 0;
+}
+
+std::size_t open_descriptors() {
+  std::size_t n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return 0;
+  while (const dirent* e = ::readdir(d))
+    n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n;
+}
+
+bool handed(std::size_t before, std::size_t count) {
+  const DisposalCounts c = disposal_counts();
+  return c.handed == before + count && c.held == 0;
+}
+
+TEST(PassedDescriptors, AMessageThatCarriesDescriptorsIsNotTakenIn) {
+  std::vector<LingeringSocket> held;
+  Pair p = pair_of(SOCK_SEQPACKET);
+  ASSERT_TRUE(p.receiver.valid());
+  ASSERT_EQ(::send(p.sender.get(), "ab", 2, 0), 2);
+  if (!queue_lingering(p, &held)) GTEST_SKIP() << "no loopback TCP here";
+  EXPECT_TRUE(finishes(
+      [&] {
+        char buf[16];
+        iovec iov{buf, sizeof buf};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        bool passes = true;
+        // The plain message first, taken in.
+        if (receive_without_descriptors(p.receiver.get(), msg, MSG_DONTWAIT, &passes) != 2 ||
+            passes || std::memcmp(buf, "ab", 2) != 0) {
+          return 2;
+        }
+        // Then the one with the socket: left queued, however often it is looked at.
+        for (int i = 0; i < 2; ++i) {
+          if (receive_without_descriptors(p.receiver.get(), msg, MSG_DONTWAIT, &passes) != 1 ||
+              !passes) {
+            return 3;
+          }
+        }
+        return 0;
+      },
+      std::chrono::seconds(30)));
+  (void)p.receiver.release();  // never closed here: its close would block
+}
+
+// Closing a client's socket takes in what carries nothing (an empty message
+// does not end it early) and hands the socket on at the first message that
+// carries descriptors.
+TEST(PassedDescriptors, ClosingAClientSocketHandsOnWhatCarriesDescriptors) {
+  if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
   for (int type : {SOCK_SEQPACKET, SOCK_DGRAM}) {
-    LingeringSocket lingering = lingering_socket();
-    if (!lingering.socket.valid()) GTEST_SKIP() << "no loopback TCP here";
-    Pair p = pair_of(type);
-    ASSERT_TRUE(p.receiver.valid());
-    ASSERT_EQ(::send(p.sender.get(), "", 0, 0), 0);
-    ASSERT_TRUE(send_descriptor(p.sender.get(), lingering.socket.get()));
-    lingering.socket.reset();
+    // All in the child: the copy it closes is its only one, so a close
+    // here would block it.
     EXPECT_TRUE(finishes(
         [&] {
-          if (!start_disposal()) return 3;
-          const std::size_t before = disposal_counts().disposed;
-          close_client_socket(std::move(p.receiver));
-          return disposed(before, 1) ? 0 : 2;
+          std::vector<LingeringSocket> held;
+          Pair p = pair_of(type);
+          if (!p.receiver.valid() || ::send(p.sender.get(), "", 0, 0) != 0 ||
+              ::send(p.sender.get(), "ab", 2, 0) != 2 || !queue_lingering(p, &held)) {
+            return 3;
+          }
+          close_client_socket(std::move(p.receiver), kUser);
+          return handed(0, 1) ? 0 : 2;
         },
         std::chrono::seconds(30)))
         << (type == SOCK_DGRAM ? "datagram" : "seqpacket");
-    (void)p.receiver.release();  // as below: never closed here
   }
 }
 
-// A message with the most descriptors one can carry, queued at close: the
-// drain has room for all of them beside its credentials, so the kernel
-// drops none (a drop is a close in the receiver).
-TEST(PassedDescriptors, AFullMessageIsTakenInWhole) {
+// A socket with nothing passed is closed in the agent (on a closer thread):
+// no process is started.
+TEST(PassedDescriptors, ASocketThatHoldsNoDescriptorsIsNotHandedOn) {
   Pair p = pair_of(SOCK_SEQPACKET);
   ASSERT_TRUE(p.receiver.valid());
-  std::vector<int> fds;
-  for (std::size_t i = 0; i < PassedControl::kMaxFds; ++i)
-    fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  char byte = 'x';
-  iovec iov{&byte, 1};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  PassedControl control;
-  msg.msg_control = control.bytes;
-  msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-  std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
-  ASSERT_EQ(::sendmsg(p.sender.get(), &msg, 0), 1) << std::strerror(errno);
-  for (int fd : fds)
-    ::close(fd);
+  ASSERT_EQ(::send(p.sender.get(), "request", 7, 0), 7);
+  ASSERT_EQ(::send(p.sender.get(), "", 0, 0), 0);
   EXPECT_TRUE(finishes(
       [&] {
-        if (!start_disposal()) return 3;
-        const std::size_t before = disposal_counts().disposed;
-        close_client_socket(std::move(p.receiver));
-        return disposed(before, PassedControl::kMaxFds) ? 0 : 2;
+        close_client_socket(std::move(p.receiver), kUser);
+        const DisposalCounts c = disposal_counts();
+        // The peer reads the end (shut at once, closed soon after).
+        char byte;
+        const bool gone = ::recv(p.sender.get(), &byte, 1, MSG_DONTWAIT) == 0;
+        return c.handed == 0 && c.processes == 0 && gone ? 0 : 2;
+      },
+      std::chrono::seconds(30)));
+}
+
+// The hole in the design before this one: disposal threads, sixteen at
+// most, each held by a close that blocks. A user who passed more lingering
+// sockets than that on as many connections left each one further open in
+// the agent, and its descriptors ran out. Now every such socket leaves the
+// agent at once, and another user's disposal is not held up behind them.
+TEST(PassedDescriptors, OneUsersStuckClosesHoldNeitherTheAgentsDescriptorsNorAnothers) {
+  constexpr int kConnections = 24;
+  if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
+  // All in the child: the copies it closes are the only ones.
+  EXPECT_TRUE(finishes(
+      [&] {
+        std::vector<LingeringSocket> held;
+        std::vector<Pair> stuck;
+        for (int i = 0; i < kConnections; ++i) {
+          stuck.push_back(pair_of(SOCK_SEQPACKET));
+          if (!stuck.back().receiver.valid() || !queue_lingering(stuck.back(), &held)) return 8;
+        }
+        const std::size_t before = open_descriptors();
+        for (Pair& p : stuck)
+          close_client_socket(std::move(p.receiver), kUser);
+        // Each socket left, and the user's one disposal process holds them.
+        if (!handed(0, kConnections)) return 2;
+        if (open_descriptors() > before - kConnections + 2) return 3;
+        // The other user passes a pipe's write end, whose close is observable.
+        int pipe_ends[2];
+        Pair other = pair_of(SOCK_SEQPACKET);
+        if (!other.receiver.valid() || ::pipe2(pipe_ends, O_CLOEXEC) != 0) return 4;
+        UniqueFd read_end(pipe_ends[0]);
+        if (!send_descriptor(other.sender.get(), pipe_ends[1])) return 5;
+        ::close(pipe_ends[1]);
+        close_client_socket(std::move(other.receiver), kOtherUser);
+        if (!handed(0, kConnections + 1)) return 6;
+        return write_end_closed(read_end.get(), std::chrono::seconds(20)) ? 0 : 7;
+      },
+      std::chrono::seconds(60)));
+}
+
+// A message with the most descriptors one can carry: all of them are
+// closed elsewhere, none here.
+TEST(PassedDescriptors, AFullMessageIsClosedElsewhereWhole) {
+  constexpr std::size_t kMaxFds = 253;  // SCM_MAX_FD
+  // All in the child: the copy it closes is the agent's only one.
+  EXPECT_TRUE(finishes(
+      [&] {
+        Pair p = pair_of(SOCK_SEQPACKET);
+        int pipe_ends[2];
+        if (!p.receiver.valid() || ::pipe2(pipe_ends, O_CLOEXEC) != 0) return 2;
+        UniqueFd read_end(pipe_ends[0]);
+        std::vector<int> fds(kMaxFds, pipe_ends[1]);
+        char byte = 'x';
+        iovec iov{&byte, 1};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
+        if (::sendmsg(p.sender.get(), &msg, 0) != 1) return 3;
+        ::close(pipe_ends[1]);
+        close_client_socket(std::move(p.receiver), kUser);
+        if (!handed(0, 1)) return 4;
+        return write_end_closed(read_end.get(), std::chrono::seconds(20)) ? 0 : 5;
       },
       std::chrono::seconds(30)));
 }
 
 // A peer that closes with a reply it never read leaves ECONNRESET pending
-// on the agent's end; the error comes before the queue and must not end
-// the drain.
-TEST(PassedDescriptors, APendingErrorDoesNotEndTheDrain) {
+// on the agent's end; the error comes before the queue and must not hide
+// what is queued.
+TEST(PassedDescriptors, APendingErrorDoesNotHideWhatIsQueued) {
   {
     // The setting: a peer that closes with a reply unread leaves ECONNRESET.
     Pair p = pair_of(SOCK_SEQPACKET);
@@ -193,24 +264,20 @@ TEST(PassedDescriptors, APendingErrorDoesNotEndTheDrain) {
     ASSERT_EQ(::getsockopt(p.receiver.get(), SOL_SOCKET, SO_ERROR, &err, &len), 0);
     ASSERT_EQ(err, ECONNRESET);
   }
-  LingeringSocket again = lingering_socket();
-  if (!again.socket.valid()) GTEST_SKIP() << "no loopback TCP here";
-  Pair q = pair_of(SOCK_SEQPACKET);
-  ASSERT_EQ(::send(q.receiver.get(), "reply", 5, 0), 5);  // never read by the peer
-  ASSERT_TRUE(send_descriptor(q.sender.get(), again.socket.get()));
-  again.socket.reset();
-  q.sender.reset();
+  if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
   EXPECT_TRUE(finishes(
       [&] {
-        if (!start_disposal()) return 3;
-        const std::size_t before = disposal_counts().disposed;
-        close_client_socket(std::move(q.receiver));
-        return disposed(before, 1) ? 0 : 2;
+        std::vector<LingeringSocket> held;
+        Pair q = pair_of(SOCK_SEQPACKET);
+        if (!q.receiver.valid() || ::send(q.receiver.get(), "reply", 5, 0) != 5 ||
+            !queue_lingering(q, &held)) {
+          return 3;  // the reply is never read by the peer
+        }
+        q.sender.reset();
+        close_client_socket(std::move(q.receiver), kUser);
+        return handed(0, 1) ? 0 : 2;
       },
       std::chrono::seconds(30)));
-  // This process's copy is never closed: had the drain left the message, its
-  // close would block here.
-  (void)q.receiver.release();
 }
 
 // Where the kernel has SO_PASSRIGHTS, a sender is refused outright.

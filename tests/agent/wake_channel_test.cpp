@@ -2,10 +2,21 @@
 // number) and says when nothing was.
 #include "nodeagent/wake_channel.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "nodeagent/passed_descriptors.h"
+#include "tests/agent/lingering_socket.h"
 
 namespace egpu::agent {
 namespace {
@@ -16,14 +27,18 @@ void kick(const WakeChannel& c, size_t bytes = 1) {
             static_cast<ssize_t>(bytes));
 }
 
-TEST(WakeChannel, NothingQueuedIsNothing) {
-  auto c = WakeChannel::create();
+// Both ways of keeping descriptors out: the kernel's (SO_PASSRIGHTS, where
+// it has it) and a peek at each datagram.
+class WakeChannelTest : public ::testing::TestWithParam<WakeChannel::Descriptors> {};
+
+TEST_P(WakeChannelTest, NothingQueuedIsNothing) {
+  auto c = WakeChannel::create(::getuid(), GetParam());
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->drain(), WakeChannel::Drained::kNothing);
 }
 
-TEST(WakeChannel, OneDrainReadsEveryQueuedKick) {
-  auto c = WakeChannel::create();
+TEST_P(WakeChannelTest, OneDrainReadsEveryQueuedKick) {
+  auto c = WakeChannel::create(::getuid(), GetParam());
   ASSERT_TRUE(c.ok()) << c.error();
   for (int i = 0; i < 5; ++i)
     kick(*c);
@@ -32,8 +47,8 @@ TEST(WakeChannel, OneDrainReadsEveryQueuedKick) {
   EXPECT_EQ(c->drain(), WakeChannel::Drained::kNothing);
 }
 
-TEST(WakeChannel, AFloodIsReadInBoundedTurns) {
-  auto c = WakeChannel::create();
+TEST_P(WakeChannelTest, AFloodIsReadInBoundedTurns) {
+  auto c = WakeChannel::create(::getuid(), GetParam());
   ASSERT_TRUE(c.ok()) << c.error();
   const int queued = WakeChannel::kMaxDatagramsPerDrain + 10;
   int sent = 0;
@@ -49,13 +64,95 @@ TEST(WakeChannel, AFloodIsReadInBoundedTurns) {
 
 // A user who shuts its end down (hostile-tenant does) sends nothing more:
 // the agent's end has nothing to read, and says so without blocking.
-TEST(WakeChannel, AShutDownShimEndIsNothingToRead) {
-  auto c = WakeChannel::create();
+TEST_P(WakeChannelTest, AShutDownShimEndIsNothingToRead) {
+  auto c = WakeChannel::create(::getuid(), GetParam());
   ASSERT_TRUE(c.ok()) << c.error();
   kick(*c);
   ASSERT_EQ(::shutdown(c->shim_fd(), SHUT_RDWR), 0);
   EXPECT_EQ(c->drain(), WakeChannel::Drained::kKicked);  // what it sent before
   EXPECT_EQ(c->drain(), WakeChannel::Drained::kNothing);
+}
+
+INSTANTIATE_TEST_SUITE_P(Descriptors, WakeChannelTest,
+                         ::testing::Values(WakeChannel::Descriptors::kRefusedWhereTheKernelCan,
+                                           WakeChannel::Descriptors::kPeeked),
+                         [](const auto& param_info) {
+                           return param_info.param == WakeChannel::Descriptors::kPeeked ? "Peeked"
+                                                                                        : "Refused";
+                         });
+
+// A channel a user sends a descriptor on (a kernel without SO_PASSRIGHTS):
+// it is read no more, the descriptor is never taken in by the agent, and the
+// channel's end is closed in a disposal process.
+TEST(WakeChannel, ADescriptorSentOnTheChannelIsNeverTakenIn) {
+  int ends[2];
+  ASSERT_EQ(::pipe2(ends, O_CLOEXEC), 0);
+  UniqueFd read_end(ends[0]);
+  const std::size_t handed = disposal_counts().handed;
+  {
+    auto c = WakeChannel::create(::getuid(), WakeChannel::Descriptors::kPeeked);
+    ASSERT_TRUE(c.ok()) << c.error();
+    kick(*c);
+    ASSERT_TRUE(test::send_descriptor(c->shim_fd(), ends[1]));
+    ::close(ends[1]);
+    EXPECT_EQ(c->drain(), WakeChannel::Drained::kClosed);
+    EXPECT_EQ(c->drain(), WakeChannel::Drained::kClosed);  // still queued, still not taken in
+    pollfd p{read_end.get(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 0) << "the write end was closed: the agent took it in";
+  }
+  EXPECT_EQ(disposal_counts().handed, handed + 1);
+  pollfd p{read_end.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 20'000), 1) << "the write end was never closed";
+  char byte;
+  EXPECT_EQ(::read(read_end.get(), &byte, 1), 0);
+}
+
+// An honest channel's ends are closed here: no process is started for them.
+TEST(WakeChannel, AnHonestChannelIsClosedWithoutHandingOn) {
+  const std::size_t handed = disposal_counts().handed;
+  {
+    auto c = WakeChannel::create(::getuid(), WakeChannel::Descriptors::kPeeked);
+    ASSERT_TRUE(c.ok()) << c.error();
+    kick(*c);
+    EXPECT_EQ(c->drain(), WakeChannel::Drained::kKicked);
+  }
+  EXPECT_EQ(disposal_counts().handed, handed);
+}
+
+// The user's end of the channel, disconnected from the agent's and named,
+// takes a descriptor from a third socket, with a peek offset set so a peek
+// would skip it. The agent never looks into that end: it hands it on.
+TEST(WakeChannel, TheUsersEndIsHandedOnOnceItIsNoLongerTheAgentsPeer) {
+  int ends[2];
+  ASSERT_EQ(::pipe2(ends, O_CLOEXEC), 0);
+  UniqueFd read_end(ends[0]);
+  const std::size_t handed = disposal_counts().handed;
+  {
+    auto c = WakeChannel::create(::getuid(), WakeChannel::Descriptors::kPeeked);
+    ASSERT_TRUE(c.ok()) << c.error();
+    sockaddr unspec{};
+    unspec.sa_family = AF_UNSPEC;
+    ASSERT_EQ(::connect(c->shim_fd(), &unspec, sizeof unspec), 0) << std::strerror(errno);
+    sockaddr_un name{};
+    name.sun_family = AF_UNIX;
+    const std::string abstract = "egpu-test-shim-" + std::to_string(::getpid());
+    std::memcpy(name.sun_path + 1, abstract.data(), abstract.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract.size());
+    ASSERT_EQ(::bind(c->shim_fd(), reinterpret_cast<sockaddr*>(&name), len), 0)
+        << std::strerror(errno);
+    UniqueFd third(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(third.get(), reinterpret_cast<sockaddr*>(&name), len), 0);
+    ASSERT_TRUE(test::send_descriptor(third.get(), ends[1]));
+    ASSERT_EQ(::send(third.get(), "p", 1, 0), 1);
+    ::close(ends[1]);
+    const int skip = 1;
+    (void)::setsockopt(c->shim_fd(), SOL_SOCKET, SO_PEEK_OFF, &skip, sizeof skip);
+  }
+  EXPECT_EQ(disposal_counts().handed, handed + 1);
+  pollfd p{read_end.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 20'000), 1) << "the write end was never closed";
+  char byte;
+  EXPECT_EQ(::read(read_end.get(), &byte, 1), 0);
 }
 
 }  // namespace

@@ -178,7 +178,7 @@ size_t open_fds(pid_t pid) {
 // The TCP connections `pid` holds whose local port is `port` (the metrics
 // endpoint's accepted sockets, its listener not counted). Counted by socket,
 // not by descriptor: the agent's other descriptors come and go (a control
-// connection it closes goes to a disposal worker, which may not have run yet).
+// connection it closes goes to a closer thread, which may not have run yet).
 size_t tcp_connections(pid_t pid, int port) {
   std::vector<std::string> inodes;
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";

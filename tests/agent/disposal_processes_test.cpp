@@ -1,0 +1,149 @@
+// DisposalProcesses: a user's process stuck on a close, its feed full, gets
+// a successor, up to the bound; past it the user is refused, and another
+// user still gets a process. Small feeds and a bound of 2, so a few
+// lingering sockets fill them. Each case runs in a child (the processes are
+// its children, killed with it).
+#include "nodeagent/disposal_processes.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "tests/agent/lingering_socket.h"
+
+namespace egpu::agent {
+namespace {
+
+using test::lingering_socket;
+using test::LingeringSocket;
+using test::send_descriptor;
+
+void close_here(UniqueFd) {}
+
+// A unix socket whose last close blocks for an hour: a lingering TCP
+// socket is queued in it.
+UniqueFd blocking_socket(std::vector<LingeringSocket>* held) {
+  held->push_back(lingering_socket());
+  int pair[2];
+  if (!held->back().socket.valid() ||
+      ::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return {};
+  }
+  UniqueFd outer(pair[0]);
+  UniqueFd sender(pair[1]);
+  if (!send_descriptor(sender.get(), held->back().socket.get())) return {};
+  held->back().socket.reset();
+  return outer;
+}
+
+// Whether lingering sockets can be made here (the probe's own close must
+// not wait).
+bool have_loopback() {
+  LingeringSocket probe = lingering_socket();
+  if (!probe.socket.valid()) return false;
+  const linger off{0, 0};
+  return ::setsockopt(probe.socket.get(), SOL_SOCKET, SO_LINGER, &off, sizeof off) == 0;
+}
+
+// Runs `body` in a child; its exit code (or -1 if it did not finish).
+int in_child(const std::function<int()>& body) {
+  const pid_t child = ::fork();
+  if (child == 0) _exit(body());
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (::waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(DisposalProcesses, AStuckUserGetsSuccessorsUpToTheBoundAndNoOneElseWaits) {
+  constexpr std::size_t kBound = 2;
+  if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
+  EXPECT_EQ(in_child([&] {
+              DisposalProcesses processes(&close_here, 4096, kBound);
+              std::vector<LingeringSocket> held;
+              int handed = 0;
+              bool refused = false;
+              // Each process blocks on the first socket it takes; the rest fill its
+              // feed, then its successor's.
+              for (int i = 0; i < 200 && !refused; ++i) {
+                UniqueFd fd = blocking_socket(&held);
+                if (!fd.valid()) return 3;
+                if (processes.hand(fd, 1001)) {
+                  ++handed;
+                } else {
+                  refused = true;
+                  (void)fd.release();  // its close would block; the exit does not linger
+                }
+              }
+              if (!refused) return 4;
+              if (processes.alive() != kBound) return 5;
+              if (handed <= static_cast<int>(kBound)) return 6;
+              // Another user gets a process of its own.
+              int ends[2];
+              if (::pipe(ends) != 0) return 7;
+              UniqueFd other(ends[1]);
+              if (!processes.hand(other, 1002)) return 8;
+              // The stuck ones are not taken for idle by the other user's hand.
+              if (processes.alive() != kBound + 1) return 9;
+              return 0;
+            }),
+            0)
+      << "exit code says which check failed";
+}
+
+// A process that has closed all it was given ends when another user's is
+// needed; one stuck in a close (its feed empty) does not, and takes its
+// user's next socket.
+TEST(DisposalProcesses, OnlyAProcessThatClosedAllItWasGivenEnds) {
+  if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
+  EXPECT_EQ(in_child([] {
+              DisposalProcesses processes(&close_here);
+              std::vector<LingeringSocket> held;
+              const auto hand_pipe_end = [&](uid_t uid) {
+                int ends[2];
+                if (::pipe(ends) != 0) return false;
+                ::close(ends[0]);
+                UniqueFd write_end(ends[1]);
+                return processes.hand(write_end, uid);
+              };
+              // 1001's process blocks on its socket, its feed empty.
+              UniqueFd stuck = blocking_socket(&held);
+              if (!stuck.valid() || !processes.hand(stuck, 1001)) return 2;
+              // 1002's closes a pipe end; others' hands end it once it has.
+              if (!hand_pipe_end(1002)) return 3;
+              for (int i = 0; i < 500 && processes.alive() != 2; ++i) {
+                if (!hand_pipe_end(1003)) return 4;
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+              }
+              if (processes.alive() != 2) return 5;  // 1001's and 1003's
+              // 1001's next goes to its stuck process, not a new one: once
+              // 1003's has ended, 1001's one and 1004's are all there are.
+              UniqueFd again = blocking_socket(&held);
+              if (!again.valid() || !processes.hand(again, 1001)) return 6;
+              for (int i = 0; i < 500; ++i) {
+                if (!hand_pipe_end(1004)) return 7;
+                if (processes.alive() == 2) return 0;
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+              }
+              return 9;
+            }),
+            0)
+      << "exit code says which check failed";
+}
+
+}  // namespace
+}  // namespace egpu::agent
