@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "nodeagent/passed_descriptors.h"
 #include "tests/agent/lingering_socket.h"
@@ -119,40 +120,56 @@ TEST(WakeChannel, AnHonestChannelIsClosedWithoutHandingOn) {
   EXPECT_EQ(disposal_counts().handed, handed);
 }
 
-// The user's end of the channel, disconnected from the agent's and named,
+// An abstract name of this test's (`tag` tells them apart).
+std::pair<sockaddr_un, socklen_t> abstract_name(const std::string& tag) {
+  sockaddr_un name{};
+  name.sun_family = AF_UNIX;
+  const std::string abstract = "egpu-test-" + tag + "-" + std::to_string(::getpid());
+  std::memcpy(name.sun_path + 1, abstract.data(), abstract.size());
+  return {name, static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract.size())};
+}
+
+// The user's end of the channel, disconnected from the agent's and named
+// (and then, in the second case, connected to a socket of the user's),
 // takes a descriptor from a third socket, with a peek offset set so a peek
 // would skip it. The agent never looks into that end: it hands it on.
 TEST(WakeChannel, TheUsersEndIsHandedOnOnceItIsNoLongerTheAgentsPeer) {
-  int ends[2];
-  ASSERT_EQ(::pipe2(ends, O_CLOEXEC), 0);
-  UniqueFd read_end(ends[0]);
-  const std::size_t handed = disposal_counts().handed;
-  {
-    auto c = WakeChannel::create(::getuid(), WakeChannel::Descriptors::kPeeked);
-    ASSERT_TRUE(c.ok()) << c.error();
-    sockaddr unspec{};
-    unspec.sa_family = AF_UNSPEC;
-    ASSERT_EQ(::connect(c->shim_fd(), &unspec, sizeof unspec), 0) << std::strerror(errno);
-    sockaddr_un name{};
-    name.sun_family = AF_UNIX;
-    const std::string abstract = "egpu-test-shim-" + std::to_string(::getpid());
-    std::memcpy(name.sun_path + 1, abstract.data(), abstract.size());
-    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract.size());
-    ASSERT_EQ(::bind(c->shim_fd(), reinterpret_cast<sockaddr*>(&name), len), 0)
-        << std::strerror(errno);
-    UniqueFd third(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    ASSERT_EQ(::connect(third.get(), reinterpret_cast<sockaddr*>(&name), len), 0);
-    ASSERT_TRUE(test::send_descriptor(third.get(), ends[1]));
-    ASSERT_EQ(::send(third.get(), "p", 1, 0), 1);
-    ::close(ends[1]);
-    const int skip = 1;
-    (void)::setsockopt(c->shim_fd(), SOL_SOCKET, SO_PEEK_OFF, &skip, sizeof skip);
+  for (const bool reconnected : {false, true}) {
+    SCOPED_TRACE(reconnected ? "connected to the user's socket" : "disconnected");
+    int ends[2];
+    ASSERT_EQ(::pipe2(ends, O_CLOEXEC), 0);
+    UniqueFd read_end(ends[0]);
+    const std::size_t handed = disposal_counts().handed;
+    {
+      auto c = WakeChannel::create(::getuid(), WakeChannel::Descriptors::kPeeked);
+      ASSERT_TRUE(c.ok()) << c.error();
+      sockaddr unspec{};
+      unspec.sa_family = AF_UNSPEC;
+      ASSERT_EQ(::connect(c->shim_fd(), &unspec, sizeof unspec), 0) << std::strerror(errno);
+      const auto [shim_name, shim_len] = abstract_name("shim");
+      ASSERT_EQ(::bind(c->shim_fd(), reinterpret_cast<const sockaddr*>(&shim_name), shim_len), 0)
+          << std::strerror(errno);
+      UniqueFd third(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+      const auto [third_name, third_len] = abstract_name("third");
+      ASSERT_EQ(::bind(third.get(), reinterpret_cast<const sockaddr*>(&third_name), third_len), 0);
+      ASSERT_EQ(::connect(third.get(), reinterpret_cast<const sockaddr*>(&shim_name), shim_len), 0);
+      ASSERT_TRUE(test::send_descriptor(third.get(), ends[1]));
+      ASSERT_EQ(::send(third.get(), "p", 1, 0), 1);
+      ::close(ends[1]);
+      if (reconnected) {
+        ASSERT_EQ(
+            ::connect(c->shim_fd(), reinterpret_cast<const sockaddr*>(&third_name), third_len), 0)
+            << std::strerror(errno);
+      }
+      const int skip = 1;
+      (void)::setsockopt(c->shim_fd(), SOL_SOCKET, SO_PEEK_OFF, &skip, sizeof skip);
+    }
+    EXPECT_EQ(disposal_counts().handed, handed + 1);
+    pollfd p{read_end.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 20'000), 1) << "the write end was never closed";
+    char byte;
+    EXPECT_EQ(::read(read_end.get(), &byte, 1), 0);
   }
-  EXPECT_EQ(disposal_counts().handed, handed + 1);
-  pollfd p{read_end.get(), POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 20'000), 1) << "the write end was never closed";
-  char byte;
-  EXPECT_EQ(::read(read_end.get(), &byte, 1), 0);
 }
 
 }  // namespace
