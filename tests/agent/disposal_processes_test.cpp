@@ -21,6 +21,7 @@
 namespace egpu::agent {
 namespace {
 
+using test::have_loopback;
 using test::lingering_socket;
 using test::LingeringSocket;
 using test::send_descriptor;
@@ -41,15 +42,6 @@ UniqueFd blocking_socket(std::vector<LingeringSocket>* held) {
   if (!send_descriptor(sender.get(), held->back().socket.get())) return {};
   held->back().socket.reset();
   return outer;
-}
-
-// Whether lingering sockets can be made here (the probe's own close must
-// not wait).
-bool have_loopback() {
-  LingeringSocket probe = lingering_socket();
-  if (!probe.socket.valid()) return false;
-  const linger off{0, 0};
-  return ::setsockopt(probe.socket.get(), SOL_SOCKET, SO_LINGER, &off, sizeof off) == 0;
 }
 
 // Runs `body` in a child; its exit code (or -1 if it did not finish).

@@ -39,6 +39,13 @@ LingeringSocket lingering_socket() {
   return l;
 }
 
+bool have_loopback() {
+  LingeringSocket probe = lingering_socket();
+  if (!probe.socket.valid()) return false;
+  const linger off{0, 0};
+  return ::setsockopt(probe.socket.get(), SOL_SOCKET, SO_LINGER, &off, sizeof off) == 0;
+}
+
 bool send_descriptor(int via, int fd) {
   char byte = 'x';
   iovec iov{&byte, 1};

@@ -17,6 +17,10 @@ struct LingeringSocket {
 // Invalid sockets when the loopback cannot be used.
 LingeringSocket lingering_socket();
 
+// Whether lingering sockets can be made here (the one made to see is
+// closed at once, its linger turned off).
+bool have_loopback();
+
 // Sends one byte on `via` with `fd` attached (SCM_RIGHTS); false on failure.
 bool send_descriptor(int via, int fd);
 
