@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace egpu::test {
@@ -61,6 +63,36 @@ bool send_descriptor(int via, int fd) {
   cm->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
   return ::sendmsg(via, &msg, MSG_NOSIGNAL) == 1;
+}
+
+int send_last_copy(int via, UniqueFd fd) {
+  // The child sends only once this process's copy is closed (the end of
+  // `closed`): a child that sent and exited first would leave the last
+  // close here again.
+  int closed[2];
+  if (::pipe2(closed, O_CLOEXEC) != 0) return errno;
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const int error = errno;
+    ::close(closed[0]);
+    ::close(closed[1]);
+    return error;
+  }
+  if (child == 0) {
+    ::close(closed[1]);
+    char byte;
+    while (::read(closed[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    _exit(send_descriptor(via, fd.get()) ? 0 : errno);
+  }
+  ::close(closed[0]);
+  fd.reset();
+  ::close(closed[1]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return ECHILD;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
 }
 
 }  // namespace egpu::test

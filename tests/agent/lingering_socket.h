@@ -24,4 +24,13 @@ bool have_loopback();
 // Sends one byte on `via` with `fd` attached (SCM_RIGHTS); false on failure.
 bool send_descriptor(int via, int fd);
 
+// Sends `fd` on `via` so that the receiver's copy is the last and this
+// process never closes it last: a child sends it, once this process has
+// closed its own copy, and exits. Where the receiver closes first, the last
+// close is the child's exit, and an exiting process's close never lingers.
+// (Sending, then closing here, let a quick receiver leave this process the
+// last close of a lingering socket: an hour's wait.) 0 when sent, else the
+// send's errno.
+int send_last_copy(int via, UniqueFd fd);
+
 }  // namespace egpu::test

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/protocol/control_client.h"
@@ -150,17 +153,17 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
         verdict = 'n';
         return;
       }
-      if (send_descriptor(via, l.socket.get())) {
+      // When sent, the agent's copy is the last; refused, the sending
+      // child's exit closes it without lingering.
+      const int error = send_last_copy(via, std::move(l.socket));
+      if (error == 0) {
         verdict = verdict == 'n' ? 'n' : 'y';
         ++sent;
-      } else {
+      } else if (error != EPERM && error != EPIPE && error != ECONNRESET) {
         // EPERM: refused by the kernel; EPIPE: the agent already closed
         // the connection over the first one.
-        if (errno != EPERM && errno != EPIPE && errno != ECONNRESET) verdict = 'n';
-        const linger off{0, 0};  // refused: our close is the last, and must not wait
-        setsockopt(l.socket.get(), SOL_SOCKET, SO_LINGER, &off, sizeof off);
+        verdict = 'n';
       }
-      l.socket.reset();  // when sent, the agent's copy is the last
     };
     auto att = attach(agent.socket(), kMalloryJob, 0, 0);
     if (!att || att->fds.size() < 3) _exit(1);
@@ -181,6 +184,12 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
   close(ready[1]);
   close(hold[0]);
   char report[2] = {0, '0'};
+  pollfd done{ready[0], POLLIN, 0};
+  if (poll(&done, 1, 120'000) != 1) {
+    kill(mallory, SIGKILL);
+    waitpid(mallory, nullptr, 0);
+    FAIL() << "mallory never reported: " << agent.log();
+  }
   EXPECT_EQ(read(ready[0], report, 2), 2);
   const char verdict = report[0];
   const int sent = report[1] - '0';
@@ -229,18 +238,23 @@ TEST_F(HostileDescriptors, APassedLingeringSocketDoesNotHangTheAgentOnAnOlderKer
 // A user who floods its wake descriptor gets the agent's attention, not its
 // whole time: status and attaches are still served.
 TEST_F(HostileDescriptors, FloodingTheWakeDescriptorDoesNotStopTheAgent) {
+  // Mallory herself, not a child of run_as: killing her must end the flood
+  // (an orphaned flooder once spun on beside the tests that came next).
   const pid_t flooder = fork();
   if (flooder == 0) {
-    _exit(run_as(kMallory, [&] {
-      auto att = attach(agent.socket(), kMalloryJob, 0, 0);
-      if (!att || att->fds.size() < 3) return 1;
-      (void)fcntl(att->fds[kWakeFd], F_SETFL, 0);
-      const uint64_t one = 1;
-      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-      while (std::chrono::steady_clock::now() < end)
-        (void)!write(att->fds[kWakeFd], &one, sizeof one);
-      return 0;
-    }));
+    if (setgroups(0, nullptr) != 0 || setresgid(kMallory, kMallory, kMallory) != 0 ||
+        setresuid(kMallory, kMallory, kMallory) != 0) {
+      _exit(99);
+    }
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->fds.size() < 3) _exit(1);
+    (void)fcntl(att->fds[kWakeFd], F_SETFL, 0);
+    const uint64_t one = 1;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < end &&
+           write(att->fds[kWakeFd], &one, sizeof one) == sizeof one) {
+    }
+    _exit(0);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   expect_agent_serving();
