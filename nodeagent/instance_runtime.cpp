@@ -182,8 +182,8 @@ bool InstanceRuntime::start_chore(Work work) {
   return queued;
 }
 
-void InstanceRuntime::repair_if_broken() {
-  if (!guard_.broken()) return;
+void InstanceRuntime::repair_if_broken(bool cut_short) {
+  if (!guard_.broken() && !cut_short) return;
   // The broken page is not touched on this thread (its lock may be held):
   // its directory is set aside (PageChores::set_aside, in open), and a page
   // of the legacy layout is left where it is, to the next start's cleanup.
@@ -248,7 +248,10 @@ InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
 }
 
 int InstanceRuntime::attach(pid_t pid) {
-  repair_if_broken();
+  // An attach reads the slots only: a page cut short past them would be
+  // caught at a later tick's look at its end, and the process would attach
+  // to the page its job is breaking. Its length says so now.
+  repair_if_broken(extent_of(fd()).first < sizeof(shm::InstancePage));
   auto* p = page();
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     const shm::ProcReading r = shm::read_proc_slot(p->procs[i]);

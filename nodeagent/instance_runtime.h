@@ -56,8 +56,9 @@ class InstanceRuntime {
   // After the job truncated its page under the agent (see UserPageGuard):
   // a fresh page in its place, which processes get when they attach again.
   // The broken page's name goes first, on a chore worker (PageChores); the
-  // fresh page comes at the first look after that.
-  void repair_if_broken();
+  // fresh page comes at the first look after that. `cut_short`: the file is
+  // shorter than a page, though no access has faulted yet.
+  void repair_if_broken(bool cut_short = false);
 
   // Its user can ftruncate or fallocate its own page to any length, and the
   // file lies on the agent's RuntimeDir filesystem (/run unless it has its

@@ -249,9 +249,10 @@ TEST_F(PageGrowth, AUserWhoseJobsHoldTheirPagesLocksGetsNoNewStepsPastABacklog) 
   for (int i = 0; i < 2 * static_cast<int>(agent::PageChores::kMaxBacklogPerUser); ++i) {
     UniqueFd fd(open(truncated.c_str(), O_RDWR | O_CLOEXEC));
     if (!fd.valid() || ftruncate(fd.get(), 4096) != 0) break;
-    // An attach looks at the page: the first one after the truncation finds
-    // it broken (if no tick did), the next replaces it while the backlog
-    // allows; past it, nothing does, and the loop ends.
+    // An attach looks at the page's length: the first one after the
+    // truncation replaces it (if no tick did) while the backlog allows;
+    // past it, nothing does, and the loop ends. A second look tries again
+    // where making the fresh page failed.
     struct stat was {};
     struct stat now {};
     fstat(fd.get(), &was);
