@@ -163,13 +163,15 @@ Result<protocol::Reply> AgentProcess::call(const protocol::Request& request) con
   return c->call(request);
 }
 
+bool become(uid_t uid) {
+  return setgroups(0, nullptr) == 0 && setresgid(uid, uid, uid) == 0 &&
+         setresuid(uid, uid, uid) == 0;
+}
+
 int run_as(uid_t uid, const std::function<int()>& body) {
   pid_t pid = fork();
   if (pid == 0) {
-    if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 ||
-        setresuid(uid, uid, uid) != 0) {
-      _exit(99);
-    }
+    if (!become(uid)) _exit(99);
     _exit(body());
   }
   int status = 0;

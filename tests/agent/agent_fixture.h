@@ -45,6 +45,10 @@ class AgentProcess {
   std::vector<std::pair<std::string, std::string>> env_;
 };
 
+// Switches this process to `uid` (group `uid`, no supplementary groups), for
+// good; false if it could not.
+bool become(uid_t uid);
+
 // Runs `body` in a forked child with uid/gid switched to `uid`; returns its
 // exit code (body's return value), or -1 if it crashed.
 int run_as(uid_t uid, const std::function<int()>& body);

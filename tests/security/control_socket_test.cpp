@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -48,11 +47,6 @@ constexpr uid_t kBob = 4343;
 
 void sleep_ms(int ms) {
   std::this_thread::sleep_for(milliseconds(ms));
-}
-
-bool become(uid_t uid) {
-  return setgroups(0, nullptr) == 0 && setresgid(uid, uid, uid) == 0 &&
-         setresuid(uid, uid, uid) == 0;
 }
 
 // A non-blocking SEQPACKET connection; a full backlog is retried for a while.

@@ -3,7 +3,6 @@
 // flood them, truncate the files behind them), beside another user's honest
 // job. The agent must stay up, keep answering and keep every instance.
 #include <fcntl.h>
-#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -139,10 +138,7 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
   if (mallory == 0) {
     close(ready[0]);
     close(hold[1]);
-    if (setgroups(0, nullptr) != 0 || setresgid(kMallory, kMallory, kMallory) != 0 ||
-        setresuid(kMallory, kMallory, kMallory) != 0) {
-      _exit(99);
-    }
+    if (!become(kMallory)) _exit(99);
     std::vector<LingeringSocket> held;
     char verdict = 'r';  // every send refused with EPERM
     char sent = '0';     // how many went through
@@ -242,10 +238,7 @@ TEST_F(HostileDescriptors, FloodingTheWakeDescriptorDoesNotStopTheAgent) {
   // (an orphaned flooder once spun on beside the tests that came next).
   const pid_t flooder = fork();
   if (flooder == 0) {
-    if (setgroups(0, nullptr) != 0 || setresgid(kMallory, kMallory, kMallory) != 0 ||
-        setresuid(kMallory, kMallory, kMallory) != 0) {
-      _exit(99);
-    }
+    if (!become(kMallory)) _exit(99);
     auto att = attach(agent.socket(), kMalloryJob, 0, 0);
     if (!att || att->fds.size() < 3) _exit(1);
     (void)fcntl(att->fds[kWakeFd], F_SETFL, 0);

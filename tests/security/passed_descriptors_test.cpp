@@ -9,7 +9,6 @@
 // agent until its descriptors ran out. Each must leave the agent at once
 // for that user's disposal process, and the agent keep serving.
 #include <dirent.h>
-#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -53,10 +52,7 @@ std::size_t open_descriptors(pid_t pid) {
 // close would block) until `hold` ends.
 [[noreturn]] void pass_on_many_connections(const std::string& socket, int count, int ready,
                                            int hold) {
-  if (setgroups(0, nullptr) != 0 || setresgid(kMallory, kMallory, kMallory) != 0 ||
-      setresuid(kMallory, kMallory, kMallory) != 0) {
-    _exit(99);
-  }
+  if (!become(kMallory)) _exit(99);
   std::vector<LingeringSocket> held;
   int passed = 0;
   for (int i = 0; i < count; ++i) {
