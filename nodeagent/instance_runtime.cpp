@@ -38,6 +38,13 @@ std::pair<uint64_t, uint64_t> extent_of(int fd) {
           st.st_blocks > 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0};
 }
 
+// Whether the page's file is shorter than a page; a failed fstat says
+// nothing, and a healthy page must not be replaced on its word.
+bool cut_short(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && st.st_size < static_cast<off_t>(sizeof(shm::InstancePage));
+}
+
 }  // namespace
 
 InstanceRuntime::InstanceRuntime(shm::PageFile page, std::string runtime_dir,
@@ -212,11 +219,21 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
   }
   const uint64_t total = device_ns_total_;
   const int64_t pending = pending_device_ns_;
+  const uint64_t replaced = replaced_ + 1;
+  const int64_t replaced_logged_ns = replaced_logged_ns_;
   *this = std::move(*fresh);
   device_ns_total_ = total;
   pending_device_ns_ = pending;
-  EGPU_LOG_WARN("instance %llu: its user truncated its page; the page was replaced",
-                static_cast<unsigned long long>(identity_.id));
+  replaced_ = replaced;
+  replaced_logged_ns_ = replaced_logged_ns;
+  // A user can cut each fresh page at once, each attach: logged once a minute.
+  const int64_t now = monotonic_ns();
+  if (replaced_logged_ns_ == 0 || now - replaced_logged_ns_ >= 60'000'000'000) {
+    replaced_logged_ns_ = now;
+    EGPU_LOG_WARN("instance %llu: its user truncated its page; the page was replaced (%llu so far)",
+                  static_cast<unsigned long long>(identity_.id),
+                  static_cast<unsigned long long>(replaced_));
+  }
 }
 
 InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
@@ -251,7 +268,7 @@ int InstanceRuntime::attach(pid_t pid) {
   // An attach reads the slots only: a page cut short past them would be
   // caught at a later tick's look at its end, and the process would attach
   // to the page its job is breaking. Its length says so now.
-  repair_if_broken(extent_of(fd()).first < sizeof(shm::InstancePage));
+  repair_if_broken(cut_short(fd()));
   auto* p = page();
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     const shm::ProcReading r = shm::read_proc_slot(p->procs[i]);

@@ -106,6 +106,9 @@ class InstanceRuntime {
   // Replacements of a truncated page that failed, and when that was last logged.
   uint64_t repair_failures_ = 0;
   int64_t repair_warned_ns_ = 0;
+  // Replacements made, and when they were last logged.
+  uint64_t replaced_ = 0;
+  int64_t replaced_logged_ns_ = 0;
   // Shared with the page's chore while one runs (at most one at a time).
   struct ChoreState {
     std::atomic<bool> busy{false};
