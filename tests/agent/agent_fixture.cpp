@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -161,6 +164,18 @@ Result<protocol::Reply> AgentProcess::call(const protocol::Request& request) con
   auto c = protocol::ControlClient::connect(socket_);
   if (!c) return Error{c.error()};
   return c->call(request);
+}
+
+bool readable_within(int fd, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+    if (n == 1) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
 }
 
 bool become(uid_t uid) {

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -44,6 +45,9 @@ class AgentProcess {
   pid_t pid_ = -1;
   std::vector<std::pair<std::string, std::string>> env_;
 };
+
+// Whether `fd` becomes readable within `limit` (a signal does not end the wait).
+bool readable_within(int fd, std::chrono::milliseconds limit);
 
 // Switches this process to `uid` (group `uid`, no supplementary groups), for
 // good; false if it could not.

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace egpu::test {
 
@@ -65,34 +67,65 @@ bool send_descriptor(int via, int fd) {
   return ::sendmsg(via, &msg, MSG_NOSIGNAL) == 1;
 }
 
-int send_last_copy(int via, UniqueFd fd) {
-  // The child sends only once this process's copy is closed (the end of
+SendOutcome send_last_copies(int via, std::vector<UniqueFd> fds) {
+  // The child sends only once this process's copies are closed (the end of
   // `closed`): a child that sent and exited first would leave the last
-  // close here again.
+  // close here again. It reports on `result`.
   int closed[2];
-  if (::pipe2(closed, O_CLOEXEC) != 0) return errno;
-  const pid_t child = ::fork();
-  if (child < 0) {
+  int result[2];
+  if (::pipe2(closed, O_CLOEXEC) != 0) return {0, errno};
+  if (::pipe2(result, O_CLOEXEC) != 0) {
     const int error = errno;
     ::close(closed[0]);
     ::close(closed[1]);
-    return error;
+    return {0, error};
+  }
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const int error = errno;
+    for (int fd : {closed[0], closed[1], result[0], result[1]})
+      ::close(fd);
+    // Kept open until this process exits, whose close never lingers.
+    for (UniqueFd& fd : fds)
+      (void)fd.release();
+    return {0, error};
   }
   if (child == 0) {
     ::close(closed[1]);
+    ::close(result[0]);
     char byte;
     while (::read(closed[0], &byte, 1) < 0 && errno == EINTR) {
     }
-    _exit(send_descriptor(via, fd.get()) ? 0 : errno);
+    SendOutcome out;
+    for (const UniqueFd& fd : fds) {
+      if (!send_descriptor(via, fd.get())) {
+        out.error = errno;
+        break;
+      }
+      ++out.sent;
+    }
+    (void)!::write(result[1], &out, sizeof out);
+    _exit(0);
   }
   ::close(closed[0]);
-  fd.reset();
+  ::close(result[1]);
+  fds.clear();
   ::close(closed[1]);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) return ECHILD;
+  SendOutcome out{0, EIO};
+  ssize_t got;
+  while ((got = ::read(result[0], &out, sizeof out)) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+  if (got != static_cast<ssize_t>(sizeof out)) out = {0, EIO};
+  ::close(result[0]);
+  while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return out;
+}
+
+int send_last_copy(int via, UniqueFd fd) {
+  std::vector<UniqueFd> one;
+  one.push_back(std::move(fd));
+  return send_last_copies(via, std::move(one)).error;
 }
 
 }  // namespace egpu::test

@@ -4,6 +4,8 @@
 // as the close should block.
 #pragma once
 
+#include <vector>
+
 #include "core/util/unique_fd.h"
 
 namespace egpu::test {
@@ -24,13 +26,21 @@ bool have_loopback();
 // Sends one byte on `via` with `fd` attached (SCM_RIGHTS); false on failure.
 bool send_descriptor(int via, int fd);
 
-// Sends `fd` on `via` so that the receiver's copy is the last and this
-// process never closes it last: a child sends it, once this process has
-// closed its own copy, and exits. Where the receiver closes first, the last
-// close is the child's exit, and an exiting process's close never lingers.
-// (Sending, then closing here, let a quick receiver leave this process the
-// last close of a lingering socket: an hour's wait.) 0 when sent, else the
-// send's errno.
+// Sends `fds` on `via`, one message each, back to back, so that the
+// receiver's copies are the last and this process never closes one last: a
+// child sends them, once this process has closed its own copies, and exits.
+// Where the receiver closes first, the last close is the child's exit, and
+// an exiting process's close never lingers. (Sending, then closing here,
+// let a quick receiver leave this process the last close of a lingering
+// socket: an hour's wait.) Where no child can be made, the copies stay open
+// here until this process exits.
+struct SendOutcome {
+  int sent = 0;   // messages that went
+  int error = 0;  // errno of the send that failed, 0 if none did
+};
+SendOutcome send_last_copies(int via, std::vector<UniqueFd> fds);
+
+// One descriptor: 0 when sent, else the errno.
 int send_last_copy(int via, UniqueFd fd);
 
 }  // namespace egpu::test

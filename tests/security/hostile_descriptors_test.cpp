@@ -4,7 +4,6 @@
 // job. The agent must stay up, keep answering and keep every instance.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -136,30 +135,33 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
   ASSERT_EQ(pipe(hold), 0);
   const pid_t mallory = fork();
   if (mallory == 0) {
+    setpgid(0, 0);  // her senders with her, should she be killed
     close(ready[0]);
     close(hold[1]);
     if (!become(kMallory)) _exit(99);
     std::vector<LingeringSocket> held;
     char verdict = 'r';  // every send refused with EPERM
     char sent = '0';     // how many went through
-    auto pass = [&](int via) {
-      held.push_back(lingering_socket());
-      LingeringSocket& l = held.back();
-      if (!l.socket.valid()) {
-        verdict = 'n';
-        return;
+    // Back to back: the agent may close the connection over the first.
+    auto pass = [&](int via, int count) {
+      std::vector<UniqueFd> sockets;
+      for (int i = 0; i < count; ++i) {
+        held.push_back(lingering_socket());
+        if (!held.back().socket.valid()) {
+          verdict = 'n';
+          return;
+        }
+        sockets.push_back(std::move(held.back().socket));
       }
-      // When sent, the agent's copy is the last; refused, the sending
-      // child's exit closes it without lingering.
-      const int error = send_last_copy(via, std::move(l.socket));
-      if (error == 0) {
-        verdict = verdict == 'n' ? 'n' : 'y';
-        ++sent;
-      } else if (error != EPERM && error != EPIPE && error != ECONNRESET) {
-        // EPERM: refused by the kernel; EPIPE: the agent already closed
-        // the connection over the first one.
+      // When sent, the agent's copies are the last; refused, the sending
+      // child's exit closes them without lingering.
+      const SendOutcome out = send_last_copies(via, std::move(sockets));
+      sent = static_cast<char>(sent + out.sent);
+      if (out.sent > 0 && verdict != 'n') verdict = 'y';
+      // EPERM: refused by the kernel; EPIPE: the agent already closed
+      // the connection over the first one.
+      if (out.error != 0 && out.error != EPERM && out.error != EPIPE && out.error != ECONNRESET)
         verdict = 'n';
-      }
     };
     auto att = attach(agent.socket(), kMalloryJob, 0, 0);
     if (!att || att->fds.size() < 3) _exit(1);
@@ -168,9 +170,8 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, agent.socket().c_str(), sizeof addr.sun_path - 1);
     if (::connect(control.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) _exit(2);
-    pass(control.get());
-    pass(control.get());
-    pass(att->fds[kWakeFd]);
+    pass(control.get(), 2);
+    pass(att->fds[kWakeFd], 1);
     const char report[2] = {verdict, sent};
     (void)!write(ready[1], report, 2);
     char byte;
@@ -180,10 +181,11 @@ void pass_lingering_sockets(AgentProcess& agent, bool* sent_any) {
   close(ready[1]);
   close(hold[0]);
   char report[2] = {0, '0'};
-  pollfd done{ready[0], POLLIN, 0};
-  if (poll(&done, 1, 120'000) != 1) {
-    kill(mallory, SIGKILL);
+  if (!readable_within(ready[0], std::chrono::seconds(120))) {
+    kill(-mallory, SIGKILL);
     waitpid(mallory, nullptr, 0);
+    close(ready[0]);
+    close(hold[1]);
     FAIL() << "mallory never reported: " << agent.log();
   }
   EXPECT_EQ(read(ready[0], report, 2), 2);
