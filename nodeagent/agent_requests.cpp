@@ -26,12 +26,6 @@ Reply error_reply(ReplyStatus status, std::string message) {
   return r;
 }
 
-// ", and 12 like it not logged" when a user's lines were dropped.
-std::string dropped_note(const LogBudget::Verdict& v) {
-  if (v.dropped_before == 0) return {};
-  return ", and " + std::to_string(v.dropped_before) + " like it not logged";
-}
-
 }  // namespace
 
 LogBudget::Verdict Agent::log_budget(uid_t uid) {

@@ -219,20 +219,14 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
   }
   const uint64_t total = device_ns_total_;
   const int64_t pending = pending_device_ns_;
-  const uint64_t replaced = replaced_ + 1;
-  const int64_t replaced_logged_ns = replaced_logged_ns_;
+  const LogBudget replaced_log = replaced_log_;
   *this = std::move(*fresh);
   device_ns_total_ = total;
   pending_device_ns_ = pending;
-  replaced_ = replaced;
-  replaced_logged_ns_ = replaced_logged_ns;
-  // A user can cut each fresh page at once, each attach: logged once a minute.
-  const int64_t now = monotonic_ns();
-  if (replaced_logged_ns_ == 0 || now - replaced_logged_ns_ >= 60'000'000'000) {
-    replaced_logged_ns_ = now;
-    EGPU_LOG_WARN("instance %llu: its user truncated its page; the page was replaced (%llu so far)",
-                  static_cast<unsigned long long>(identity_.id),
-                  static_cast<unsigned long long>(replaced_));
+  replaced_log_ = replaced_log;
+  if (const auto v = replaced_log_.take(monotonic_ns()); v.log) {
+    EGPU_LOG_WARN("instance %llu: its user truncated its page; the page was replaced%s",
+                  static_cast<unsigned long long>(identity_.id), dropped_note(v).c_str());
   }
 }
 

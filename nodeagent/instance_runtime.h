@@ -18,6 +18,7 @@
 #include "core/shm/latency_counts.h"
 #include "core/shm/page_file.h"
 #include "core/shm/pages.h"
+#include "core/util/log_budget.h"
 #include "core/util/result.h"
 #include "nodeagent/user_page_guard.h"
 
@@ -106,9 +107,8 @@ class InstanceRuntime {
   // Replacements of a truncated page that failed, and when that was last logged.
   uint64_t repair_failures_ = 0;
   int64_t repair_warned_ns_ = 0;
-  // Replacements made, and when they were last logged.
-  uint64_t replaced_ = 0;
-  int64_t replaced_logged_ns_ = 0;
+  // A user can cut each fresh page at every attach: a line a minute.
+  LogBudget replaced_log_{1, 1.0 / 60};
   // Shared with the page's chore while one runs (at most one at a time).
   struct ChoreState {
     std::atomic<bool> busy{false};

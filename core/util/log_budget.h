@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace egpu {
 
@@ -43,5 +44,11 @@ class LogBudget {
   int64_t last_ns_ = 0;
   uint64_t dropped_ = 0;
 };
+
+// ", and 12 like it not logged" when lines were dropped before this one.
+inline std::string dropped_note(const LogBudget::Verdict& v) {
+  if (v.dropped_before == 0) return {};
+  return ", and " + std::to_string(v.dropped_before) + " like it not logged";
+}
 
 }  // namespace egpu
