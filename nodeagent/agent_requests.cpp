@@ -11,6 +11,7 @@
 #include "core/util/log.h"
 #include "nodeagent/agent.h"
 #include "nodeagent/page_chores.h"
+#include "nodeagent/peer_process.h"
 #include "nodeagent/status_report.h"
 
 namespace egpu::agent {
@@ -88,6 +89,10 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
   const model::Instance* inst = nullptr;
   auto o = registry_->authorize_attach(peer.uid, r.job_id, r.step_id, r.gpu_index, &inst);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
+  // The slot lives as long as the process that connected, never as long as
+  // whoever has its pid by now (peer_process.h).
+  auto pidfd = peer_pidfd(peer.socket, peer.pid);
+  if (!pidfd) return {reply(error_reply(ReplyStatus::kDenied, pidfd.error()), id)};
   GpuArbiter& arb = *arbiters_[inst->gpu];
   const int slot = arb.attach(inst->id, peer.pid);
   if (slot < 0) {
@@ -97,7 +102,7 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
                   id)};
   }
   Attachment a{peer.pid, inst->id, inst->gpu, static_cast<uint32_t>(slot)};
-  if (Status s = tracker_->track(a); !s) {
+  if (Status s = tracker_->track(a, std::move(pidfd->fd)); !s) {
     arb.reclaim(inst->id, a.proc_slot, peer.pid);
     return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
   }

@@ -197,7 +197,7 @@ void ControlServer::accept_batch() {
       close_client_socket(std::move(client), kUnknownUid);
       continue;
     }
-    const PeerCred peer{cred.pid, cred.uid, cred.gid};
+    const PeerCred peer{cred.pid, cred.uid, cred.gid, client.get()};
     if (!admit(peer)) {
       ++rejected_;
       close_client_socket(std::move(client), peer.uid);  // the agent keeps serving the others

@@ -37,6 +37,9 @@ struct PeerCred {
   pid_t pid;
   uid_t uid;
   gid_t gid;
+  // The connection's socket, borrowed for the handler's call: an attach
+  // asks it for the connecting process's pidfd (peer_process.h).
+  int socket = -1;
 };
 
 struct Outgoing {

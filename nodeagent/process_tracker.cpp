@@ -21,15 +21,21 @@ ProcessTracker::ProcessTracker(event_base* base, ExitCallback on_exit)
 ProcessTracker::~ProcessTracker() = default;
 
 Status ProcessTracker::track(const Attachment& a) {
-  const auto key = std::make_pair(a.pid, a.instance_id);
-  if (watches_.contains(key)) return {};
+  if (watches_.contains(std::make_pair(a.pid, a.instance_id))) return {};
   const int fd = static_cast<int>(syscall(SYS_pidfd_open, a.pid, 0));
   if (fd < 0) {
     return Error{"cannot watch process " + std::to_string(a.pid) + ": " + std::strerror(errno)};
   }
+  return track(a, UniqueFd(fd));
+}
+
+Status ProcessTracker::track(const Attachment& a, UniqueFd pidfd) {
+  const auto key = std::make_pair(a.pid, a.instance_id);
+  if (watches_.contains(key)) return {};
+  const int fd = pidfd.get();
   auto w = std::make_unique<Watch>();
   w->attachment = a;
-  w->pidfd.reset(fd);
+  w->pidfd = std::move(pidfd);
   w->owner = this;
   w->ev.reset(event_new(base_, fd, EV_READ, &ProcessTracker::on_readable, w.get()));
   // A process's exit frees its share at once: the data plane.

@@ -35,6 +35,9 @@ class ProcessTracker {
   // Starts watching; a process already gone is reported as an error (the
   // caller reclaims its slot at once).
   Status track(const Attachment& attachment);
+  // The same with the process's pidfd in hand (peer_pidfd): the watch is of
+  // that process whatever becomes of its pid.
+  Status track(const Attachment& attachment, UniqueFd pidfd);
   // Forgets the attachments of a removed instance.
   void forget_instance(uint64_t instance_id);
   bool tracked(pid_t pid, uint64_t instance_id) const;
