@@ -119,6 +119,9 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
 
 std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol::CreateRequest& r,
                                            uint32_t id) {
+  // Refused before the caller's /proc entry and its job's pages are read.
+  if (auto o = model::InstanceRegistry::may_create(peer.uid); !o.ok())
+    return {reply(error_reply(o.status, o.message), id)};
   model::CreateSpec spec{r.job_id,
                          r.step_id,
                          r.gpu_index,
@@ -289,6 +292,9 @@ void Agent::write_records(uint32_t gpu) {
 
 std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
                                            uint32_t id) {
+  // Refused before the job's umbrella page is read.
+  if (auto o = registry_->may_change(peer.uid, r.instance_id); !o.ok())
+    return {reply(error_reply(o.status, o.message), id)};
   model::Instance updated;
   uint64_t umbrella_used = 0;
   if (const model::Instance* before = registry_->find(r.instance_id);

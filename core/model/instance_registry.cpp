@@ -167,7 +167,7 @@ std::map<uint64_t, std::pair<double, Mode>> InstanceRegistry::faa_targets(
 
 Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Instance** created) {
   const std::string name = step_name(spec.job_id, spec.step_id);
-  if (caller != 0) return fail(ReplyStatus::kDenied, "only root may create instances");
+  if (Outcome o = may_create(caller); !o.ok()) return o;
   if (spec.gpu >= gpu_memory_.size()) {
     return fail(ReplyStatus::kNotFound, "GPU " + std::to_string(spec.gpu) +
                                             " does not exist on this node (" +
@@ -306,16 +306,31 @@ Outcome InstanceRegistry::remove(uid_t caller, uint64_t job_id, uint32_t step_id
   return Outcome::Ok();
 }
 
+namespace {
+std::string instance_name(const Instance& inst) {
+  return "instance " + std::to_string(inst.id) + " (step " + step_name(inst.job_id, inst.step_id) +
+         " on GPU " + std::to_string(inst.gpu) + ")";
+}
+}  // namespace
+
+Outcome InstanceRegistry::may_create(uid_t caller) {
+  if (caller != 0) return fail(ReplyStatus::kDenied, "only root may create instances");
+  return Outcome::Ok();
+}
+
+Outcome InstanceRegistry::may_change(uid_t caller, uint64_t id) const {
+  const Instance* inst = find(id);
+  if (inst == nullptr) return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
+  if (caller != 0 && caller != inst->uid)
+    return fail(ReplyStatus::kDenied, instance_name(*inst) + " belongs to another user");
+  return Outcome::Ok();
+}
+
 Outcome InstanceRegistry::changeable(uid_t caller, uint64_t id, Instance** found,
                                      std::string* name) {
-  auto it = instances_.find(id);
-  if (it == instances_.end())
-    return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
-  Instance& inst = it->second;
-  *name = "instance " + std::to_string(id) + " (step " + step_name(inst.job_id, inst.step_id) +
-          " on GPU " + std::to_string(inst.gpu) + ")";
-  if (caller != 0 && caller != inst.uid)
-    return fail(ReplyStatus::kDenied, *name + " belongs to another user");
+  if (Outcome o = may_change(caller, id); !o.ok()) return o;
+  Instance& inst = instances_.at(id);
+  *name = instance_name(inst);
   *found = &inst;
   return Outcome::Ok();
 }

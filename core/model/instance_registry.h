@@ -137,6 +137,10 @@ class InstanceRegistry {
   Outcome authorize_attach(uid_t caller, uint64_t job_id, uint32_t step_id, uint32_t gpu,
                            const Instance** found) const;
   bool may_see_details(uid_t caller, const Instance& instance) const;
+  // What create and resize check first, for callers that would otherwise
+  // read /proc or pages on a request they are about to refuse.
+  static Outcome may_create(uid_t caller);
+  Outcome may_change(uid_t caller, uint64_t id) const;  // the owner or root
 
   const Instance* find(uint64_t id) const;
   const Instance* find(uint64_t job_id, uint32_t step_id, uint32_t gpu) const;

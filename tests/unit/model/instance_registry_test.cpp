@@ -107,6 +107,8 @@ TEST_F(Registry, FaaTargetsApplyLoansOnlyWhereTheyStillHold) {
 TEST_F(Registry, OnlyRootCreatesAndRemoves) {
   auto o = reg.create(kAlice, spec(1, 0, 0, 30), nullptr);
   EXPECT_EQ(o.status, ReplyStatus::kDenied);
+  EXPECT_EQ(InstanceRegistry::may_create(kAlice).status, ReplyStatus::kDenied);
+  EXPECT_TRUE(InstanceRegistry::may_create(kRoot).ok());
   create(spec(1, 0, 0, 30));
   EXPECT_EQ(reg.remove(kAlice, 1, 0, nullptr).status, ReplyStatus::kDenied);
   std::vector<Instance> removed;
@@ -173,6 +175,13 @@ TEST_F(Registry, OtherUsersCannotResizeOrAttach) {
   auto* a = create(spec(1, 0, 0, 30));
   EXPECT_EQ(reg.resize(kBob, a->id, 20, std::nullopt, nullptr).status, ReplyStatus::kDenied);
   EXPECT_EQ(reg.resize(kBob, a->id, 0, Mode::kCap, nullptr).status, ReplyStatus::kDenied);
+  // The check the agent makes before it reads the job's pages for a resize.
+  const Outcome bob = reg.may_change(kBob, a->id);
+  EXPECT_EQ(bob.status, ReplyStatus::kDenied);
+  EXPECT_NE(bob.message.find("belongs to another user"), std::string::npos) << bob.message;
+  EXPECT_TRUE(reg.may_change(kAlice, a->id).ok());
+  EXPECT_TRUE(reg.may_change(kRoot, a->id).ok());
+  EXPECT_EQ(reg.may_change(kAlice, a->id + 100).status, ReplyStatus::kNotFound);
   EXPECT_EQ(reg.authorize_attach(kBob, 1, 0, 0, nullptr).status, ReplyStatus::kDenied);
   const Instance* found = nullptr;
   EXPECT_TRUE(reg.authorize_attach(kAlice, 1, 0, 0, &found).ok());
