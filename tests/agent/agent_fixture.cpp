@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -104,8 +105,12 @@ void AgentProcess::set_env(const std::string& name, const std::string& value) {
 }
 
 bool AgentProcess::start() {
+  const pid_t test = getpid();
   pid_ = fork();
   if (pid_ == 0) {
+    // A test that ctest kills on its timeout (or that crashes) takes its
+    // agent with it, instead of leaving it to the tests that come next.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != test) _exit(126);
     for (const auto& [name, value] : env_) {
       if (name == "LD_PRELOAD") {
         // A sanitized agent wants its runtime first; a preloaded fixture
