@@ -206,12 +206,10 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
     // user's there: that is set aside then). A user racing each fresh page
     // fails every look: logged once a minute.
     ++repair_failures_;
-    const int64_t now = monotonic_ns();
-    if (repair_warned_ns_ == 0 || now - repair_warned_ns_ >= 60'000'000'000) {
-      repair_warned_ns_ = now;
+    if (repair_failed_log_.take(monotonic_ns()).log) {
       EGPU_LOG_WARN(
-          "instance %llu: its user truncated its page, which cannot be replaced (%llu tries so "
-          "far): %s",
+          "instance %llu: its user truncated its page, which cannot be replaced (%llu failed "
+          "replacements so far): %s",
           static_cast<unsigned long long>(identity_.id),
           static_cast<unsigned long long>(repair_failures_), fresh.error().c_str());
     }
@@ -219,10 +217,14 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
   }
   const uint64_t total = device_ns_total_;
   const int64_t pending = pending_device_ns_;
+  const uint64_t failures = repair_failures_;
+  const LogBudget failed_log = repair_failed_log_;
   const LogBudget replaced_log = replaced_log_;
   *this = std::move(*fresh);
   device_ns_total_ = total;
   pending_device_ns_ = pending;
+  repair_failures_ = failures;
+  repair_failed_log_ = failed_log;
   replaced_log_ = replaced_log;
   if (const auto v = replaced_log_.take(monotonic_ns()); v.log) {
     EGPU_LOG_WARN("instance %llu: its user truncated its page; the page was replaced%s",

@@ -104,10 +104,11 @@ class InstanceRuntime {
   int64_t pending_device_ns_ = 0;  // from reclaimed slots, charged at the next scan
   // The storage the page may hold before take_back_growth() takes some back.
   uint64_t may_hold_ = (sizeof(shm::InstancePage) + 4095) / 4096 * 4096;
-  // Replacements of a truncated page that failed, and when that was last logged.
+  // Replacements of a truncated page that failed. Both logs are carried to
+  // each fresh page with the count: a user who cuts each fresh page at every
+  // attach, or makes every other replacement fail, gets a line a minute.
   uint64_t repair_failures_ = 0;
-  int64_t repair_warned_ns_ = 0;
-  // A user can cut each fresh page at every attach: a line a minute.
+  LogBudget repair_failed_log_{1, 1.0 / 60};
   LogBudget replaced_log_{1, 1.0 / 60};
   // Shared with the page's chore while one runs (at most one at a time).
   struct ChoreState {
