@@ -91,8 +91,13 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
   // The slot lives as long as the process that connected, never as long as
   // whoever has its pid by now (peer_process.h).
-  auto pidfd = peer_pidfd(peer.socket, peer.pid);
-  if (!pidfd) return {reply(error_reply(ReplyStatus::kDenied, pidfd.error()), id)};
+  auto pidfd = peer_pidfd(peer.socket, peer.pid, peer.uid);
+  if (!pidfd) {
+    return {reply(
+        error_reply(pidfd.error_code() == ESRCH ? ReplyStatus::kDenied : ReplyStatus::kInternal,
+                    pidfd.error()),
+        id)};
+  }
   GpuArbiter& arb = *arbiters_[inst->gpu];
   const int slot = arb.attach(inst->id, peer.pid);
   if (slot < 0) {
@@ -102,7 +107,7 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
                   id)};
   }
   Attachment a{peer.pid, inst->id, inst->gpu, static_cast<uint32_t>(slot)};
-  if (Status s = tracker_->track(a, std::move(pidfd->fd)); !s) {
+  if (Status s = tracker_->track(a, std::move(*pidfd)); !s) {
     arb.reclaim(inst->id, a.proc_slot, peer.pid);
     return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
   }
@@ -293,7 +298,8 @@ void Agent::write_records(uint32_t gpu) {
 std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol::ResizeRequest& r,
                                            uint32_t id) {
   // Refused before the job's umbrella page is read.
-  if (auto o = registry_->may_change(peer.uid, r.instance_id); !o.ok())
+  const bool force = (r.flags & protocol::kResizeForce) != 0;
+  if (auto o = registry_->may_change(peer.uid, r.instance_id, force); !o.ok())
     return {reply(error_reply(o.status, o.message), id)};
   model::Instance updated;
   uint64_t umbrella_used = 0;
@@ -302,7 +308,6 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
     umbrella_used = umbrella_memory_used(before->job_id, before->gpu);
   }
   // The decoder admits only modes and kModeUnchanged (nullopt here).
-  const bool force = (r.flags & protocol::kResizeForce) != 0;
   auto o = registry_->resize(peer.uid, r.instance_id, r.units, mode_from_value(r.mode), &updated,
                              umbrella_used, force);
   if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};

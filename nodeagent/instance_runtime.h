@@ -106,7 +106,8 @@ class InstanceRuntime {
   uint64_t may_hold_ = (sizeof(shm::InstancePage) + 4095) / 4096 * 4096;
   // Replacements of a truncated page that failed. Both logs are carried to
   // each fresh page with the count: a user who cuts each fresh page at every
-  // attach, or makes every other replacement fail, gets a line a minute.
+  // attach, or makes every other replacement fail, gets a line a minute of
+  // each.
   uint64_t repair_failures_ = 0;
   LogBudget repair_failed_log_{1, 1.0 / 60};
   LogBudget replaced_log_{1, 1.0 / 60};

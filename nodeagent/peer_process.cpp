@@ -1,36 +1,85 @@
 #include "nodeagent/peer_process.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <string>
+
+#include "core/util/log.h"
+#include "nodeagent/process_tracker.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77  // <asm-generic/socket.h> of Linux 6.5; bookworm's headers lack it
 #endif
 
 namespace egpu::agent {
+namespace {
 
-Result<PeerPidfd> peer_pidfd(int socket, pid_t pid) {
+// A pidfd polls readable once its process has exited.
+bool exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  int r = 0;
+  do {
+    r = ::poll(&p, 1, 0);
+  } while (r < 0 && errno == EINTR);
+  return r != 0;  // readable, or a pidfd poll cannot read: no live process either way
+}
+
+Error gone(pid_t pid, const std::string& why) {
+  return Error{"process " + std::to_string(pid) + ", which connected, " + why, ESRCH};
+}
+
+Error cannot_watch(pid_t pid, int err) {
+  return Error{"cannot watch process " + std::to_string(pid) + ": " + std::strerror(err), err};
+}
+
+bool out_of_resources(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS;
+}
+
+}  // namespace
+
+Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid) {
   int fd = -1;
   socklen_t len = sizeof fd;
   if (::getsockopt(socket, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0) {
-    return PeerPidfd{UniqueFd(fd), PeerPidfdSource::kSocket};
+    UniqueFd pidfd(fd);
+    // Linux 6.16 and later give a pidfd even for a peer already reaped.
+    if (exited(pidfd.get())) return gone(pid, "has exited");
+    return pidfd;
   }
   const int err = errno;
-  // ENOPROTOOPT: a kernel before 6.5. Anything else (ESRCH, EINVAL before
-  // 6.16 for a peer already reaped) says the peer is gone.
-  if (err != ENOPROTOOPT) {
-    return Error{"process " + std::to_string(pid) + ", which connected, has exited (" +
-                 std::strerror(err) + ")"};
+  if (out_of_resources(err)) return cannot_watch(pid, err);
+  // Anything but ENOPROTOOPT (no SO_PEERPIDFD) says the peer is gone:
+  // ESRCH, or EINVAL before 6.16 for a peer already reaped.
+  if (err != ENOPROTOOPT) return gone(pid, std::string("has exited (") + std::strerror(err) + ")");
+
+  static std::atomic<bool> told{false};
+  if (!told.exchange(true)) {
+    EGPU_LOG_INFO(
+        "this kernel has no SO_PEERPIDFD (Linux 6.5): attached processes are watched by pid, "
+        "checked against their user");
   }
   const int by_pid = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (by_pid < 0) {
-    return Error{"cannot watch process " + std::to_string(pid) + ": " + std::strerror(errno)};
+    const int open_err = errno;
+    if (open_err == ESRCH) return gone(pid, "has exited");
+    return cannot_watch(pid, open_err);
   }
-  return PeerPidfd{UniqueFd(by_pid), PeerPidfdSource::kPid};
+  UniqueFd pidfd(by_pid);
+  // The pidfd holds one process whatever its pid does next; /proc is read
+  // by pid, so what it says is that process's only if it still runs after.
+  const auto real = ProcessTracker::real_uid(pid);
+  if (exited(pidfd.get())) return gone(pid, "has exited");
+  if (!real || *real != uid) {
+    return gone(pid, "has exited (its pid belongs to another user's process now)");
+  }
+  return pidfd;
 }
 
 }  // namespace egpu::agent

@@ -6,32 +6,22 @@
 // socket would name somebody else's process, and pidfd_open() of the number
 // would watch that process instead (the slot it holds would outlive the
 // client). SO_PEERPIDFD (Linux 6.5) returns a pidfd of the connecting
-// process itself: already readable when that process has exited, so the
-// agent reclaims the slot at once.
+// process itself. Before 6.5 the pid is all there is: it is taken for the
+// peer's only while its process runs as the peer's user, so a reused pid
+// pins nobody else's process.
 #pragma once
 
 #include <sys/types.h>
-
-#include <string>
 
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 
 namespace egpu::agent {
 
-// How the pidfd was had: from the socket, or (a kernel without
-// SO_PEERPIDFD) by pid, which is only as good as the pid still being the
-// peer's.
-enum class PeerPidfdSource { kSocket, kPid };
-
-struct PeerPidfd {
-  UniqueFd fd;
-  PeerPidfdSource source;
-};
-
-// `socket` is a connected Unix socket whose SO_PEERCRED pid is `pid`. An
-// error says the connecting process is gone (or cannot be watched): the
-// caller refuses what it asked for.
-Result<PeerPidfd> peer_pidfd(int socket, pid_t pid);
+// `socket` is a connected Unix socket whose SO_PEERCRED are `pid` and
+// `uid`. The pidfd of its live peer; an error with code ESRCH where the
+// process that connected is gone (the caller refuses what it asked for),
+// another code where the agent could not tell (out of descriptors).
+Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid);
 
 }  // namespace egpu::agent

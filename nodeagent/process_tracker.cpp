@@ -21,7 +21,6 @@ ProcessTracker::ProcessTracker(event_base* base, ExitCallback on_exit)
 ProcessTracker::~ProcessTracker() = default;
 
 Status ProcessTracker::track(const Attachment& a) {
-  if (watches_.contains(std::make_pair(a.pid, a.instance_id))) return {};
   const int fd = static_cast<int>(syscall(SYS_pidfd_open, a.pid, 0));
   if (fd < 0) {
     return Error{"cannot watch process " + std::to_string(a.pid) + ": " + std::strerror(errno)};
@@ -30,8 +29,7 @@ Status ProcessTracker::track(const Attachment& a) {
 }
 
 Status ProcessTracker::track(const Attachment& a, UniqueFd pidfd) {
-  const auto key = std::make_pair(a.pid, a.instance_id);
-  if (watches_.contains(key)) return {};
+  const auto key = std::make_pair(a.instance_id, a.proc_slot);
   const int fd = pidfd.get();
   auto w = std::make_unique<Watch>();
   w->attachment = a;
@@ -42,7 +40,7 @@ Status ProcessTracker::track(const Attachment& a, UniqueFd pidfd) {
   if (!on_data_plane(w->ev.get()) || event_add(w->ev.get(), nullptr) != 0) {
     return Error{"cannot add a process watch to the event loop"};
   }
-  watches_.emplace(key, std::move(w));
+  watches_.insert_or_assign(key, std::move(w));  // a slot's earlier watch goes with its event
   return {};
 }
 
@@ -50,22 +48,18 @@ void ProcessTracker::on_readable(evutil_socket_t, short, void* arg) {
   auto* w = static_cast<Watch*>(arg);
   ProcessTracker* self = w->owner;
   const Attachment a = w->attachment;
-  self->watches_.erase(std::make_pair(a.pid, a.instance_id));  // frees w
+  self->watches_.erase(std::make_pair(a.instance_id, a.proc_slot));  // frees w
   self->on_exit_(a);
 }
 
 void ProcessTracker::forget_instance(uint64_t instance_id) {
   for (auto it = watches_.begin(); it != watches_.end();) {
-    if (it->first.second == instance_id) {
+    if (it->first.first == instance_id) {
       it = watches_.erase(it);
     } else {
       ++it;
     }
   }
-}
-
-bool ProcessTracker::tracked(pid_t pid, uint64_t instance_id) const {
-  return watches_.contains(std::make_pair(pid, instance_id));
 }
 
 std::optional<uid_t> ProcessTracker::real_uid(pid_t pid) {

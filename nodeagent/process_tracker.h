@@ -33,14 +33,17 @@ class ProcessTracker {
   ~ProcessTracker();
 
   // Starts watching; a process already gone is reported as an error (the
-  // caller reclaims its slot at once).
+  // caller reclaims its slot at once). One watch per slot: the job's page
+  // says which slots are free, and a job that frees its own slots under
+  // live processes gets them handed out again; the slot's new process
+  // replaces its watch, so an instance costs the agent at most
+  // kMaxProcsPerInstance descriptors however often its processes attach.
   Status track(const Attachment& attachment);
   // The same with the process's pidfd in hand (peer_pidfd): the watch is of
   // that process whatever becomes of its pid.
   Status track(const Attachment& attachment, UniqueFd pidfd);
   // Forgets the attachments of a removed instance.
   void forget_instance(uint64_t instance_id);
-  bool tracked(pid_t pid, uint64_t instance_id) const;
   size_t size() const { return watches_.size(); }
 
   // For pids read back from pages a job could write: the real uid a
@@ -60,7 +63,8 @@ class ProcessTracker {
 
   event_base* base_;
   ExitCallback on_exit_;
-  std::map<std::pair<pid_t, uint64_t>, std::unique_ptr<Watch>> watches_;
+  // By instance and process slot.
+  std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<Watch>> watches_;
 };
 
 }  // namespace egpu::agent

@@ -318,11 +318,12 @@ Outcome InstanceRegistry::may_create(uid_t caller) {
   return Outcome::Ok();
 }
 
-Outcome InstanceRegistry::may_change(uid_t caller, uint64_t id) const {
+Outcome InstanceRegistry::may_change(uid_t caller, uint64_t id, bool force) const {
   const Instance* inst = find(id);
   if (inst == nullptr) return fail(ReplyStatus::kNotFound, "no instance " + std::to_string(id));
   if (caller != 0 && caller != inst->uid)
     return fail(ReplyStatus::kDenied, instance_name(*inst) + " belongs to another user");
+  if (force && caller != 0) return fail(ReplyStatus::kDenied, "only root may force a resize");
   return Outcome::Ok();
 }
 
@@ -363,9 +364,9 @@ Outcome InstanceRegistry::resize(uid_t caller, uint64_t id, uint32_t units,
                                  uint64_t umbrella_mem_used, bool force) {
   std::string name;
   Instance* found = nullptr;
+  if (Outcome o = may_change(caller, id, force); !o.ok()) return o;
   if (Outcome o = changeable(caller, id, &found, &name); !o.ok()) return o;
   Instance& inst = *found;
-  if (force && caller != 0) return fail(ReplyStatus::kDenied, "only root may force a resize");
   const uint32_t grant = slurm_grant(inst.job_id, inst.gpu);
   // Root growing the job past its grant must say so (see the header); a
   // forced allocation may shrink back towards it freely.

@@ -140,7 +140,8 @@ class InstanceRegistry {
   // What create and resize check first, for callers that would otherwise
   // read /proc or pages on a request they are about to refuse.
   static Outcome may_create(uid_t caller);
-  Outcome may_change(uid_t caller, uint64_t id) const;  // the owner or root
+  // The owner or root; a forced resize root only.
+  Outcome may_change(uid_t caller, uint64_t id, bool force = false) const;
 
   const Instance* find(uint64_t id) const;
   const Instance* find(uint64_t job_id, uint32_t step_id, uint32_t gpu) const;

@@ -182,6 +182,8 @@ TEST_F(Registry, OtherUsersCannotResizeOrAttach) {
   EXPECT_TRUE(reg.may_change(kAlice, a->id).ok());
   EXPECT_TRUE(reg.may_change(kRoot, a->id).ok());
   EXPECT_EQ(reg.may_change(kAlice, a->id + 100).status, ReplyStatus::kNotFound);
+  EXPECT_EQ(reg.may_change(kAlice, a->id, /*force=*/true).status, ReplyStatus::kDenied);
+  EXPECT_TRUE(reg.may_change(kRoot, a->id, /*force=*/true).ok());
   EXPECT_EQ(reg.authorize_attach(kBob, 1, 0, 0, nullptr).status, ReplyStatus::kDenied);
   const Instance* found = nullptr;
   EXPECT_TRUE(reg.authorize_attach(kAlice, 1, 0, 0, &found).ok());
