@@ -196,9 +196,13 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos held_ns,
     m.blocked = a.busy > 0;
     if (a.launched || a.busy > 0) {
       m.last_activity = now;
-    } else if (a.idle_since_ns > m.last_activity && a.idle_since_ns <= now) {
-      // The shim said when its last sync returned: the grace counts from then.
+      m.idle_hint_armed = true;
+    } else if (m.idle_hint_armed && a.idle_since_ns > m.last_activity && a.idle_since_ns <= now) {
+      // The shim said when its last sync returned: the grace counts from
+      // then. Once: a hint renewed at every look would keep a holder that
+      // does nothing asking for ever.
       m.last_activity = a.idle_since_ns;
+      m.idle_hint_armed = false;
     }
     // A waiting instance asks exactly while a thread is blocked (gate, bound
     // or sync). The holder keeps asking for a short grace after its last

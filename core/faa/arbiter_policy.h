@@ -111,6 +111,10 @@ class ArbiterPolicy {
     Nanos inflight_ns = 0;
     Nanos reported_inflight_ns = 0;
     bool ran_this_grant = false;  // launched since it last became the holder
+    // A launch or a blocked thread was seen since the shim's idle hint was
+    // last taken: the hint (when its last sync returned) is taken once per
+    // activity, not whenever the page says so.
+    bool idle_hint_armed = false;
     // Looks in a row that found it holding a contended slice and active: the
     // poll for an idle holder backs off as they add up (see granted()).
     uint32_t active_looks = 0;

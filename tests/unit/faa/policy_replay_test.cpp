@@ -182,6 +182,19 @@ TEST(PolicyReplay, AnInstanceThatLiesAboutItsWorkGetsNoMoreThanItsShare) {
   check_golden("liar", trace);
 }
 
+// A shim that holds the slice without working, saying at every look that its
+// last sync has just returned, cannot keep the slice: each idle hint is taken
+// once per launch or blocked thread seen, so its grace runs out as any idle
+// holder's does. Its 80% neighbour keeps its share (0.27 when every hint
+// was taken).
+TEST(PolicyReplay, AHolderThatKeepsSayingItJustWentIdleDoesNotStarveItsNeighbour) {
+  ProcessScript squatter = greedy(0.2, kMs);
+  squatter.squatter = true;
+  PolicyReplay r(agent_defaults(), {squatter, greedy(0.8, kMs)});
+  r.run_until(4 * kSecond);
+  EXPECT_GE(r.share(1, kSecond, 4 * kSecond), 0.75);
+}
+
 // A process exits while it holds the slice: the others take over at once, and
 // a late joiner gets its share.
 TEST(PolicyReplay, AProcessExitingWhileHoldingFreesTheGpu) {

@@ -95,8 +95,8 @@ bool PolicyReplay::run_one(std::size_t i) {
         throw std::invalid_argument(s.error());
       }
       g.policy.set_processes(id, 1, now_);
-      p.state = State::kReady;
-      p.wake_at = now_;
+      p.state = p.script.squatter ? State::kSleeping : State::kReady;
+      p.wake_at = p.script.squatter ? kNever : now_;  // tick() says what it shows
       return true;
     case State::kGate:
       if (g.holder != id) return false;
@@ -297,6 +297,15 @@ void PolicyReplay::tick(uint32_t gpu) {
     a.reported_inflight_ns = a.busy != 0 ? a.inflight_ns : 0;
     a.device_ns = p.script.liar ? 0 : p.reported;
     a.idle_since_ns = p.idle_since;
+    if (p.script.squatter && alive) {
+      const bool holds = g.holder == static_cast<InstanceId>(i);
+      a.busy = holds ? 0 : 1;  // at the gate until it holds
+      a.launched = false;
+      a.inflight_ns = 0;
+      a.reported_inflight_ns = 0;
+      a.device_ns = 0;
+      a.idle_since_ns = holds ? now_ : 0;
+    }
     p.reported = 0;
     p.launched = false;
     observed.emplace(static_cast<InstanceId>(i), a);
@@ -410,7 +419,8 @@ Nanos PolicyReplay::longest_gate_wait_beyond_owed(std::size_t i) const {
 std::string PolicyReplay::describe(std::size_t i) const {
   const ProcessScript& s = procs_[i].script;
   std::string out = "target " + std::to_string(s.target) +
-                    (s.mode == Mode::kCap ? " cap" : " burst") + (s.liar ? " liar" : "") + ":";
+                    (s.mode == Mode::kCap ? " cap" : " burst") + (s.liar ? " liar" : "") +
+                    (s.squatter ? " squatter" : "") + ":";
   for (const Step& step : s.steps) {
     switch (step.kind) {
       case Step::Kind::kKernels:

@@ -64,6 +64,11 @@ struct ProcessScript {
   bool repeat = false;  // start the script over at its end
   // A hostile shim: claims a blocked thread and queued work, reports no device time.
   bool liar = false;
+  // A hostile shim that holds without working: it waits at the gate like
+  // any process, and once it holds it launches nothing, reports nothing and
+  // says at every look that its last sync has just returned (the idle hint
+  // of a process between a sync and its next launch).
+  bool squatter = false;
   // A busy host: a thread woken from the gate runs only this much later (it
   // still shows as blocked meanwhile, as a thread that has not run cannot
   // say otherwise).
