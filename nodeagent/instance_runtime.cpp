@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "core/shm/proc_slot_io.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
+#include "core/util/unique_fd.h"
 #include "nodeagent/page_chores.h"
 
 namespace egpu::agent {
@@ -43,6 +45,28 @@ std::pair<uint64_t, uint64_t> extent_of(int fd) {
 bool cut_short(int fd) {
   struct stat st {};
   return ::fstat(fd, &st) == 0 && st.st_size < static_cast<off_t>(sizeof(shm::InstancePage));
+}
+
+// The storage a page of its own holds on `dir`'s filesystem once its
+// contents are written (a tmpfs with huge pages backs it with one): made
+// and measured in a file of root's, 0600, as a page its user can grow
+// while it is measured would say anything. 0 where it cannot be measured.
+uint64_t storage_of_a_page(const std::string& dir) {
+  constexpr size_t kSize = sizeof(shm::InstancePage);
+  UniqueFd probe(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!probe.valid()) {
+    // A filesystem without O_TMPFILE (overlayfs before Linux 6.6): a name
+    // of its own for as long as it takes to unlink it.
+    std::string name = dir + "/.page-size-XXXXXX";
+    probe = UniqueFd(::mkostemp(name.data(), O_CLOEXEC));
+    if (!probe.valid()) return 0;
+    ::unlink(name.c_str());
+  }
+  if (::ftruncate(probe.get(), kSize) != 0) return 0;
+  auto mapping = shm::map_fd(probe.get(), kSize, shm::Access::kReadWrite);
+  if (!mapping) return 0;
+  std::memset(mapping->get(), 0, kSize);  // every page faulted, as the agent's own write does
+  return extent_of(probe.get()).second;
 }
 
 }  // namespace
@@ -159,6 +183,9 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   }
   InstanceRuntime rt(std::move(*file), runtime_dir, instance, path, dir);
   rt.guard_ = std::move(*guard);
+  // A huge page at most: the page's own storage where it cannot be measured.
+  const uint64_t own = storage_of_a_page(runtime_dir);
+  rt.may_hold_ = std::max(rt.may_hold_, own != 0 ? own : uint64_t{2} << 20);
   // Start from what the shims already reported: nothing is charged twice.
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     const shm::ProcReading r = shm::read_proc_slot(page->procs[i]);
@@ -234,13 +261,11 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
 
 InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
   constexpr uint64_t kSize = sizeof(shm::InstancePage);
-  constexpr uint64_t kHugePage = 2u << 20;
   Growth g;
   g.taken_back = chore_->taken_back.exchange(0);
-  // What a trim did not free is the page's own storage (a filesystem may
-  // back it with a huge page): not looked at again. Capped at one huge
-  // page: the job may have been allocating again while the trim looked.
-  may_hold_ = std::max(may_hold_, std::min<uint64_t>(chore_->held_after.load(), kHugePage));
+  // What the page may hold was measured on a file of root's (see open()),
+  // not after a trim of this one: its user can grow it again between the
+  // trim and the look, and what the look saw would be allowed for good.
   if (chore_->busy.load()) {
     g.pending = true;
     return g;
@@ -254,7 +279,6 @@ InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
     if (::ftruncate(copy, static_cast<off_t>(kSize)) != 0) return;
     const auto [length_now, held_now] = extent_of(copy);
     const uint64_t room_now = std::max(length_now, held_now);
-    chore.held_after.store(held_now);
     chore.taken_back.fetch_add(room > room_now ? room - room_now : 0);
   });
   return g;

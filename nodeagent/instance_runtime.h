@@ -102,7 +102,8 @@ class InstanceRuntime {
   std::bitset<shm::kMaxProcsPerInstance> attached_;  // slots handed out and not reclaimed
   uint64_t device_ns_total_ = 0;
   int64_t pending_device_ns_ = 0;  // from reclaimed slots, charged at the next scan
-  // The storage the page may hold before take_back_growth() takes some back.
+  // The storage the page may hold before take_back_growth() takes some
+  // back: what a page holds on RuntimeDir's filesystem (see open()).
   uint64_t may_hold_ = (sizeof(shm::InstancePage) + 4095) / 4096 * 4096;
   // Replacements of a truncated page that failed. Both logs are carried to
   // each fresh page with the count: a user who cuts each fresh page at every
@@ -115,7 +116,6 @@ class InstanceRuntime {
   struct ChoreState {
     std::atomic<bool> busy{false};
     std::atomic<uint64_t> taken_back{0};
-    std::atomic<uint64_t> held_after{0};  // the page's storage after a trim
   };
   std::shared_ptr<ChoreState> chore_ = std::make_shared<ChoreState>();
   // Runs work(descriptor, state) on a chore worker (PageChores) with a

@@ -111,6 +111,55 @@ TEST_F(PageGrowth, AGrownPageIsTakenBackWithItsContentsKept) {
             0);
 }
 
+// What a page of its own holds on `dir`'s filesystem, measured as the agent
+// does: a file of root's, written through.
+uint64_t storage_of_a_page(const std::string& dir) {
+  std::string name = dir + "/probe-XXXXXX";
+  UniqueFd probe(mkostemp(name.data(), O_CLOEXEC));
+  if (!probe.valid()) return 0;
+  unlink(name.c_str());
+  if (ftruncate(probe.get(), kPageSize) != 0) return 0;
+  auto mapping = shm::map_fd(probe.get(), kPageSize, shm::Access::kReadWrite);
+  if (!mapping) return 0;
+  std::memset(mapping->get(), 1, kPageSize);
+  return extent_of(probe.get()).held;
+}
+
+// Mallory grows her page again the moment each trim lets go of its lock,
+// so the look that ends the trim sees growth: the agent took that for the
+// page's own storage and allowed it for good (up to a huge page per page,
+// 32 pages filling run-egpu.mount). A block grown after stays taken back.
+TEST_F(PageGrowth, GrowthRightAfterEachTrimIsNotAllowedForGood) {
+  ASSERT_TRUE(agent.start()) << agent.log();
+  ASSERT_EQ(agent.call(create_request(kMalloryJob, 50, kMallory))->status, ReplyStatus::kOk);
+  const uint64_t own = storage_of_a_page(agent.dir() + "/run");
+  ASSERT_GT(own, 0u);
+  const int result = run_as(kMallory, [&] {
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+    const int fd = att->fds[kInstancePageFd];
+    const off_t end = static_cast<off_t>((kPageSize + 4095) / 4096 * 4096);
+    // Three trims (a look a second) after the first look, each met by growth at once.
+    int trims = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (trims < 4) {
+      if (std::chrono::steady_clock::now() > until) return 2;
+      const bool trimmed = extent_of(fd).held <= own;
+      if (fallocate(fd, FALLOC_FL_KEEP_SIZE, end, 1 << 20) != 0) return 3;
+      trims += trimmed ? 1 : 0;
+    }
+    // One block more than the page's own: taken back, as any growth is.
+    if (ftruncate(fd, static_cast<off_t>(kPageSize)) != 0) return 4;
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, end, 4096) != 0) return 5;
+    while (extent_of(fd).held > own) {
+      if (std::chrono::steady_clock::now() > until) return 6;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return 0;
+  });
+  EXPECT_EQ(result, 0) << "2: no trims; 3, 5: cannot grow; 6: a grown block was never taken back";
+}
+
 // Holds the inode lock of a file for as long as it lives: a write() into
 // the file from a buffer whose page fault nobody answers (userfaultfd here;
 // a job does it with a FUSE file whose daemon never answers a read).
