@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -125,11 +126,13 @@ uint64_t storage_of_a_page(const std::string& dir) {
   return extent_of(probe.get()).held;
 }
 
-// Mallory grows her page again the moment each trim lets go of its lock,
-// so the look that ends the trim sees growth: the agent took that for the
-// page's own storage and allowed it for good (up to a huge page per page,
-// 32 pages filling run-egpu.mount). A block grown after stays taken back.
-TEST_F(PageGrowth, GrowthRightAfterEachTrimIsNotAllowedForGood) {
+// Storage a trim cannot free (on ext4, an extended attribute's block) was
+// taken for the page's own and allowed for good, as the look after a trim
+// read it; a job growing its page again between the trim and that look had
+// its growth allowed the same way (up to a huge page per page: 32 pages
+// fill run-egpu.mount). What a page may hold is measured on a file of
+// root's: a block grown after the attribute is gone is taken back.
+TEST_F(PageGrowth, StorageATrimCouldNotFreeIsNotAllowedForGood) {
   ASSERT_TRUE(agent.start()) << agent.log();
   ASSERT_EQ(agent.call(create_request(kMalloryJob, 50, kMallory))->status, ReplyStatus::kOk);
   const uint64_t own = storage_of_a_page(agent.dir() + "/run");
@@ -138,18 +141,20 @@ TEST_F(PageGrowth, GrowthRightAfterEachTrimIsNotAllowedForGood) {
     auto att = attach(agent.socket(), kMalloryJob, 0, 0);
     if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
     const int fd = att->fds[kInstancePageFd];
-    const off_t end = static_cast<off_t>((kPageSize + 4095) / 4096 * 4096);
-    // Three trims (a look a second) after the first look, each met by growth at once.
-    int trims = 0;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (trims < 4) {
-      if (std::chrono::steady_clock::now() > until) return 2;
-      const bool trimmed = extent_of(fd).held <= own;
-      if (fallocate(fd, FALLOC_FL_KEEP_SIZE, end, 1 << 20) != 0) return 3;
-      trims += trimmed ? 1 : 0;
+    const std::string value(3000, 'x');  // too long to live in the inode
+    if (fsetxattr(fd, "user.egpu-test", value.data(), value.size(), 0) != 0 ||
+        extent_of(fd).held <= own) {
+      return 10;  // no attribute that takes a block here
     }
-    // One block more than the page's own: taken back, as any growth is.
-    if (ftruncate(fd, static_cast<off_t>(kPageSize)) != 0) return 4;
+    const off_t end = static_cast<off_t>((kPageSize + 4095) / 4096 * 4096);
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, end, 1 << 20) != 0) return 2;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (extent_of(fd).held > own + 4096) {  // trimmed, the attribute's block left
+      if (std::chrono::steady_clock::now() > until) return 3;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // The same room again, past the end.
+    if (fremovexattr(fd, "user.egpu-test") != 0) return 4;
     if (fallocate(fd, FALLOC_FL_KEEP_SIZE, end, 4096) != 0) return 5;
     while (extent_of(fd).held > own) {
       if (std::chrono::steady_clock::now() > until) return 6;
@@ -157,7 +162,8 @@ TEST_F(PageGrowth, GrowthRightAfterEachTrimIsNotAllowedForGood) {
     }
     return 0;
   });
-  EXPECT_EQ(result, 0) << "2: no trims; 3, 5: cannot grow; 6: a grown block was never taken back";
+  if (result == 10) GTEST_SKIP() << "RuntimeDir's filesystem keeps no attribute in a block";
+  EXPECT_EQ(result, 0) << "3: never trimmed; 6: the block grown after was never taken back";
 }
 
 // Holds the inode lock of a file for as long as it lives: a write() into
