@@ -227,6 +227,9 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
   // gets no more replacements past its chore backlog, which bounds what it
   // leaves in RuntimeDir.
   if (PageChores::backlog(identity_.uid) >= PageChores::kMaxBacklogPerUser) return;
+  // Each replacement is some twenty system calls on the agent's thread: a
+  // user cutting every fresh page at every look gets a few a second.
+  if (!replacements_.take(monotonic_ns()).log) return;
   auto fresh = open(runtime_dir_, identity_, /*reopen=*/false);
   if (!fresh) {
     // Tried again at the next look (what failed may have left a page of its
@@ -247,7 +250,9 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
   const uint64_t failures = repair_failures_;
   const LogBudget failed_log = repair_failed_log_;
   const LogBudget replaced_log = replaced_log_;
+  const LogBudget replacements = replacements_;
   *this = std::move(*fresh);
+  replacements_ = replacements;
   device_ns_total_ = total;
   pending_device_ns_ = pending;
   repair_failures_ = failures;

@@ -112,6 +112,9 @@ class InstanceRuntime {
   uint64_t repair_failures_ = 0;
   LogBudget repair_failed_log_{1, 1.0 / 60};
   LogBudget replaced_log_{1, 1.0 / 60};
+  // Replacements of a truncated page: four at once, then one a second (a
+  // token bucket; carried to each fresh page like the logs).
+  LogBudget replacements_{4, 1.0};
   // Shared with the page's chore while one runs (at most one at a time).
   struct ChoreState {
     std::atomic<bool> busy{false};

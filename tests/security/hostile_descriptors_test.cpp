@@ -7,16 +7,17 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -297,6 +298,35 @@ TEST_F(HostileDescriptors, TruncatingTheInstancePageDoesNotCrashTheAgent) {
     if (!replaced) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(replaced) << agent.log();
+}
+
+// A job cuts each fresh page the agent gives it at once, at every attach:
+// each replacement is some twenty system calls on the agent's only thread,
+// so it gets four at once and one a second, however fast it attaches.
+TEST_F(HostileDescriptors, CuttingEveryFreshPageGetsAFewReplacementsASecond) {
+  const int rc = run_as(kMallory, [&] {
+    // A fresh page is made while the one it replaces still exists: a new
+    // inode each time.
+    ino_t last = 0;
+    size_t replacements = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 40; ++i) {
+      auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+      if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+      struct stat st {};
+      if (fstat(att->fds[kInstancePageFd], &st) != 0) return 1;
+      replacements += i > 0 && st.st_ino != last ? 1 : 0;
+      last = st.st_ino;
+      if (ftruncate(att->fds[kInstancePageFd], 0) != 0) return 1;
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%zu replacements in %.2f s of 40 cut pages\n", replacements, seconds);
+    return replacements >= 1 && static_cast<double>(replacements) <= 4 + seconds + 1 ? 0 : 2;
+  });
+  EXPECT_EQ(rc, 0) << "1: attach failed; 2: no replacement, or more than 4 + 1/s";
+  expect_agent_serving();
+  expect_honest_attach();
 }
 
 // A job writes a pid into a process slot the agent never gave out, claims a
