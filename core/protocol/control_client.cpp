@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/env/egpu_env_names.h"
 #include "core/protocol/socket_io.h"
@@ -70,6 +71,19 @@ CallResult<ControlClient> ControlClient::connect_to(const std::string& socket_pa
   if (!connected) {
     return unreachable("cannot reach the egpu agent at " + socket_path + ": " + connected.error() +
                        " (is egpu-agentd running?)");
+  }
+  // The agent runs as root (as the caller, in a test of its own): a
+  // listener of any other user's is one planted where SocketPath's
+  // directory, or $EGPU_SOCKET, let it be, and its replies are that user's.
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) {
+    return unreachable("cannot tell who serves " + socket_path + ": " + std::strerror(errno));
+  }
+  if (peer.uid != 0 && peer.uid != ::geteuid()) {
+    return CallError{CallFailure::kRefused, "the socket at " + socket_path + " is served by uid " +
+                                                std::to_string(peer.uid) +
+                                                ", not by root: it is not the egpu agent's"};
   }
   return ControlClient(std::move(fd), timeout_ms, shared);
 }
