@@ -13,8 +13,12 @@
 #include "core/util/log.h"
 #include "nodeagent/process_tracker.h"
 
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77  // <asm-generic/socket.h> of Linux 6.5; bookworm's headers lack it
+// Bookworm's headers lack it (Linux 6.5). Its number is asm-generic's only
+// where the architecture takes its socket options from there; elsewhere
+// (alpha, mips, parisc, sparc) the fallback by pid is used.
+#if !defined(SO_PEERPIDFD) && (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || \
+                               defined(__arm__) || defined(__riscv) || defined(__loongarch__))
+#define SO_PEERPIDFD 77
 #endif
 
 namespace egpu::agent {
@@ -45,6 +49,7 @@ bool out_of_resources(int err) {
 }  // namespace
 
 Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid) {
+#ifdef SO_PEERPIDFD
   int fd = -1;
   socklen_t len = sizeof fd;
   if (::getsockopt(socket, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0) {
@@ -54,6 +59,10 @@ Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid) {
     return pidfd;
   }
   const int err = errno;
+#else
+  (void)socket;
+  const int err = ENOPROTOOPT;
+#endif
   if (out_of_resources(err)) return cannot_watch(pid, err);
   // Anything but ENOPROTOOPT (no SO_PEERPIDFD) says the peer is gone:
   // ESRCH, or EINVAL before 6.16 for a peer already reaped.
