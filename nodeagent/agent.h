@@ -104,7 +104,8 @@ class Agent {
   // After the limits of a job shrank for step `step_instance_id`: the
   // umbrella may have allocated meanwhile; the step gives up what it took.
   // False when the step's --egpu-mem cannot shrink (the caller undoes it).
-  bool settle_job_memory(uint32_t gpu, uint64_t step_instance_id);
+  // `by`: who asked (its lines are logged within its budget).
+  bool settle_job_memory(uint32_t gpu, uint64_t step_instance_id, uid_t by);
   // `slack`: may be taken up to kTickSlackNs late with another GPU's look.
   void schedule_tick(uint32_t gpu, int64_t at, bool slack = true);
   void tick(uint32_t gpu);

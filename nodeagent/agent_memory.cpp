@@ -18,7 +18,7 @@ void Agent::publish_memory(uint32_t gpu) {
     arbiters_[gpu]->publish_memory_limit(inst->id, registry_->memory_limit(*inst));
 }
 
-bool Agent::settle_job_memory(uint32_t gpu, uint64_t step_instance_id) {
+bool Agent::settle_job_memory(uint32_t gpu, uint64_t step_instance_id, uid_t by) {
   const model::Instance* step = registry_->find(step_instance_id);
   if (step == nullptr) return true;
   const model::Instance* umbrella = registry_->umbrella_of(step->job_id, gpu);
@@ -28,15 +28,22 @@ bool Agent::settle_job_memory(uint32_t gpu, uint64_t step_instance_id) {
   const uint64_t used = arbiters_[gpu]->memory_used(umbrella->id);
   const uint64_t limit = registry_->memory_limit(*umbrella);
   if (used <= limit) return true;
+  const uint64_t job_id = step->job_id;
+  const uint64_t quota_before = step->mem_quota;
   if (!registry_->take_step_memory(step_instance_id, used - limit)) return false;
+  // A quota already taken down stays where it is: a resize repeated by its
+  // owner logs nothing more (and what it does log is budgeted per uid).
+  const uint64_t quota = registry_->find(step_instance_id)->mem_quota;
+  publish_memory(gpu);
+  if (quota == quota_before) return true;
+  const auto budget = log_budget(by);
+  if (!budget.log) return true;
   EGPU_LOG_INFO(
       "job %llu on GPU %u: its batch or interactive step holds %llu MiB; instance %llu gets "
-      "%llu MiB of the job's memory",
-      static_cast<unsigned long long>(step->job_id), gpu,
-      static_cast<unsigned long long>(used >> 20),
+      "%llu MiB of the job's memory%s",
+      static_cast<unsigned long long>(job_id), gpu, static_cast<unsigned long long>(used >> 20),
       static_cast<unsigned long long>(step_instance_id),
-      static_cast<unsigned long long>(registry_->find(step_instance_id)->mem_quota >> 20));
-  publish_memory(gpu);
+      static_cast<unsigned long long>(quota >> 20), dropped_note(budget).c_str());
   return true;
 }
 

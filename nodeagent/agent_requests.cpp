@@ -182,7 +182,7 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   if (s) {
     write_records(created.gpu);   // siblings may have learnt a larger allocation or grant
     publish_memory(created.gpu);  // the umbrella's limit shrinks by the step's quota
-    if (!created.umbrella && !settle_job_memory(created.gpu, created.id)) {
+    if (!created.umbrella && !settle_job_memory(created.gpu, created.id, peer.uid)) {
       failure = ReplyStatus::kOverAllocation;
       s = Error{"--egpu-mem: the batch or interactive step of job " +
                 std::to_string(created.job_id) + " allocated GPU " + std::to_string(created.gpu) +
@@ -316,7 +316,7 @@ std::vector<Outgoing> Agent::handle_resize(const PeerCred& peer, const protocol:
   if (Status s = retarget(updated.gpu); !s) {
     return {reply(error_reply(ReplyStatus::kInternal, s.error()), id)};
   }
-  if (!updated.umbrella && settle_job_memory(updated.gpu, updated.id)) {
+  if (!updated.umbrella && settle_job_memory(updated.gpu, updated.id, peer.uid)) {
     updated = *registry_->find(updated.id);
     arb.update_control(updated);
   }
