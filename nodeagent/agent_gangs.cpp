@@ -38,11 +38,12 @@ void Agent::apply_gangs() {
   for (const auto& key : plan.unplaced) {
     const bool known =
         std::find(gangs_.unplaced.begin(), gangs_.unplaced.end(), key) != gangs_.unplaced.end();
-    if (!known) {
+    if (known) continue;
+    if (const auto v = unplaced_log_.take(monotonic_ns()); v.log) {
       EGPU_LOG_WARN(
           "job %llu step %u: its GPUs' gang windows do not fit beside the others; "
-          "its instances are sliced on their own",
-          static_cast<unsigned long long>(key.first), key.second);
+          "its instances are sliced on their own%s",
+          static_cast<unsigned long long>(key.first), key.second, dropped_note(v).c_str());
     }
   }
   for (const auto& arb : arbiters_) {
