@@ -260,6 +260,7 @@ void ControlServer::on_readable(evutil_socket_t fd, short what, void* arg) {
     return;
   }
   if (!self->serve(c)) return;  // closed
+  if (c->parked) return;        // its replies wait for room (see sweep)
   if (!self->arm(c)) self->close_connection(static_cast<int>(fd));
 }
 
@@ -298,40 +299,86 @@ bool ControlServer::serve(Connection* c) {
   // sees more than kMaxRequestSize bytes and rejects it.
   const size_t len = static_cast<size_t>(n) > sizeof buf ? sizeof buf : static_cast<size_t>(n);
   std::vector<Outgoing> replies = handler_(c->peer, std::span<const uint8_t>(buf, len));
-  for (const auto& out : replies) {
-    if (!send(c, out)) {
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const Sent sent = send(c, replies[i].bytes, replies[i].fds);
+    if (sent == Sent::kAll) continue;
+    // A reply larger than the socket's buffer waits in the agent, its
+    // connection unread meanwhile, and goes as the peer reads (sweep).
+    if (sent == Sent::kFailed || !keep_waiting(c, replies, i) || !park(c)) {
       close_connection(fd);
       return false;
     }
+    break;
   }
   return true;
 }
 
-bool ControlServer::send(Connection* c, const Outgoing& out) {
-  iovec iov{const_cast<uint8_t*>(out.bytes.data()), out.bytes.size()};
+bool ControlServer::keep_waiting(Connection* c, std::vector<Outgoing>& replies, size_t from) {
+  size_t bytes = 0;
+  for (size_t i = from; i < replies.size(); ++i) {
+    if (!replies[i].fds.empty()) return false;  // descriptors are the caller's to close
+    bytes += replies[i].bytes.size();
+  }
+  const bool user = c->peer.uid != 0;
+  if (c->waiting_bytes + bytes > limits_.max_waiting_bytes ||
+      (user && users_waiting_bytes_ + bytes > limits_.users_max_waiting_bytes)) {
+    if (should_warn()) {
+      EGPU_LOG_WARN(
+          "control socket: a reply of %zu bytes to uid %u does not fit what may wait "
+          "for its reader; connection closed",
+          bytes, static_cast<unsigned>(c->peer.uid));
+    }
+    return false;
+  }
+  for (size_t i = from; i < replies.size(); ++i)
+    c->waiting.push_back(std::move(replies[i].bytes));
+  c->waiting_bytes += bytes;
+  if (user) users_waiting_bytes_ += bytes;
+  return true;
+}
+
+bool ControlServer::send_waiting(Connection* c) {
+  while (!c->waiting.empty()) {
+    const size_t n = c->waiting.front().size();
+    const Sent sent = send(c, c->waiting.front(), {});
+    if (sent == Sent::kFailed) return false;
+    if (sent == Sent::kNoRoom) return true;
+    c->waiting.pop_front();
+    c->waiting_bytes -= n;
+    if (c->peer.uid != 0) users_waiting_bytes_ -= n;
+  }
+  return true;
+}
+
+ControlServer::Sent ControlServer::send(Connection* c, std::span<const uint8_t> bytes,
+                                        std::span<const int> fds) {
+  iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * protocol::kMaxReplyFds)];
-  if (!out.fds.empty()) {
-    if (out.fds.size() > protocol::kMaxReplyFds) return false;
-    const size_t bytes = sizeof(int) * out.fds.size();
+  if (!fds.empty()) {
+    if (fds.size() > protocol::kMaxReplyFds) return Sent::kFailed;
+    const size_t size = sizeof(int) * fds.size();
     msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(bytes);
+    msg.msg_controllen = CMSG_SPACE(size);
     cmsghdr* cm = CMSG_FIRSTHDR(&msg);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(bytes);
-    std::memcpy(CMSG_DATA(cm), out.fds.data(), bytes);
+    cm->cmsg_len = CMSG_LEN(size);
+    std::memcpy(CMSG_DATA(cm), fds.data(), size);
   }
   const ssize_t n = ::sendmsg(c->fd.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-  return n == static_cast<ssize_t>(out.bytes.size());
+  if (n == static_cast<ssize_t>(bytes.size())) return Sent::kAll;
+  // A packet goes whole or not at all: no room now is the buffer full.
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? Sent::kNoRoom : Sent::kFailed;
 }
 
 void ControlServer::close_connection(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   const uid_t uid = it->second->peer.uid;
+  if (uid != 0) users_waiting_bytes_ -= it->second->waiting_bytes;
   UniqueFd socket = std::move(it->second->fd);
   conns_.erase(it);  // its event first, then the socket
   if (uid != 0 && unread_by_peer(socket.get()) > 0) {
@@ -379,7 +426,15 @@ void ControlServer::sweep() {
   std::vector<int> to_close;
   for (auto& [fd, c] : conns_) {
     if (!c->parked) continue;
-    if (unread_by_peer(fd) == 0) {
+    if (!c->waiting.empty()) {
+      const size_t before = c->waiting_bytes;
+      if (!send_waiting(c.get())) {
+        to_close.push_back(fd);
+        continue;
+      }
+      if (c->waiting_bytes < before) c->parked_ns = now;  // its reader reads: not idle
+    }
+    if (c->waiting.empty() && unread_by_peer(fd) == 0) {
       c->parked = false;
       if (!arm(c.get())) to_close.push_back(fd);  // its lifetime ran out
     } else if (now - c->parked_ns >= int64_t{limits_.idle_timeout_s} * 1'000'000'000 ||

@@ -2,7 +2,8 @@
 // accepts connections, reads one bounded message per packet, learns the
 // caller from SO_PEERCRED (never from the message), hands the bytes to the
 // handler and sends its replies, with descriptors as SCM_RIGHTS. It never
-// blocks on a client: a client that does not read its replies is dropped.
+// blocks on a client: replies its socket has no room for wait in the agent
+// (bounded) and go as it reads; past the bound the client is dropped.
 //
 // Every job user can connect (shims run as the job's user), so connections
 // are a shared resource a hostile user could hoard. Each uid but root gets a
@@ -18,6 +19,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -67,6 +69,11 @@ struct ControlLimits {
   int accept_pause_ms = 100;
   // Only root is served (the root socket; its mode already keeps others out).
   bool root_only = false;
+  // Reply bytes a connection may have waiting in the agent while its socket's
+  // buffer is full (a status of a node with many instances), and all non-root
+  // connections together; past them the connection is closed.
+  size_t max_waiting_bytes = 16u << 20;
+  size_t users_max_waiting_bytes = 64u << 20;
 };
 
 class ControlServer {
@@ -93,10 +100,15 @@ class ControlServer {
     EventHandle ev;
     ControlServer* owner;
     timespec deadline;  // end of the lifetime; unused for root
-    // Not read while its last reply is unread (see serve); since when.
+    // Not read while its last reply is unread (see serve); since when (or
+    // since the last of its waiting replies was sent).
     bool parked = false;
     int64_t parked_ns = 0;
+    // Replies its socket had no room for, in order (never descriptors).
+    std::deque<std::vector<uint8_t>> waiting;
+    size_t waiting_bytes = 0;
   };
+  enum class Sent { kAll, kNoRoom, kFailed };
   // A closed connection whose reply its peer has not read: the reply's
   // memory is the agent's socket's, pinned by the peer for as long as it
   // keeps its end, so the socket still counts against its uid until then.
@@ -119,7 +131,9 @@ class ControlServer {
   bool serve(Connection* c);
   bool arm(Connection* c);
   void close_connection(int fd);
-  bool send(Connection* c, const Outgoing& out);
+  Sent send(Connection* c, std::span<const uint8_t> bytes, std::span<const int> fds);
+  bool keep_waiting(Connection* c, std::vector<Outgoing>& replies, size_t from);
+  bool send_waiting(Connection* c);
   bool should_warn();
 
   event_base* base_;
@@ -135,6 +149,7 @@ class ControlServer {
   int64_t sweep_due_ns_ = 0;  // when sweep_ev_ fires (CLOCK_MONOTONIC), while pending
   PerUidCount per_uid_;       // open connections of each non-root uid
   size_t non_root_ = 0;
+  size_t users_waiting_bytes_ = 0;  // Connection::waiting of non-root connections
   uint64_t requests_ = 0;
   uint64_t rejected_ = 0;
   int64_t last_warn_ns_ = 0;

@@ -1,0 +1,157 @@
+// A reply larger than the client's socket buffer (a root status of a node
+// with many instances is sent in 64 KiB chunks): the chunks that find no
+// room wait in the agent and go as the client reads, in order; before, the
+// connection was closed at the first chunk that did not fit. What may wait
+// is bounded, per connection and for users together.
+#include <event2/event.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nodeagent/control_server.h"
+
+namespace egpu::agent {
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;
+constexpr size_t kChunks = 64;  // 4 MiB: more than any socket buffer here holds
+
+// A ControlServer in a child process: "big" gets kChunks chunks, each
+// filled with its index; anything else is echoed.
+pid_t start_server(const std::string& path, const ControlLimits& limits) {
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    event_base* base = event_base_new();
+    auto handler = [](const PeerCred&, std::span<const uint8_t> bytes) {
+      std::vector<Outgoing> out;
+      if (std::string(bytes.begin(), bytes.end()) == "big") {
+        for (size_t i = 0; i < kChunks; ++i)
+          out.push_back({std::vector<uint8_t>(kChunk, static_cast<uint8_t>(i)), {}});
+      } else {
+        out.push_back({std::vector<uint8_t>(bytes.begin(), bytes.end()), {}});
+      }
+      return out;
+    };
+    auto server = ControlServer::listen(base, path, handler, limits);
+    const char ok = server ? 1 : 0;
+    (void)!write(ready[1], &ok, 1);
+    if (server) event_base_dispatch(base);
+    _exit(0);
+  }
+  close(ready[1]);
+  char ok = 0;
+  const bool started = read(ready[0], &ok, 1) == 1 && ok == 1;
+  close(ready[0]);
+  if (!started) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    return -1;
+  }
+  return pid;
+}
+
+int connect_to(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return -1;
+  return fd;
+}
+
+// The next packet within 10 s (a bound on a failing case): its bytes, or
+// empty when the server closed or nothing came.
+std::vector<uint8_t> next_packet(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 10'000) != 1) return {};
+  std::vector<uint8_t> buf(kChunk + 1);
+  const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+  buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return buf;
+}
+
+class WaitingReplies : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/egpu-waiting-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/agent.sock";
+  }
+  void TearDown() override {
+    if (server_ > 0) {
+      kill(server_, SIGKILL);
+      waitpid(server_, nullptr, 0);
+    }
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    (void)!system(cmd.c_str());
+  }
+  std::string dir_;
+  std::string path_;
+  pid_t server_ = -1;
+};
+
+TEST_F(WaitingReplies, AReplyLargerThanTheSocketBufferArrivesWholeAndInOrder) {
+  server_ = start_server(path_, ControlLimits{});
+  ASSERT_GT(server_, 0);
+  const int fd = connect_to(path_);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(send(fd, "big", 3, MSG_NOSIGNAL), 3);
+  // Not read for a while: the buffer fills, the rest waits in the server.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (size_t i = 0; i < kChunks; ++i) {
+    const std::vector<uint8_t> chunk = next_packet(fd);
+    ASSERT_EQ(chunk.size(), kChunk) << "chunk " << i << " of " << kChunks << " never came";
+    ASSERT_EQ(chunk.front(), static_cast<uint8_t>(i)) << "out of order";
+    ASSERT_EQ(chunk.back(), static_cast<uint8_t>(i));
+  }
+  // Then the connection serves its next request as usual.
+  ASSERT_EQ(send(fd, "ping", 4, MSG_NOSIGNAL), 4);
+  const std::vector<uint8_t> echo = next_packet(fd);
+  EXPECT_EQ(std::string(echo.begin(), echo.end()), "ping");
+  close(fd);
+}
+
+TEST_F(WaitingReplies, AReplyPastWhatMayWaitClosesTheConnection) {
+  if (geteuid() != 0) GTEST_SKIP() << "a user's connection stays until its reply is read";
+  ControlLimits limits;
+  limits.max_waiting_bytes = 4 * kChunk;  // far less than 4 MiB less a socket buffer
+  server_ = start_server(path_, limits);
+  ASSERT_GT(server_, 0);
+  const int fd = connect_to(path_);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(send(fd, "big", 3, MSG_NOSIGNAL), 3);
+  // Unread until the server hangs up (a root connection is closed at once,
+  // a user's only once its reply is read): the buffer fills meanwhile.
+  pollfd hangup{fd, POLLRDHUP, 0};
+  EXPECT_EQ(poll(&hangup, 1, 10'000), 1) << "the server kept the connection";
+  size_t chunks = 0;
+  while (chunks < kChunks && next_packet(fd).size() == kChunk)
+    ++chunks;
+  EXPECT_LT(chunks, kChunks) << "all of it came: more waited than allowed";
+  // The server serves others.
+  const int other = connect_to(path_);
+  ASSERT_GE(other, 0);
+  ASSERT_EQ(send(other, "ping", 4, MSG_NOSIGNAL), 4);
+  const std::vector<uint8_t> echo = next_packet(other);
+  EXPECT_EQ(std::string(echo.begin(), echo.end()), "ping");
+  close(other);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace egpu::agent
