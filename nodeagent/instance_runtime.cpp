@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 #include <utility>
 
@@ -50,8 +51,12 @@ bool cut_short(int fd) {
 // The storage a page of its own holds on `dir`'s filesystem once its
 // contents are written (a tmpfs with huge pages backs it with one): made
 // and measured in a file of root's, 0600, as a page its user can grow
-// while it is measured would say anything. 0 where it cannot be measured.
+// while it is measured would say anything. 0 where it cannot be measured
+// (no room left there, say). Measured once per directory: the filesystem's
+// answer does not change.
 uint64_t storage_of_a_page(const std::string& dir) {
+  static std::map<std::string, uint64_t> measured;  // the agent's thread only
+  if (auto it = measured.find(dir); it != measured.end()) return it->second;
   constexpr size_t kSize = sizeof(shm::InstancePage);
   UniqueFd probe(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   if (!probe.valid()) {
@@ -62,11 +67,15 @@ uint64_t storage_of_a_page(const std::string& dir) {
     if (!probe.valid()) return 0;
     ::unlink(name.c_str());
   }
-  if (::ftruncate(probe.get(), kSize) != 0) return 0;
+  // Its space reserved first, as a page's is (page_file.cpp): a fault into
+  // a tmpfs with no room left is a SIGBUS no guard watches for here.
+  if (::fallocate(probe.get(), 0, 0, kSize) != 0) return 0;
   auto mapping = shm::map_fd(probe.get(), kSize, shm::Access::kReadWrite);
   if (!mapping) return 0;
   std::memset(mapping->get(), 0, kSize);  // every page faulted, as the agent's own write does
-  return extent_of(probe.get()).second;
+  const uint64_t held = extent_of(probe.get()).second;
+  if (held != 0) measured.emplace(dir, held);
+  return held;
 }
 
 }  // namespace
