@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
 
 #include "core/env/egpu_env_names.h"
@@ -17,6 +19,20 @@ namespace {
 
 CallError unreachable(std::string message) {
   return CallError{CallFailure::kUnreachable, std::move(message)};
+}
+
+// The uid a process sees for one whose uid its user namespace does not
+// map, where it is in a namespace of its own (a job in a Pyxis/enroot or
+// rootless Podman container sees root's agent so); none in the initial one.
+std::optional<uid_t> uid_of_the_unmapped() {
+  std::ifstream map("/proc/self/uid_map");
+  uint64_t inside = 0, outside = 0, count = 0;
+  if (!(map >> inside >> outside >> count)) return std::nullopt;
+  std::string more;
+  if (inside == 0 && outside == 0 && count == 4294967295ull && !(map >> more)) return std::nullopt;
+  uid_t overflow = 65534;
+  std::ifstream("/proc/sys/kernel/overflowuid") >> overflow;
+  return overflow;
 }
 
 }  // namespace
@@ -75,12 +91,13 @@ CallResult<ControlClient> ControlClient::connect_to(const std::string& socket_pa
   // The agent runs as root (as the caller, in a test of its own): a
   // listener of any other user's is one planted where SocketPath's
   // directory, or $EGPU_SOCKET, let it be, and its replies are that user's.
+  // In a user namespace that does not map root, root is the unmapped uid.
   ucred peer{};
   socklen_t len = sizeof peer;
   if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) {
     return unreachable("cannot tell who serves " + socket_path + ": " + std::strerror(errno));
   }
-  if (peer.uid != 0 && peer.uid != ::geteuid()) {
+  if (peer.uid != 0 && peer.uid != ::geteuid() && peer.uid != uid_of_the_unmapped()) {
     return CallError{CallFailure::kRefused, "the socket at " + socket_path + " is served by uid " +
                                                 std::to_string(peer.uid) +
                                                 ", not by root: it is not the egpu agent's"};

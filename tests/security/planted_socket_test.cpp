@@ -5,6 +5,7 @@
 // listener says reaches an admin as the agent's answer.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -12,8 +13,10 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "core/protocol/control_client.h"
@@ -102,6 +105,53 @@ TEST(PlantedSocket, TheAgentOfRootsIsReachedByRootAndByUsers) {
                      return user.ok() ? 0 : 1;
                    }),
             0);
+}
+
+// A job in a container with a user namespace of its own (Pyxis/enroot,
+// rootless Podman), root in it and Mallory outside: the namespace does not
+// map root, so the agent's listener shows as the unmapped uid. Its shim
+// reaches the agent as before, as Mallory.
+TEST(PlantedSocket, AJobInAUserNamespaceOfItsOwnReachesTheAgent) {
+  if (geteuid() != 0) GTEST_SKIP() << "maps another uid into a user namespace: needs root";
+  AgentProcess agent;
+  ASSERT_TRUE(agent.start()) << agent.log();
+  int to_parent[2];
+  int to_child[2];
+  ASSERT_EQ(pipe2(to_parent, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(to_child, O_CLOEXEC), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    if (!become(kMallory)) _exit(99);
+    const char unshared = unshare(CLONE_NEWUSER) == 0 ? 1 : 0;
+    (void)!write(to_parent[1], &unshared, 1);
+    char go = 0;
+    if (unshared == 0 || read(to_child[0], &go, 1) != 1 || go != 1) _exit(77);
+    if (geteuid() != 0) _exit(3);  // the map did not take
+    auto client = protocol::ControlClient::connect(agent.socket(), 3000);
+    if (!client) {
+      std::fprintf(stderr, "%s\n", client.error().c_str());
+      _exit(1);
+    }
+    auto status = client->call(protocol::StatusRequest{0, 0});
+    _exit(status && status->status == protocol::ReplyStatus::kOk ? 0 : 2);
+  }
+  close(to_parent[1]);
+  close(to_child[0]);
+  char unshared = 0;
+  ASSERT_EQ(read(to_parent[0], &unshared, 1), 1);
+  const std::string map = "/proc/" + std::to_string(child) + "/uid_map";
+  const std::string mapping = "0 " + std::to_string(kMallory) + " 1\n";
+  const char go = unshared == 1 && std::ofstream(map) << mapping ? 1 : 0;
+  (void)!write(to_child[1], &go, 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(to_parent[0]);
+  close(to_child[1]);
+  if (unshared == 0) GTEST_SKIP() << "no user namespaces here";
+  ASSERT_EQ(go, 1) << "cannot write " << map;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1)
+      << " (1: the client refused the agent; 2: no status; 3: not root inside; 99: not Mallory)";
 }
 
 }  // namespace
