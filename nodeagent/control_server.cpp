@@ -320,8 +320,11 @@ bool ControlServer::keep_waiting(Connection* c, std::vector<Outgoing>& replies, 
     bytes += replies[i].bytes.size();
   }
   const bool user = c->peer.uid != 0;
+  const auto of_uid = waiting_bytes_of_.find(c->peer.uid);
+  const size_t uid_waiting = of_uid != waiting_bytes_of_.end() ? of_uid->second : 0;
   if (c->waiting_bytes + bytes > limits_.max_waiting_bytes ||
-      (user && users_waiting_bytes_ + bytes > limits_.users_max_waiting_bytes)) {
+      (user && (uid_waiting + bytes > limits_.per_uid_max_waiting_bytes ||
+                users_waiting_bytes_ + bytes > limits_.users_max_waiting_bytes))) {
     if (should_warn()) {
       EGPU_LOG_WARN(
           "control socket: a reply of %zu bytes to uid %u does not fit what may wait "
@@ -333,8 +336,16 @@ bool ControlServer::keep_waiting(Connection* c, std::vector<Outgoing>& replies, 
   for (size_t i = from; i < replies.size(); ++i)
     c->waiting.push_back(std::move(replies[i].bytes));
   c->waiting_bytes += bytes;
-  if (user) users_waiting_bytes_ += bytes;
+  count_waiting(c->peer.uid, bytes, 0);
   return true;
+}
+
+void ControlServer::count_waiting(uid_t uid, size_t added, size_t taken) {
+  if (uid == 0) return;
+  users_waiting_bytes_ = users_waiting_bytes_ + added - taken;
+  size_t& mine = waiting_bytes_of_[uid];
+  mine = mine + added - taken;
+  if (mine == 0) waiting_bytes_of_.erase(uid);
 }
 
 bool ControlServer::send_waiting(Connection* c) {
@@ -345,7 +356,7 @@ bool ControlServer::send_waiting(Connection* c) {
     if (sent == Sent::kNoRoom) return true;
     c->waiting.pop_front();
     c->waiting_bytes -= n;
-    if (c->peer.uid != 0) users_waiting_bytes_ -= n;
+    count_waiting(c->peer.uid, 0, n);
   }
   return true;
 }
@@ -378,7 +389,7 @@ void ControlServer::close_connection(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   const uid_t uid = it->second->peer.uid;
-  if (uid != 0) users_waiting_bytes_ -= it->second->waiting_bytes;
+  count_waiting(uid, 0, it->second->waiting_bytes);
   UniqueFd socket = std::move(it->second->fd);
   conns_.erase(it);  // its event first, then the socket
   if (uid != 0 && unread_by_peer(socket.get()) > 0) {

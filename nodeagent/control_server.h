@@ -70,9 +70,11 @@ struct ControlLimits {
   // Only root is served (the root socket; its mode already keeps others out).
   bool root_only = false;
   // Reply bytes a connection may have waiting in the agent while its socket's
-  // buffer is full (a status of a node with many instances), and all non-root
-  // connections together; past them the connection is closed.
+  // buffer is full (a status of a node with many instances), those of one
+  // non-root uid's connections, and all non-root connections together; past
+  // them the connection is closed.
   size_t max_waiting_bytes = 16u << 20;
+  size_t per_uid_max_waiting_bytes = 16u << 20;
   size_t users_max_waiting_bytes = 64u << 20;
 };
 
@@ -150,6 +152,8 @@ class ControlServer {
   PerUidCount per_uid_;       // open connections of each non-root uid
   size_t non_root_ = 0;
   size_t users_waiting_bytes_ = 0;  // Connection::waiting of non-root connections
+  std::unordered_map<uid_t, size_t> waiting_bytes_of_;  // the same, per uid (none: 0)
+  void count_waiting(uid_t uid, size_t added, size_t taken);
   uint64_t requests_ = 0;
   uint64_t rejected_ = 0;
   int64_t last_warn_ns_ = 0;

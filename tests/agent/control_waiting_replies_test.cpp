@@ -8,12 +8,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "nodeagent/control_server.h"
+#include "tests/agent/agent_fixture.h"
 
 namespace egpu::agent {
 namespace {
@@ -151,6 +155,44 @@ TEST_F(WaitingReplies, AReplyPastWhatMayWaitClosesTheConnection) {
   EXPECT_EQ(std::string(echo.begin(), echo.end()), "ping");
   close(other);
   close(fd);
+}
+
+// One user's connections that do not read: together they may keep no more
+// waiting than its share, so one uid cannot hold what every user may.
+TEST_F(WaitingReplies, OneUsersWaitingRepliesAreBoundedTogether) {
+  if (geteuid() != 0) GTEST_SKIP() << "plays another uid: needs root";
+  ControlLimits limits;
+  limits.per_uid_max_waiting_bytes = kChunks * kChunk - kChunk;  // one big reply's rest fits
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);                       // the user reaches the socket
+  server_ = start_server(path_, limits);
+  ASSERT_GT(server_, 0);
+  const int rc = test::run_as(4242, [&] {
+    const int first = connect_to(path_);
+    const int second = connect_to(path_);
+    if (first < 0 || second < 0) return 1;
+    if (send(first, "big", 3, MSG_NOSIGNAL) != 3 || send(second, "big", 3, MSG_NOSIGNAL) != 3)
+      return 1;
+    // Unread until the server shuts one of them for reading (past its
+    // uid's share): that end then refuses what the client sends. A bound
+    // of 10 s ends a failing case.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool cut = false;
+    while (!cut && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      for (int fd : {first, second})
+        cut = cut || (send(fd, "?", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EPIPE);
+    }
+    size_t got_first = 0;
+    while (got_first < kChunks && next_packet(first).size() == kChunk)
+      ++got_first;
+    size_t got_second = 0;
+    while (got_second < kChunks && next_packet(second).size() == kChunk)
+      ++got_second;
+    std::fprintf(stderr, "first %zu, second %zu of %zu chunks\n", got_first, got_second, kChunks);
+    // One of them whole, the other cut short past its uid's share.
+    return (got_first == kChunks) != (got_second == kChunks) ? 0 : 2;
+  });
+  EXPECT_EQ(rc, 0) << "1: no connection; 2: both whole (no bound per uid) or neither";
 }
 
 }  // namespace
