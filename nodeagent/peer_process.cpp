@@ -16,8 +16,9 @@
 // Bookworm's headers lack it (Linux 6.5). Its number is asm-generic's only
 // where the architecture takes its socket options from there; elsewhere
 // (alpha, mips, parisc, sparc) the fallback by pid is used.
-#if !defined(SO_PEERPIDFD) && (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || \
-                               defined(__arm__) || defined(__riscv) || defined(__loongarch__))
+#if !defined(SO_PEERPIDFD) &&                                                                \
+    (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || \
+     defined(__riscv) || defined(__loongarch__) || defined(__powerpc__))
 #define SO_PEERPIDFD 77
 #endif
 
