@@ -179,9 +179,6 @@ class Agent {
   int64_t latency_last_ns_ = 0;
   std::vector<EventHandle> signals_;
   model::GangPlan gangs_;
-  // Steps whose gang windows stopped fitting: owners resizing their steps
-  // in and out of fit would log a line each time (see rebuild_gangs).
-  LogBudget unplaced_log_{10, 1.0 / 60};
   // Lines a user's requests log (resize, objective): a user looping them
   // must not flood the journal (core/util/log_budget.h).
   static constexpr double kUserLogBurst = 20;

@@ -39,7 +39,13 @@ void Agent::apply_gangs() {
     const bool known =
         std::find(gangs_.unplaced.begin(), gangs_.unplaced.end(), key) != gangs_.unplaced.end();
     if (known) continue;
-    if (const auto v = unplaced_log_.take(monotonic_ns()); v.log) {
+    // Within its owner's budget: one owner resizing in and out of fit
+    // must not use up the lines about everyone else's steps.
+    uid_t owner = 0;
+    for (const model::Instance* inst : registry_->all()) {
+      if (inst->job_id == key.first && inst->step_id == key.second) owner = inst->uid;
+    }
+    if (const auto v = log_budget(owner); v.log) {
       EGPU_LOG_WARN(
           "job %llu step %u: its GPUs' gang windows do not fit beside the others; "
           "its instances are sliced on their own%s",
