@@ -3,7 +3,6 @@
 // room wait in the agent and go as the client reads, in order; before, the
 // connection was closed at the first chunk that did not fit. What may wait
 // is bounded, per connection and for users together.
-#include <event2/event.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +24,7 @@
 
 #include "nodeagent/control_server.h"
 #include "tests/agent/agent_fixture.h"
+#include "tests/agent/control_server_child.h"
 
 namespace egpu::agent {
 namespace {
@@ -35,37 +35,17 @@ constexpr size_t kChunks = 64;  // 4 MiB: more than any socket buffer here holds
 // A ControlServer in a child process: "big" gets kChunks chunks, each
 // filled with its index; anything else is echoed.
 pid_t start_server(const std::string& path, const ControlLimits& limits) {
-  int ready[2];
-  if (pipe(ready) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    event_base* base = event_base_new();
-    auto handler = [](const PeerCred&, std::span<const uint8_t> bytes) {
-      std::vector<Outgoing> out;
-      if (std::string(bytes.begin(), bytes.end()) == "big") {
-        for (size_t i = 0; i < kChunks; ++i)
-          out.push_back({std::vector<uint8_t>(kChunk, static_cast<uint8_t>(i)), {}});
-      } else {
-        out.push_back({std::vector<uint8_t>(bytes.begin(), bytes.end()), {}});
-      }
-      return out;
-    };
-    auto server = ControlServer::listen(base, path, handler, limits);
-    const char ok = server ? 1 : 0;
-    (void)!write(ready[1], &ok, 1);
-    if (server) event_base_dispatch(base);
-    _exit(0);
-  }
-  close(ready[1]);
-  char ok = 0;
-  const bool started = read(ready[0], &ok, 1) == 1 && ok == 1;
-  close(ready[0]);
-  if (!started) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    return -1;
-  }
-  return pid;
+  return test::start_control_server(
+      path, limits, [](const PeerCred&, std::span<const uint8_t> bytes) {
+        std::vector<Outgoing> out;
+        if (std::string(bytes.begin(), bytes.end()) == "big") {
+          for (size_t i = 0; i < kChunks; ++i)
+            out.push_back({std::vector<uint8_t>(kChunk, static_cast<uint8_t>(i)), {}});
+        } else {
+          out.push_back({std::vector<uint8_t>(bytes.begin(), bytes.end()), {}});
+        }
+        return out;
+      });
 }
 
 int connect_to(const std::string& path) {

@@ -33,6 +33,7 @@
 #include "core/protocol/control_client.h"
 #include "nodeagent/control_server.h"
 #include "tests/agent/agent_fixture.h"
+#include "tests/agent/control_server_child.h"
 
 namespace egpu::test {
 namespace {
@@ -505,30 +506,10 @@ TEST_F(ControlSocketExhaustion, OneUserCannotHoldTheMetricsEndpoint) {
 
 // The lifetime bound, on a ControlServer of its own with short limits.
 pid_t start_server(const std::string& path, const agent::ControlLimits& limits) {
-  int ready[2];
-  if (pipe(ready) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    event_base* base = event_base_new();
-    auto echo = [](const agent::PeerCred&, std::span<const uint8_t> bytes) {
-      return std::vector<agent::Outgoing>{{std::vector<uint8_t>(bytes.begin(), bytes.end()), {}}};
-    };
-    auto server = agent::ControlServer::listen(base, path, echo, limits);
-    const char ok = server ? 1 : 0;
-    (void)!write(ready[1], &ok, 1);
-    if (server) event_base_dispatch(base);
-    _exit(0);
-  }
-  char ok = 0;
-  const bool replied = read(ready[0], &ok, 1) == 1 && ok == 1;
-  close(ready[0]);
-  close(ready[1]);
-  if (!replied) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    return -1;
-  }
-  return pid;
+  return start_control_server(
+      path, limits, [](const agent::PeerCred&, std::span<const uint8_t> bytes) {
+        return std::vector<agent::Outgoing>{{std::vector<uint8_t>(bytes.begin(), bytes.end()), {}}};
+      });
 }
 
 // One ping and its echo; false once the server closed the connection.
