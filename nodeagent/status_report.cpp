@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -17,6 +18,12 @@ namespace {
 using nlohmann::json;
 
 using protocol::step_label;
+
+// A share as a percentage to 1e-4 pp: a decayed share of an instance idle
+// for long is e^(-t/tau), 3.8e-51 and the like, which reads as noise.
+double percent(double share) {
+  return std::round(share * 1e6) / 1e4;
+}
 
 std::string hostname() {
   char buf[256] = {};
@@ -40,7 +47,7 @@ void add_latency(json& j, const model::Instance& inst, const slo::SloState* stat
                                                          static_cast<double>(state->windows_judged))
                                                   : json(nullptr);
   j["latency_model_points"] = state->model_points;
-  j["demand_pct"] = state->demand * 100.0;
+  j["demand_pct"] = percent(state->demand);
 }
 
 json instance_object(const model::Instance& inst, const GpuArbiter& arb,
@@ -60,8 +67,8 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb,
   j["mode"] = to_string(inst.mode);
   j["memory_quota_bytes"] = inst.mem_quota;
   if (auto v = arb.view(inst.id, now)) {
-    j["target_pct"] = v->target * 100.0;
-    j["achieved_pct"] = v->faa.achieved * 100.0;
+    j["target_pct"] = percent(v->target);
+    j["achieved_pct"] = percent(v->faa.achieved);
     j["memory_used_bytes"] = v->memory_used;
     // An umbrella's quota is its job's memory; its limit is what its steps
     // leave of it. null: accounted, never refused.
@@ -153,7 +160,7 @@ std::string status_json(const Agent& agent, uid_t caller) {
     g["index"] = arb->gpu();
     g["memory_bytes"] = arb->memory_bytes();
     g["allocated_units"] = agent.registry().allocated_units(arb->gpu());
-    g["utilisation_pct"] = stats.utilisation * 100.0;
+    g["utilisation_pct"] = percent(stats.utilisation);
     const auto holder = arb->holder();
     g["holder"] =
         holder && agent.registry().may_see_details(caller, *agent.registry().find(*holder))
