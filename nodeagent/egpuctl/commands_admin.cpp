@@ -12,6 +12,7 @@
 #include "core/util/mode.h"
 #include "nodeagent/egpuctl/agent_query.h"
 #include "nodeagent/egpuctl/commands.h"
+#include "nodeagent/egpuctl/removal_table.h"
 
 namespace egpu::ctl {
 namespace {
@@ -131,7 +132,13 @@ int cmd_remove(const Globals& g, const std::vector<std::string>& args) {
   }
   auto text = call_for_text(g.socket_path, r);
   if (!text) return fail(text.error());
-  std::printf("%s\n", text->c_str());
+  if (g.json) {
+    std::printf("%s\n", text->c_str());
+    return 0;
+  }
+  auto table = removal_table(*text);
+  if (!table) return fail(table.error());
+  std::fputs(table->c_str(), stdout);
   return 0;
 }
 

@@ -34,7 +34,7 @@ void usage(FILE* out) {
       "  create --job J --step S --gpu G --units U [--job-units N] [--uid U] [--gid G]\n"
       "         [--mode burst|cap|lend] [--mem SIZE] [--umbrella]      (root)\n"
       "  remove --job J [--step S]                                (root)\n"
-      "         prints what each removed instance achieved (JSON)\n"
+      "         prints what each removed instance achieved\n"
       "  topo [--xml FILE] [--gres-conf] [--whole-sockets]\n"
       "INSTANCE is an instance id, or JOB.STEP or JOB.STEP@GPU (STEP: a number,\n"
       "batch or interactive).\n"
