@@ -403,8 +403,9 @@ int GpuArbiter::trim_grown_pages(int64_t now) {
   constexpr int64_t kLogEveryNs = 60'000'000'000;
   int grown = 0;
   for (auto& [slot, m] : members_) {
-    const InstanceRuntime::Growth g = m.runtime.take_back_growth();
+    const InstanceRuntime::Growth g = m.runtime.take_back_growth(now);
     if (g.pending || g.taken_back > 0) ++grown;
+    if (g.started) ++page_trims_;
     if (g.taken_back == 0) continue;
     if (m.page_growths++ == 0 || now - m.growth_logged_ns >= kLogEveryNs) {
       m.growth_logged_ns = now;

@@ -98,6 +98,8 @@ class GpuArbiter {
   // (InstanceRuntime::take_back_growth); the number of pages that grew.
   // Each second, and when a page could not be created.
   int trim_grown_pages(int64_t now);
+  // Trims of grown pages started so far (the status shows them).
+  uint64_t page_trims() const { return page_trims_; }
   // Stops arbitrating (agent exit): the gate opens and waiters wake.
   void shutdown();
 
@@ -147,6 +149,7 @@ class GpuArbiter {
 
   uint32_t gpu_;
   uint64_t memory_bytes_;
+  uint64_t page_trims_ = 0;
   ArbiterSettings settings_;
   shm::PageFile page_;
   faa::ArbiterPolicy policy_;

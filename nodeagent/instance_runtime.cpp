@@ -273,7 +273,7 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
   }
 }
 
-InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
+InstanceRuntime::Growth InstanceRuntime::take_back_growth(int64_t now) {
   constexpr uint64_t kSize = sizeof(shm::InstancePage);
   Growth g;
   g.taken_back = chore_->taken_back.exchange(0);
@@ -285,16 +285,34 @@ InstanceRuntime::Growth InstanceRuntime::take_back_growth() {
     return g;
   }
   const auto [length, held] = extent_of(fd());  // fstat takes no lock the user can hold
-  if (length <= kSize && held <= may_hold_) return g;
+  if (length <= kSize && held <= may_hold_) {
+    fruitless_trims_ = 0;
+    next_trim_ns_ = 0;
+    return g;
+  }
+  const uint64_t room = std::max(length, held);
+  if (room > chore_->untrimmable_room.load()) {
+    fruitless_trims_ = 0;  // grown past what the last trim left: taken back now
+  } else if (next_trim_ns_ == 0) {
+    constexpr int64_t kFirstRetryNs = 2'000'000'000;
+    fruitless_trims_ = std::min<uint32_t>(fruitless_trims_ + 1, 6);  // up to 64 s
+    next_trim_ns_ = now + (kFirstRetryNs << (fruitless_trims_ - 1));
+    return g;
+  } else if (now < next_trim_ns_) {
+    return g;
+  }
+  next_trim_ns_ = 0;
   // Shrinking to the page's own length frees what lies past it, also
   // blocks fallocated past the end (FALLOC_FL_KEEP_SIZE); no process maps
   // further.
-  g.pending = start_chore([room = std::max(length, held)](int copy, ChoreState& chore) {
+  g.pending = start_chore([room, may_hold = may_hold_](int copy, ChoreState& chore) {
     if (::ftruncate(copy, static_cast<off_t>(kSize)) != 0) return;
     const auto [length_now, held_now] = extent_of(copy);
     const uint64_t room_now = std::max(length_now, held_now);
     chore.taken_back.fetch_add(room > room_now ? room - room_now : 0);
+    chore.untrimmable_room.store(length_now > kSize || held_now > may_hold ? room_now : 0);
   });
+  g.started = g.pending;
   return g;
 }
 

@@ -65,12 +65,18 @@ class InstanceRuntime {
   // file lies on the agent's RuntimeDir filesystem (/run unless it has its
   // own): growth there is room taken from every other user of it. Each look
   // starts taking back growth it sees (on a chore worker: the truncation
-  // takes the file's lock, which its user can hold).
+  // takes the file's lock, which its user can hold). A page that holds no
+  // more than what the last trim could not free (an ext4 attribute's block,
+  // a huge page khugepaged made) is trimmed again after 2, 4, ... 64 s, not
+  // every second: what that room is made of can change (the attribute
+  // removed, a block allocated instead), but what is more is taken back at
+  // the next look.
   struct Growth {
     uint64_t taken_back = 0;  // bytes, by chores that finished since the last look
     bool pending = false;     // a chore is taking growth back now
+    bool started = false;     // ...started by this look
   };
-  Growth take_back_growth();
+  Growth take_back_growth(int64_t now);
 
   shm::InstancePage* page() const { return page_.mapping.as<shm::InstancePage>(); }
   int fd() const { return page_.fd.get(); }
@@ -105,6 +111,10 @@ class InstanceRuntime {
   // The storage the page may hold before take_back_growth() takes some
   // back: what a page holds on RuntimeDir's filesystem (see open()).
   uint64_t may_hold_ = (sizeof(shm::InstancePage) + 4095) / 4096 * 4096;
+  // Trims in a row that left room it may not hold, and when the next such
+  // one is due (0: none planned).
+  uint32_t fruitless_trims_ = 0;
+  int64_t next_trim_ns_ = 0;
   // Replacements of a truncated page that failed. Both logs are carried to
   // each fresh page with the count: a user who cuts each fresh page at every
   // attach, or makes every other replacement fail, gets a line a minute of
@@ -119,6 +129,9 @@ class InstanceRuntime {
   struct ChoreState {
     std::atomic<bool> busy{false};
     std::atomic<uint64_t> taken_back{0};
+    // The room (length or storage, the larger) a trim left that is more
+    // than the page may hold; 0 when it left none.
+    std::atomic<uint64_t> untrimmable_room{0};
   };
   std::shared_ptr<ChoreState> chore_ = std::make_shared<ChoreState>();
   // Runs work(descriptor, state) on a chore worker (PageChores) with a

@@ -139,6 +139,11 @@ std::string status_json(const Agent& agent, uid_t caller) {
   // Changes to jobs' pages waiting or running off the agent's thread (a job
   // holding its page's lock holds one here).
   root["agent"]["page_chores_pending"] = PageChores::pending();
+  // Trims of pages their jobs grew, started since the agent started.
+  uint64_t trims = 0;
+  for (const auto& arb : agent.arbiters())
+    trims += arb->page_trims();
+  root["agent"]["page_trims"] = trims;
   // Whether this clock lets a step's windows here open with its other
   // nodes' (they also need the same gangs placed alike on each node): the
   // reading now, and the verdict the windows follow (which waits for a few
