@@ -201,6 +201,7 @@ Status Agent::init() {
       [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); });
   if (!control) return Error{control.error()};
   control_ = std::move(*control);
+  control_->set_tenant_check([this](uid_t uid) { return registry_->owns_any(uid); });
   // Root's own socket: a user flooding the public one's backlog cannot keep
   // slurmstepd's create and remove out of this one (control_server.h).
   ControlLimits root_limits;

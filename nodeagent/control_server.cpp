@@ -147,7 +147,8 @@ void ControlServer::pause_accepting(int err) {
   if (evtimer_add(resume_ev_.get(), &pause) != 0) event_add(listen_ev_.get(), nullptr);
 }
 
-bool ControlServer::admit(const PeerCred& peer) {
+bool ControlServer::admit(const PeerCred& peer, uid_t* counted_as) {
+  *counted_as = peer.uid;
   if (conns_.size() + unread_.size() >= limits_.max_connections) {
     if (should_warn()) {
       EGPU_LOG_WARN("control socket: all %zu connections in use; refusing uid %u",
@@ -167,10 +168,18 @@ bool ControlServer::admit(const PeerCred& peer) {
     }
     return false;
   }
-  if (per_uid_.held(peer.uid) >= limits_.per_uid) {
+  if (is_tenant_ && !is_tenant_(peer.uid)) *counted_as = kStrangers;
+  if (per_uid_.held(*counted_as) >= limits_.per_uid) {
     if (should_warn()) {
-      EGPU_LOG_WARN("control socket: uid %u holds %zu connections, its limit; refusing more",
-                    static_cast<unsigned>(peer.uid), limits_.per_uid);
+      if (*counted_as == kStrangers) {
+        EGPU_LOG_WARN(
+            "control socket: uids that own no instance here hold %zu connections, their limit "
+            "together; refusing uid %u",
+            limits_.per_uid, static_cast<unsigned>(peer.uid));
+      } else {
+        EGPU_LOG_WARN("control socket: uid %u holds %zu connections, its limit; refusing more",
+                      static_cast<unsigned>(peer.uid), limits_.per_uid);
+      }
     }
     return false;
   }
@@ -198,7 +207,8 @@ void ControlServer::accept_batch() {
       continue;
     }
     const PeerCred peer{cred.pid, cred.uid, cred.gid, client.get()};
-    if (!admit(peer)) {
+    uid_t counted_as = peer.uid;
+    if (!admit(peer, &counted_as)) {
       ++rejected_;
       close_client_socket(std::move(client), peer.uid);  // the agent keeps serving the others
       continue;
@@ -208,6 +218,7 @@ void ControlServer::accept_batch() {
     ::setsockopt(client.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
     auto c = std::make_unique<Connection>();
     c->peer = peer;
+    c->counted_as = counted_as;
     c->owner = this;
     c->deadline = monotonic_now();
     c->deadline.tv_sec += limits_.lifetime_s;
@@ -221,7 +232,7 @@ void ControlServer::accept_batch() {
       continue;
     }
     // admit() saw room, and nothing was counted since: the take cannot fail.
-    if (peer.uid != 0 && !per_uid_.take(peer.uid, limits_.per_uid)) {
+    if (peer.uid != 0 && !per_uid_.take(counted_as, limits_.per_uid)) {
       c.reset();
       close_client_socket(std::move(client), peer.uid);
       continue;
@@ -320,7 +331,7 @@ bool ControlServer::keep_waiting(Connection* c, std::vector<Outgoing>& replies, 
     bytes += replies[i].bytes.size();
   }
   const bool user = c->peer.uid != 0;
-  const auto of_uid = waiting_bytes_of_.find(c->peer.uid);
+  const auto of_uid = waiting_bytes_of_.find(c->counted_as);
   const size_t uid_waiting = of_uid != waiting_bytes_of_.end() ? of_uid->second : 0;
   if (c->waiting_bytes + bytes > limits_.max_waiting_bytes ||
       (user && (uid_waiting + bytes > limits_.per_uid_max_waiting_bytes ||
@@ -336,7 +347,7 @@ bool ControlServer::keep_waiting(Connection* c, std::vector<Outgoing>& replies, 
   for (size_t i = from; i < replies.size(); ++i)
     c->waiting.push_back(std::move(replies[i].bytes));
   c->waiting_bytes += bytes;
-  count_waiting(c->peer.uid, bytes, 0);
+  count_waiting(c->counted_as, bytes, 0);
   return true;
 }
 
@@ -356,7 +367,7 @@ bool ControlServer::send_waiting(Connection* c) {
     if (sent == Sent::kNoRoom) return true;
     c->waiting.pop_front();
     c->waiting_bytes -= n;
-    count_waiting(c->peer.uid, 0, n);
+    count_waiting(c->counted_as, 0, n);
   }
   return true;
 }
@@ -389,20 +400,21 @@ void ControlServer::close_connection(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   const uid_t uid = it->second->peer.uid;
-  count_waiting(uid, 0, it->second->waiting_bytes);
+  const uid_t counted_as = it->second->counted_as;
+  count_waiting(counted_as, 0, it->second->waiting_bytes);
   UniqueFd socket = std::move(it->second->fd);
   conns_.erase(it);  // its event first, then the socket
   if (uid != 0 && unread_by_peer(socket.get()) > 0) {
     // Closed, its reply pinned until read: still its uid's (see Unread).
     // Shut for reading: nothing more queues in it meanwhile.
     ::shutdown(socket.get(), SHUT_RD);
-    unread_.push_back({std::move(socket), uid});
+    unread_.push_back({std::move(socket), uid, counted_as});
     (void)sweep_in(kUnreadSweepNs);  // else looked at when a connection parks
     return;
   }
   if (uid != 0) {
     --non_root_;
-    per_uid_.give_back(uid);
+    per_uid_.give_back(counted_as);
   }
   close_client_socket(std::move(socket), uid);
 }
@@ -460,7 +472,7 @@ void ControlServer::sweep() {
   std::erase_if(unread_, [&](Unread& u) {
     if (unread_by_peer(u.fd.get()) > 0) return false;
     --non_root_;
-    per_uid_.give_back(u.uid);
+    per_uid_.give_back(u.counted_as);
     close_client_socket(std::move(u.fd), u.uid);
     return true;
   });

@@ -8,7 +8,9 @@
 // Every job user can connect (shims run as the job's user), so connections
 // are a shared resource a hostile user could hoard. Each uid but root gets a
 // bounded share of them, some are kept for root alone, and a user's
-// connection lives a bounded time however busy it keeps it. Those bounds
+// connection lives a bounded time however busy it keeps it. Uids that own
+// no instance on the node share one uid's share: a user with subordinate
+// uids (/etc/subuid) would otherwise get a share for each. Those bounds
 // count accepted connections; the kernel's backlog in front of them is
 // everyone's, so the agent also listens on a root-only socket
 // (protocol::root_socket_path) whose backlog no user can fill: slurmstepd's
@@ -90,6 +92,15 @@ class ControlServer {
                                                        mode_t mode = 0666);
   ~ControlServer();
 
+  // Whether `uid` owns an instance here (asked at accept). Connections of
+  // uids that do not count together, as those of one uid (kStrangers).
+  // Unset: every uid counts for itself.
+  void set_tenant_check(std::function<bool(uid_t)> is_tenant) { is_tenant_ = std::move(is_tenant); }
+  // What the connections of uids that own no instance count as. A real uid
+  // of that number (-2) would count with them, which costs it a share of
+  // its own, nothing more.
+  static constexpr uid_t kStrangers = static_cast<uid_t>(-2);
+
   size_t connections() const { return conns_.size(); }
   uint64_t requests() const { return requests_; }
   // Connections closed at accept: over a cap, or no credentials.
@@ -99,6 +110,7 @@ class ControlServer {
   struct Connection {
     UniqueFd fd;
     PeerCred peer;
+    uid_t counted_as = 0;  // peer.uid, or kStrangers
     EventHandle ev;
     ControlServer* owner;
     timespec deadline;  // end of the lifetime; unused for root
@@ -117,6 +129,7 @@ class ControlServer {
   struct Unread {
     UniqueFd fd;
     uid_t uid;
+    uid_t counted_as;
   };
   ControlServer(event_base* base, std::string path, UniqueFd fd, Handler handler,
                 const ControlLimits& limits);
@@ -128,7 +141,9 @@ class ControlServer {
   bool sweep_in(int64_t ns);
   void sweep();
   void accept_batch();
-  bool admit(const PeerCred& peer);
+  // Whether `peer` may have one more connection; `counted_as` what it
+  // counts as (see set_tenant_check).
+  bool admit(const PeerCred& peer, uid_t* counted_as);
   void pause_accepting(int err);
   bool serve(Connection* c);
   bool arm(Connection* c);
@@ -145,14 +160,15 @@ class ControlServer {
   EventHandle resume_ev_;  // re-enables accepting after a pause
   Handler handler_;
   ControlLimits limits_;
+  std::function<bool(uid_t)> is_tenant_;
   std::map<int, std::unique_ptr<Connection>> conns_;
   std::vector<Unread> unread_;
   EventHandle sweep_ev_;      // looks at parked connections and unread_ while there are any
   int64_t sweep_due_ns_ = 0;  // when sweep_ev_ fires (CLOCK_MONOTONIC), while pending
-  PerUidCount per_uid_;       // open connections of each non-root uid
+  PerUidCount per_uid_;       // open connections of each non-root uid (or kStrangers)
   size_t non_root_ = 0;
   size_t users_waiting_bytes_ = 0;  // Connection::waiting of non-root connections
-  std::unordered_map<uid_t, size_t> waiting_bytes_of_;  // the same, per uid (none: 0)
+  std::unordered_map<uid_t, size_t> waiting_bytes_of_;  // the same, per counted uid (none: 0)
   void count_waiting(uid_t uid, size_t added, size_t taken);
   uint64_t requests_ = 0;
   uint64_t rejected_ = 0;

@@ -50,6 +50,11 @@ std::vector<const Instance*> InstanceRegistry::on_gpu(uint32_t gpu) const {
   return out;
 }
 
+bool InstanceRegistry::owns_any(uid_t uid) const {
+  return std::any_of(instances_.begin(), instances_.end(),
+                     [uid](const auto& entry) { return entry.second.uid == uid; });
+}
+
 std::vector<const Instance*> InstanceRegistry::all() const {
   std::vector<const Instance*> out;
   for (const auto& [id, inst] : instances_)

@@ -147,6 +147,9 @@ class InstanceRegistry {
   const Instance* find(uint64_t job_id, uint32_t step_id, uint32_t gpu) const;
   std::vector<const Instance*> on_gpu(uint32_t gpu) const;
   std::vector<const Instance*> all() const;
+  // Whether `uid` owns an instance here (the control socket counts the
+  // connections of uids that own none together).
+  bool owns_any(uid_t uid) const;
 
   // The share FAA enforces for an instance, as a fraction of the GPU (0..1).
   double effective_share(const Instance& instance) const;

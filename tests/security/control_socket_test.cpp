@@ -259,6 +259,9 @@ class ControlSocketExhaustion : public ::testing::Test {
 TEST_F(ControlSocketExhaustion, OneUserHoldingAllSheCanLocksOutNobodyElse) {
   AgentProcess& agent = make_agent();
   ASSERT_TRUE(agent.start()) << agent.log();
+  // Both own an instance here: each has a share of connections of its own.
+  ASSERT_EQ(agent.call(create_request(70, 30, kMallory))->status, ReplyStatus::kOk);
+  ASSERT_EQ(agent.call(create_request(71, 30, kBob))->status, ReplyStatus::kOk);
   hold(agent, kMallory, 600);
   collect(holders[0], 40000);
   EXPECT_GT(holders[0].answered, 0);
@@ -270,6 +273,30 @@ TEST_F(ControlSocketExhaustion, OneUserHoldingAllSheCanLocksOutNobodyElse) {
   // Her slots are hers again once she lets them go.
   release(holders[0]);
   EXPECT_TRUE(eventually([&] { return status_as(agent.socket(), kMallory) == 0; }));
+}
+
+// A user with subordinate uids (/etc/subuid: a user namespace of her own
+// maps them) has as many uids as she likes. Uids that own no instance here
+// share one uid's connections: eight of them took all the users' before,
+// and no shim of a job on the node could attach.
+TEST_F(ControlSocketExhaustion, UidsThatOwnNoInstanceShareOneUsersConnections) {
+  AgentProcess& agent = make_agent();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  ASSERT_EQ(agent.call(create_request(72, 30, kBob))->status, ReplyStatus::kOk);
+  for (uid_t uid = 200000; uid < 200008; ++uid)
+    hold(agent, uid, 64);
+  int held = 0;
+  for (auto& h : holders) {
+    collect(h, 40000);
+    EXPECT_GE(h.answered, 0);
+    held += h.answered;
+  }
+  EXPECT_GT(held, 0);
+  EXPECT_LE(held, 64) << "uids without an instance held more than one uid's share";
+  // While they hold them, the owner of an instance is served.
+  EXPECT_EQ(status_as(agent.socket(), kBob), 0);
+  EXPECT_NE(agent.log().find("uids that own no instance here hold"), std::string::npos)
+      << agent.log();
 }
 
 TEST_F(ControlSocketExhaustion, UsersTogetherCannotTakeRootsSlots) {

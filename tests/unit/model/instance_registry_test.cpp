@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace egpu::model {
 namespace {
 
@@ -39,6 +41,16 @@ TEST_F(Registry, CreateAssignsSlotsQuotaAndShare) {
   EXPECT_DOUBLE_EQ(reg.effective_share(*a), 0.30);
   EXPECT_EQ(reg.allocated_units(0), 100u);
   EXPECT_EQ(reg.find(1, 0, 0), a);
+}
+
+TEST_F(Registry, OwnersAreThoseWithAnInstanceHere) {
+  EXPECT_FALSE(reg.owns_any(kAlice));
+  create(spec(1, 0, 0, 30));
+  EXPECT_TRUE(reg.owns_any(kAlice));
+  EXPECT_FALSE(reg.owns_any(kBob));
+  std::vector<Instance> removed;
+  ASSERT_TRUE(reg.remove(kRoot, 1, 0, &removed).ok());
+  EXPECT_FALSE(reg.owns_any(kAlice));
 }
 
 // The targets FAA gets: effective shares, an umbrella whose steps hold its
