@@ -244,6 +244,19 @@ class ControlSocketExhaustion : public ::testing::Test {
     holders.push_back(spawn_holder(agent.socket(), uid, count, settle_ms));
     ASSERT_GT(holders.back().pid, 0);
   }
+  // Holders as each uid in [first, end), `count` connections each: how many
+  // the agent answered, all together.
+  int hold_as_each(const AgentProcess& agent, uid_t first, uid_t end, int count) {
+    for (uid_t uid = first; uid < end; ++uid)
+      hold(agent, uid, count);
+    int held = 0;
+    for (auto& h : holders) {
+      collect(h, 40000);
+      EXPECT_GE(h.answered, 0);
+      held += h.answered;
+    }
+    return held;
+  }
   static void create_and_remove_as_root(const AgentProcess& agent, uint64_t job) {
     auto created = agent.call(create_request(job, 30, kBob));
     ASSERT_TRUE(created.ok()) << created.error();
@@ -283,14 +296,7 @@ TEST_F(ControlSocketExhaustion, UidsThatOwnNoInstanceShareOneUsersConnections) {
   AgentProcess& agent = make_agent();
   ASSERT_TRUE(agent.start()) << agent.log();
   ASSERT_EQ(agent.call(create_request(72, 30, kBob))->status, ReplyStatus::kOk);
-  for (uid_t uid = 200000; uid < 200008; ++uid)
-    hold(agent, uid, 64);
-  int held = 0;
-  for (auto& h : holders) {
-    collect(h, 40000);
-    EXPECT_GE(h.answered, 0);
-    held += h.answered;
-  }
+  const int held = hold_as_each(agent, 200000, 200008, 64);
   EXPECT_GT(held, 0);
   EXPECT_LE(held, 64) << "uids without an instance held more than one uid's share";
   // While they hold them, the owner of an instance is served.
@@ -302,14 +308,10 @@ TEST_F(ControlSocketExhaustion, UidsThatOwnNoInstanceShareOneUsersConnections) {
 TEST_F(ControlSocketExhaustion, UsersTogetherCannotTakeRootsSlots) {
   AgentProcess& agent = make_agent();
   ASSERT_TRUE(agent.start()) << agent.log();
+  // Each owns an instance (uids that own none share one uid's connections).
   for (uid_t uid = 5000; uid < 5012; ++uid)
-    hold(agent, uid, 100);
-  int held = 0;
-  for (auto& h : holders) {
-    collect(h, 40000);
-    EXPECT_GE(h.answered, 0);
-    held += h.answered;
-  }
+    ASSERT_EQ(agent.call(create_request(uid, 5, uid))->status, ReplyStatus::kOk);
+  const int held = hold_as_each(agent, 5000, 5012, 100);
   EXPECT_GT(held, 0);
   create_and_remove_as_root(agent, 78);
   // A root status too (the dump slurmstepd's epilog and admins read).
