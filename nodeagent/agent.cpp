@@ -176,6 +176,12 @@ Status Agent::init() {
   settings.fail_mode = config_.fail_mode;
   settings.epoch = epoch_;
   settings.max_slots = static_cast<uint32_t>(config_.max_instances_per_gpu);
+  if (config_.max_instances_per_gpu < 200) {
+    EGPU_LOG_WARN(
+        "MaxInstancesPerGpu=%d: 100 one-unit jobs with a step each are 200 instances; with "
+        "fewer slots a GPU can be full while Slurm still places units on it",
+        config_.max_instances_per_gpu);
+  }
   // Judged before recovery places the recovered steps' gang windows.
   if (Status s = start_clock_watch(); !s) return s;
   if (!start_disposal()) return Error{"cannot start the thread that closes clients' sockets"};

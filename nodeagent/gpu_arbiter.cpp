@@ -65,9 +65,12 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   auto file = shm::open_page_file(path, sizeof(shm::GpuPage), 0, 0, 0600);
   if (!file) return Error{file.error()};
   auto* page = file->mapping.as<shm::GpuPage>();
+  // A page of fewer slots is taken over and given the rest: every slot of
+  // the layout was made free with the page (an agent of an older default
+  // MaxInstancesPerGpu, 64).
   const bool reuse = !file->created && page->magic == shm::kGpuPageMagic &&
                      page->version == shm::kLayoutVersion && page->gpu_index == gpu &&
-                     page->max_slots == settings.max_slots;
+                     page->max_slots <= settings.max_slots;
   if (!file->created && !reuse) {
     // Another agent's page that this one cannot take over: the previous
     // version's (an upgrade that changed the layout), or another
@@ -93,6 +96,7 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   }
   if (reuse) {
     // Keep the file (shims map it) and the holder until the first decision.
+    page->max_slots = settings.max_slots;
     for (uint32_t s = 0; s < settings.max_slots; ++s) {
       auto slot = shm::read_slot_control(page->slots[s], gpu, s);
       if (!slot) {

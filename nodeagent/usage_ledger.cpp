@@ -40,7 +40,7 @@ Result<UsageLedger> UsageLedger::open(const std::string& runtime_dir, uint32_t g
   auto* file = f->mapping.as<File>();
   const bool reuse = !f->created && file->magic == File::kMagic &&
                      file->version == File::kVersion && file->gpu == gpu &&
-                     file->max_slots == max_slots;
+                     file->max_slots <= max_slots;  // the slots past it are free
   if (!reuse) {
     // Instances recovered now have no totals from before (they say so).
     EGPU_LOG_INFO("GPU %u: new usage ledger %s", gpu, path(runtime_dir, gpu).c_str());
@@ -50,6 +50,7 @@ Result<UsageLedger> UsageLedger::open(const std::string& runtime_dir, uint32_t g
     file->version = File::kVersion;
     file->magic = File::kMagic;
   }
+  file->max_slots = max_slots;
   return UsageLedger(std::move(*f));
 }
 

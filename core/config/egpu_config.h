@@ -63,7 +63,10 @@ struct EgpuConfig {
   int gpu_count = -1;
   uint64_t gpu_memory_bytes = 0;
   std::string topology_xml;  // hwloc XML instead of the live machine (test nodes)
-  int max_instances_per_gpu = 64;
+  // Every step but extern is an instance, and a job's batch step is one
+  // beside its steps: 100 one-unit jobs with a step each are 200. Fewer
+  // slots than that run out before the units Slurm places by.
+  int max_instances_per_gpu = 256;
   // job_submit/egpu (in slurmctld) keeps each node's Slurm weight packed
   // (core/model/node_weight.h): nodes with fewer free egpu units are tried
   // first, so shares fill nodes before they open another. Read from the

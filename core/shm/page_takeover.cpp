@@ -61,7 +61,7 @@ Status check_page_takeover(const std::string& runtime_dir, uint32_t max_slots) {
     } else if (head[1] != kLayoutVersion) {
       problem(path + " has page layout " + std::to_string(head[1]) + ", this agent's is " +
               std::to_string(kLayoutVersion));
-    } else if (head[2] != gpu || head[3] != max_slots) {
+    } else if (head[2] != gpu || head[3] > max_slots) {  // fewer slots: the rest are free
       problem(path + " is GPU " + std::to_string(head[2]) + " with " + std::to_string(head[3]) +
               " slots; this agent's is GPU " + std::to_string(gpu) + " with " +
               std::to_string(max_slots) + " (MaxInstancesPerGpu)");

@@ -12,6 +12,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "core/shm/page_file.h"
@@ -160,6 +163,42 @@ TEST(AgentUpgrade, PagesOfTheLayoutBeforePageDirectoriesAreTakenOver) {
   while (access(legacy.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_NE(access(legacy.c_str(), F_OK), 0);
+}
+
+// The default MaxInstancesPerGpu went from 64 to 256: an agent of the new
+// default takes over the pages of one of the old (their slots past 64 were
+// made free with them) instead of leaving their instances to FailMode. One
+// of fewer slots than the pages' still cannot.
+TEST(AgentUpgrade, AnAgentWithMoreSlotsTakesOverPagesOfFewer) {
+  AgentProcess agent("MaxInstancesPerGpu=64\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto created = agent.call(create_request(1, 40, 4242));
+  ASSERT_TRUE(created) << created.error();
+  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  agent.kill_hard();
+  // The agent's config with `line` for the MaxInstancesPerGpu it had.
+  auto with = [&](const std::string& line) {
+    std::ifstream in(agent.config_path());
+    std::stringstream config;
+    for (std::string l; std::getline(in, l);)
+      config << (l.starts_with("MaxInstancesPerGpu=") ? line : l) << '\n';
+    std::ofstream out(agent.config_path(), std::ios::trunc);
+    out << config.str();
+    return static_cast<bool>(out.flush());
+  };
+  ASSERT_TRUE(with("MaxInstancesPerGpu=256"));
+  auto check =
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  EXPECT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
+  ASSERT_TRUE(agent.start()) << agent.log();
+  auto shown = agent.call(protocol::ShowRequest{created->instance_id});
+  ASSERT_TRUE(shown) << shown.error();
+  EXPECT_EQ(shown->status, ReplyStatus::kOk) << agent.log();
+  // And back to fewer: not taken over, and --check-pages says so first.
+  agent.kill_hard();
+  ASSERT_TRUE(with("MaxInstancesPerGpu=32"));
+  check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  EXPECT_EQ(check.front().exit_code, 3) << check.front().out << check.front().err;
 }
 
 }  // namespace

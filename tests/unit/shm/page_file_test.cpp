@@ -127,7 +127,9 @@ TEST(PageTakeover, NamesEachPageOfAnotherLayoutWhileInstancesRun) {
   page->gpu_index = 0;
   page->max_slots = kSlots;
   EXPECT_TRUE(check_page_takeover(dir.path, kSlots));
-  // Another MaxInstancesPerGpu: GpuArbiter::open would not reuse it either.
+  // More slots: the page is taken over and given the rest.
+  EXPECT_TRUE(check_page_takeover(dir.path, 256));
+  // Fewer: GpuArbiter::open would not reuse it either.
   s = check_page_takeover(dir.path, 32);
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().find("GPU 0 with 64 slots; this agent's is GPU 0 with 32"), std::string::npos)
