@@ -79,6 +79,10 @@ void Agent::on_latency_timer(evutil_socket_t, short, void* arg) {
           return inst.gpu < self->arbiters_.size() ? self->arbiters_[inst.gpu]->runtime(inst.id)
                                                    : nullptr;
         },
+        [self](const model::Instance& inst) -> uint64_t {
+          return inst.gpu < self->arbiters_.size() ? self->arbiters_[inst.gpu]->waited_ns(inst.id)
+                                                   : 0;
+        },
         period);
     // Loans at once (a restart must not drop them), the rest now and then.
     if (changed || self->latency_.periods_unsaved(gpu) >= kSaveEveryPeriods)

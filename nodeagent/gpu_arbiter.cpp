@@ -441,6 +441,13 @@ const InstanceRuntime* GpuArbiter::runtime(uint64_t instance_id) const {
   return it == slot_of_.end() ? nullptr : &members_.at(it->second).runtime;
 }
 
+uint64_t GpuArbiter::waited_ns(uint64_t instance_id) const {
+  auto it = slot_of_.find(instance_id);
+  if (it == slot_of_.end()) return 0;
+  auto stats = policy_.scheduler().stats(it->second, monotonic_ns());
+  return stats.ok() ? static_cast<uint64_t>(std::max<faa::Nanos>(stats.value().throttled, 0)) : 0;
+}
+
 std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) const {
   auto it = slot_of_.find(instance_id);
   if (it == slot_of_.end()) return std::nullopt;

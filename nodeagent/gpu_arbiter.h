@@ -116,6 +116,9 @@ class GpuArbiter {
   std::optional<uint64_t> holder() const;
   faa::GpuStats gpu_stats(int64_t now) const { return policy_.scheduler().gpu_stats(now); }
   std::optional<InstanceView> view(uint64_t instance_id, int64_t now) const;
+  // The time the instance has waited for the slice so far (FAA's count, from
+  // its threads blocked at the gate; 0 for one not here).
+  uint64_t waited_ns(uint64_t instance_id) const;
   // What the instance achieved so far (its ledger totals); nullptr if not here.
   const accounting::UsageTotals* usage(uint64_t instance_id) const;
   // The instance's page as the agent reads it; nullptr if not here.

@@ -51,11 +51,12 @@ bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
       [&](const model::Instance& inst) {
         return inst.gpu == gpu ? arbiter.runtime(inst.id) : nullptr;
       },
-      period_ns);
+      [&](const model::Instance& inst) { return arbiter.waited_ns(inst.id); }, period_ns);
 }
 
 bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
-                          const RuntimeOf& runtime_of, int64_t period_ns) {
+                          const RuntimeOf& runtime_of, const WaitedOf& waited_of,
+                          int64_t period_ns) {
   PerGpu& g = gpus_[gpu];
   std::vector<slo::SloInput> inputs;
   std::map<uint64_t, Seen> seen;
@@ -68,6 +69,7 @@ bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
     in.units = static_cast<uint32_t>(std::lround(registry.effective_share(*inst) * 100.0));
     Seen now;
     now.device_ns = rt->device_ns_total();
+    now.waited_ns = waited_of(*inst);
     if (in.role == slo::SloRole::kLatencyCritical) {
       in.objective = inst->objective;
       for (const model::Instance* member : objective_group(*inst, registry)) {
@@ -84,6 +86,9 @@ bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
           in.latencies.add(slo::LatencyHistogram::delta(counts, was->second));
       }
       in.device_ns = static_cast<int64_t>(now.device_ns - before->second.device_ns);
+      in.waited_ns = now.waited_ns > before->second.waited_ns
+                         ? static_cast<int64_t>(now.waited_ns - before->second.waited_ns)
+                         : 0;
     }
     seen[inst->id] = std::move(now);
     inputs.push_back(std::move(in));

@@ -29,9 +29,12 @@ class LatencyControl {
   // Where an instance's page is read from (its GPU's arbiter); nullptr when
   // it has none.
   using RuntimeOf = std::function<const InstanceRuntime*(const model::Instance&)>;
+  // The time an instance has waited for the GPU so far, as its arbiter's
+  // scheduler measured it (cumulative, ns).
+  using WaitedOf = std::function<uint64_t(const model::Instance&)>;
   // One period of `period_ns` for a GPU; true when its loans changed.
   bool step(uint32_t gpu, const model::InstanceRegistry& registry, const RuntimeOf& runtime_of,
-            int64_t period_ns);
+            const WaitedOf& waited_of, int64_t period_ns);
   // The same where only this GPU's pages are read (a one-GPU node).
   bool step(uint32_t gpu, const model::InstanceRegistry& registry, const GpuArbiter& arbiter,
             int64_t period_ns);
@@ -67,6 +70,7 @@ class LatencyControl {
     // its objective group (see objective_group), by instance id.
     std::map<uint64_t, slo::LatencyHistogram::Counts> counts;
     uint64_t device_ns = 0;
+    uint64_t waited_ns = 0;
   };
   struct PerGpu {
     slo::SloController controller;

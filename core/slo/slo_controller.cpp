@@ -86,6 +86,14 @@ uint32_t SloController::wanted(const SloInput& in, Memory& t, SloState& s) {
   const LatencyHistogram& latest = t.window.back();
   const bool missing_now = saturated && latest.samples() >= params_.min_fast_samples &&
                            latest.quantile_ns(objective.quantile()) > objective.target_ns;
+  // Held back by its share: it waited for the GPU within the window.
+  const bool waits = unwaited_[in.id] < params_.window_periods;
+  if (((q > params_.raise_at * target && settled) || missing_now) && !waits) {
+    // Its latency is not the gate's: more share would not lower it, and what
+    // it borrowed goes back.
+    t.calm = 0;
+    return settled ? borrowed / 2 : borrowed;
+  }
   if ((q > params_.raise_at * target && settled) || missing_now) {
     t.calm = 0;
     uint32_t goal = saturated ? 0 : need.value_or(0);
@@ -121,6 +129,7 @@ void SloController::restore(uint64_t id, Memory m) {
   // Counters far from wrapping (they count 100 ms periods).
   m.windows_judged = std::min<uint64_t>(m.windows_judged, uint64_t{1} << 62);
   m.windows_met = std::min(m.windows_met, m.windows_judged);
+  unwaited_[id] = 0;  // as one that just waited: its next window says
   for (double& u : m.used)
     u = std::isfinite(u) ? std::clamp(u, 0.0, 1.0) : 0.0;
   const auto keep_used =
@@ -140,6 +149,7 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
                                      [&](const SloInput& in) { return in.id == it->first; });
     it = present ? std::next(it) : tracked_.erase(it);
   }
+  std::erase_if(unwaited_, [&](const auto& u) { return !tracked_.contains(u.first); });
   states_.assign(inputs.size(), SloState{});
   uint32_t lendable = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -154,8 +164,11 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
     Memory& t = tracked_[in.id];
     if (in.role != SloRole::kLatencyCritical || !in.objective) {
       t = Memory{};  // nothing to keep: it may become latency-critical later
+      unwaited_.erase(in.id);
       continue;
     }
+    int& unwaited = unwaited_.try_emplace(in.id, params_.window_periods).first->second;
+    unwaited = in.waited_ns > 0 ? 0 : std::min(unwaited + 1, kCountCap);
     if (t.objective != in.objective) {  // a new objective is judged afresh
       t.window.clear();
       t.calm = 0;

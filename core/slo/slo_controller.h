@@ -15,6 +15,11 @@
 //   return_at x target for calm_periods, or it has no requests for
 //   idle_periods. Between the two thresholds nothing moves, and the model aims
 //   between them, so a steady load gets a steady share.
+// - It borrows only while it waits for the GPU: an instance that did not
+//   wait at the gate in its window (as the agent's scheduler measured it,
+//   not as its page says) is not held back by its share, and more would not
+//   lower its latency; what it borrowed goes back, half per judgement. A
+//   reporter that says its requests are slow without waiting gets nothing.
 // - After a change it lowers the share, or teaches the model, only from
 //   windows measured wholly at the new share; it raises again sooner only
 //   while it uses all it is given (saturated: its demand is unknown, and the
@@ -69,6 +74,9 @@ struct SloInput {
   std::optional<LatencyObjective> objective;  // only for kLatencyCritical
   LatencyHistogram latencies;                 // samples completed this period
   int64_t device_ns = 0;                      // device time used this period
+  // Time it waited for the GPU this period (asked for the slice while
+  // another held it), as the agent's scheduler measured it.
+  int64_t waited_ns = 0;
 };
 
 struct SloState {
@@ -130,6 +138,10 @@ class SloController {
 
   SloParams params_;
   std::map<uint64_t, Memory> tracked_;
+  // Periods since each latency-critical instance last waited for the GPU.
+  // Not kept across an agent's restart: a restored instance starts as one
+  // that just waited, a new one as one that has not.
+  std::map<uint64_t, int> unwaited_;
   std::vector<SloState> states_;
 };
 

@@ -46,14 +46,14 @@ void kick_agent(int) {
 }  // namespace
 
 pid_t attached_process(const std::string& socket, uint64_t job, uid_t owner,
-                       const std::function<bool(const RawReply&)>& then) {
+                       const std::function<bool(const RawReply&)>& then, uint32_t gpu) {
   int ready[2];
   if (pipe(ready) != 0) return -1;
   const pid_t child = fork();
   if (child == 0) {
     char ok = 0;
     if (setresgid(owner, owner, owner) == 0 && setresuid(owner, owner, owner) == 0) {
-      auto att = attach(socket, job, 0, 0);
+      auto att = attach(socket, job, 0, gpu);
       ok = att && att->reply.status == protocol::ReplyStatus::kOk && (!then || then(*att)) ? 1 : 0;
       if (ok == 1 && att->fds.size() >= 3) {
         g_wake_fd = att->fds[2];

@@ -69,12 +69,12 @@ Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, 
 // by `owner` (uid and gid).
 protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner);
 
-// A forked process of job `job` (step 0, GPU 0) attached as `owner`; it waits
+// A forked process of job `job` (step 0, GPU `gpu`) attached as `owner`; it waits
 // until killed. SIGUSR1 makes it wake the agent (its wake channel), as a shim does
 // when it starts to wait. `then`, if given, runs in it after the attach (a
 // false return fails it). Returns its pid, or -1 if the attach failed.
 pid_t attached_process(const std::string& socket, uint64_t job, uid_t owner,
-                       const std::function<bool(const RawReply&)>& then = {});
+                       const std::function<bool(const RawReply&)>& then = {}, uint32_t gpu = 0);
 
 std::string agent_binary();
 

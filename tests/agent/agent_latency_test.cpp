@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -48,6 +49,18 @@ class AgentLatency : public ::testing::Test {
     EXPECT_TRUE(reply.ok());
     EXPECT_EQ(reply->status, ReplyStatus::kOk) << reply->text;
     return reply->instance_id;
+  }
+  // Every 50 ms, 50 requests of 100 ms (far past 40 ms) into `id`'s page,
+  // up to `rounds` times or until `enough` of its show: the last show.
+  json report_slow_until(uint64_t id, int rounds, const std::function<bool(const json&)>& enough) {
+    json s;
+    for (int i = 0; i < rounds; ++i) {
+      report_latency(agent.dir() + "/run", id, 100'000'000, 50);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      s = show(id);
+      if (enough(s)) break;
+    }
+    return s;
   }
   json show(uint64_t id) {
     auto r = agent.call(protocol::ShowRequest{id});
@@ -106,15 +119,13 @@ TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBack
   const uint64_t lender = create(2, 50, kBob, Mode::kLend);
   const uint64_t guaranteed = create(3, 30, kBob, Mode::kBurst);
   ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
-  // Every 50 ms, 50 requests of 100 ms: far past the objective. The agent
-  // borrows within a few periods; the bound is only how long to keep trying.
-  json s;
-  for (int i = 0; i < 200; ++i) {
-    report_latency(agent.dir() + "/run", serve, 100'000'000, 50);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    s = show(serve);
-    if (s.value("borrowed_units", 0) > 0) break;
-  }
+  GateWaiters waiting;  // the two take the GPU in turns
+  waiting.add(agent, 1, serve, kAlice);
+  waiting.add(agent, 2, lender, kBob);
+  // Far past the objective: the agent borrows within a few periods; the
+  // bound is only how long to keep trying.
+  const json s =
+      report_slow_until(serve, 200, [](const json& v) { return v.value("borrowed_units", 0) > 0; });
   ASSERT_GT(s.value("borrowed_units", 0), 0) << s.dump();
   EXPECT_GT(s["latency_ms"].get<double>(), 40.0);
   const int borrowed = s["borrowed_units"];
@@ -138,6 +149,26 @@ TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBack
   EXPECT_NEAR(show(serve)["target_pct"].get<double>(), 20.0, 1e-6);
 }
 
+// A job that set itself an objective and wrote slow requests into its page
+// took all its lend neighbour could give, for as long as it liked (found by
+// a review). Its requests never waited for the GPU: more share would not
+// make them faster, and it gets none. The lender is busy throughout.
+TEST_F(AgentLatency, AReporterThatNeverWaitsForTheGpuBorrowsNothing) {
+  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
+  const uint64_t lender = create(2, 80, kBob, Mode::kLend);
+  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+  GateWaiters waiting;
+  waiting.add(agent, 2, lender, kBob);
+  // 60 periods far past the objective; one that waited borrows within a
+  // few (the test above).
+  const json s = report_slow_until(serve, 120, [](const json& v) {
+    EXPECT_EQ(v.value("borrowed_units", 0), 0) << v.dump();
+    return v.value("borrowed_units", 0) != 0;
+  });
+  EXPECT_GT(s.value("slo_windows_judged", 0), 20) << s.dump();  // judged, and found not held back
+  EXPECT_NEAR(show(lender)["target_pct"].get<double>(), 80.0, 1e-6);
+}
+
 // A step on two GPUs serves each request with both, and a server reports
 // its latency through one of them: each GPU's control judges the step's
 // requests, so the instance that saw none borrows too.
@@ -148,11 +179,15 @@ TEST_F(AgentLatency, AStepOnTwoGpusIsJudgedByAllItsRequests) {
   const uint64_t serve0 = agent.call(on0)->instance_id;
   const uint64_t serve1 = agent.call(on1)->instance_id;
   ASSERT_NE(serve1, 0u);
+  GateWaiters waiting;  // on each GPU the step and its lender take turns
   for (uint32_t gpu : {0u, 1u}) {
     protocol::CreateRequest lend = create_request(2, 50, kBob);
     lend.gpu_index = gpu;
     lend.mode = mode_value(Mode::kLend);
-    ASSERT_EQ(agent.call(lend)->status, ReplyStatus::kOk);
+    const auto l = agent.call(lend);
+    ASSERT_EQ(l->status, ReplyStatus::kOk);
+    waiting.add(agent, 1, gpu == 0 ? serve0 : serve1, kAlice, gpu);
+    waiting.add(agent, 2, l->instance_id, kBob, gpu);
   }
   // Another step of the same job with the same objective is not of the
   // step: it must not be judged by those requests.
@@ -188,6 +223,9 @@ TEST_F(AgentLatency, LoansAndTheirRecordOutliveAKilledAgent) {
   const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
   const uint64_t lender = create(2, 50, kBob, Mode::kLend);
   ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+  GateWaiters waiting;  // the two take the GPU in turns
+  waiting.add(agent, 1, serve, kAlice);
+  waiting.add(agent, 2, lender, kBob);
   const std::string run = agent.dir() + "/run";
   json s = json::object();
   for (int i = 0; i < 200 && s.value("borrowed_units", 0) == 0; ++i) {
@@ -316,6 +354,9 @@ TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
   const uint64_t s = agent.call(serve)->instance_id;
   const uint64_t l = agent.call(lend)->instance_id;
   ASSERT_EQ(agent.call(kP99At40(s))->status, ReplyStatus::kOk);
+  GateWaiters waiting;  // the two take the GPU in turns
+  waiting.add(agent, 1, s, kAlice);
+  waiting.add(agent, 2, l, kBob);
   std::string body;
   for (int i = 0; i < 200; ++i) {
     report_latency(agent.dir() + "/run", s, 100'000'000, 50);

@@ -66,6 +66,7 @@ ColocationResult run_colocation(const std::vector<double>& levels, const Colocat
     window_end += faa::kSecond;
   };
 
+  Nanos waited_before = 0;
   for (Nanos start = 0; start < result.duration; start += o.period) {
     const Nanos end = std::min(start + o.period, result.duration);
     while (next_arrival < end) {
@@ -92,6 +93,10 @@ ColocationResult run_colocation(const std::vector<double>& levels, const Colocat
     if (o.inference_declares_objective) critical.objective = o.objective;
     critical.latencies = period_latencies;
     critical.device_ns = sim.used(inference, start, end);
+    // What the agent reads from its scheduler: the time waited so far.
+    const Nanos waited = sim.scheduler().stats(sim.id(inference), end).value().throttled;
+    critical.waited_ns = waited - waited_before;
+    waited_before = waited;
     SloInput lender;
     lender.id = 2;
     lender.role = o.training_role;

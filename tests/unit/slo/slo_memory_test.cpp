@@ -30,6 +30,7 @@ std::vector<SloInput> period_inputs(int period, uint32_t effective) {
   serve.objective = kP99At40;
   serve.latencies.record(static_cast<int64_t>(5 * kMs / std::max(0.05, headroom - 1.0)), 50);
   serve.device_ns = static_cast<int64_t>(std::min(share, demand) * kPeriod);
+  serve.waited_ns = kMs;  // held back by its share
   SloInput lend;
   lend.id = 8;
   lend.role = SloRole::kLend;
