@@ -177,6 +177,7 @@ class Agent {
   EventHandle latency_timer_;
   bool latency_timer_on_ = false;
   int64_t latency_last_ns_ = 0;
+  LogBudget latency_save_log_{1, 1.0 / 60};  // failed saves of its memory
   std::vector<EventHandle> signals_;
   model::GangPlan gangs_;
   // Lines a user's requests log (resize, objective): a user looping them

@@ -38,8 +38,13 @@ void Agent::restore_latency_control(uint32_t gpu) {
 void Agent::save_latency_control(uint32_t gpu) {
   if (!latency_.wanted(gpu, *registry_)) return;
   if (Status s = SloMemoryFile::save(config_.runtime_dir, gpu, latency_.memory(gpu)); !s) {
-    // Control goes on; a restart would start it afresh.
-    EGPU_LOG_WARN("GPU %u: cannot keep the latency control's memory: %s", gpu, s.error().c_str());
+    // Control goes on; a restart would start it afresh. Saves come with
+    // loan changes, which a job can make a few a second, and fail while
+    // RuntimeDir is full: once a minute.
+    if (const auto v = latency_save_log_.take(monotonic_ns()); v.log) {
+      EGPU_LOG_WARN("GPU %u: cannot keep the latency control's memory: %s%s", gpu,
+                    s.error().c_str(), dropped_note(v).c_str());
+    }
   }
   latency_.mark_saved(gpu);
 }

@@ -169,6 +169,31 @@ TEST_F(AgentLatency, AReporterThatNeverWaitsForTheGpuBorrowsNothing) {
   EXPECT_NEAR(show(lender)["target_pct"].get<double>(), 80.0, 1e-6);
 }
 
+// Saves of the control's memory come with every loan change and every 5 s;
+// while they fail (RuntimeDir full, which a job can keep it) each one was a
+// warning. Once a minute now. Here the file's name is a directory.
+TEST_F(AgentLatency, FailedSavesOfItsMemoryAreLoggedOnceAMinute) {
+  ASSERT_EQ(mkdir((agent.dir() + "/run/latency-gpu0.json").c_str(), 0700), 0);
+  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
+  const uint64_t lender = create(2, 50, kBob, Mode::kLend);
+  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+  GateWaiters waiting;  // the two take the GPU in turns
+  waiting.add(agent, 1, serve, kAlice);
+  waiting.add(agent, 2, lender, kBob);
+  // Until it has borrowed all it can (a save at each change), then past
+  // the next periodic save.
+  const json s = report_slow_until(
+      serve, 400, [](const json& v) { return v.value("borrowed_units", 0) >= 49; });
+  ASSERT_EQ(s.value("borrowed_units", 0), 49) << s.dump();
+  (void)report_slow_until(serve, 120, [](const json&) { return false; });
+  const std::string log = agent.log();
+  size_t lines = 0;
+  for (size_t at = 0;
+       (at = log.find("cannot keep the latency control's memory", at)) != std::string::npos; ++at)
+    ++lines;
+  EXPECT_EQ(lines, 1u) << log;
+}
+
 // A step on two GPUs serves each request with both, and a server reports
 // its latency through one of them: each GPU's control judges the step's
 // requests, so the instance that saw none borrows too.
