@@ -62,12 +62,24 @@ class AgentLatency : public ::testing::Test {
     }
     return s;
   }
+  // A latency-critical step (job 1, 20 units, p99:40ms) and its lend
+  // neighbour (job 2, 50 units), with a process each that take the GPU in
+  // turns: the ids of the two.
+  std::pair<uint64_t, uint64_t> serve_beside_lender() {
+    const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
+    const uint64_t lender = create(2, 50, kBob, Mode::kLend);
+    EXPECT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
+    waiting.add(agent, 1, serve, kAlice);
+    waiting.add(agent, 2, lender, kBob);
+    return {serve, lender};
+  }
   json show(uint64_t id) {
     auto r = agent.call(protocol::ShowRequest{id});
     EXPECT_EQ(r->status, ReplyStatus::kOk) << r->text;
     return json::parse(r->text);
   }
   AgentProcess agent;
+  GateWaiters waiting;
 };
 
 TEST_F(AgentLatency, OwnerOrRootSetsAnObjectiveOnBurstOnlyAndItOutlivesARestart) {
@@ -115,13 +127,8 @@ TEST_F(AgentLatency, OwnerOrRootSetsAnObjectiveOnBurstOnlyAndItOutlivesARestart)
 }
 
 TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBackWhenCleared) {
-  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
-  const uint64_t lender = create(2, 50, kBob, Mode::kLend);
+  const auto [serve, lender] = serve_beside_lender();
   const uint64_t guaranteed = create(3, 30, kBob, Mode::kBurst);
-  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
-  GateWaiters waiting;  // the two take the GPU in turns
-  waiting.add(agent, 1, serve, kAlice);
-  waiting.add(agent, 2, lender, kBob);
   // Far past the objective: the agent borrows within a few periods; the
   // bound is only how long to keep trying.
   const json s =
@@ -157,7 +164,6 @@ TEST_F(AgentLatency, AReporterThatNeverWaitsForTheGpuBorrowsNothing) {
   const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
   const uint64_t lender = create(2, 80, kBob, Mode::kLend);
   ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
-  GateWaiters waiting;
   waiting.add(agent, 2, lender, kBob);
   // 60 periods far past the objective; one that waited borrows within a
   // few (the test above).
@@ -174,12 +180,7 @@ TEST_F(AgentLatency, AReporterThatNeverWaitsForTheGpuBorrowsNothing) {
 // warning. Once a minute now. Here the file's name is a directory.
 TEST_F(AgentLatency, FailedSavesOfItsMemoryAreLoggedOnceAMinute) {
   ASSERT_EQ(mkdir((agent.dir() + "/run/latency-gpu0.json").c_str(), 0700), 0);
-  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
-  const uint64_t lender = create(2, 50, kBob, Mode::kLend);
-  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
-  GateWaiters waiting;  // the two take the GPU in turns
-  waiting.add(agent, 1, serve, kAlice);
-  waiting.add(agent, 2, lender, kBob);
+  const auto [serve, lender] = serve_beside_lender();
   // Until it has borrowed all it can (a save at each change), then past
   // the next periodic save.
   const json s = report_slow_until(
@@ -204,7 +205,7 @@ TEST_F(AgentLatency, AStepOnTwoGpusIsJudgedByAllItsRequests) {
   const uint64_t serve0 = agent.call(on0)->instance_id;
   const uint64_t serve1 = agent.call(on1)->instance_id;
   ASSERT_NE(serve1, 0u);
-  GateWaiters waiting;  // on each GPU the step and its lender take turns
+  // On each GPU the step and its lender take turns.
   for (uint32_t gpu : {0u, 1u}) {
     protocol::CreateRequest lend = create_request(2, 50, kBob);
     lend.gpu_index = gpu;
@@ -245,12 +246,7 @@ TEST_F(AgentLatency, AStepOnTwoGpusIsJudgedByAllItsRequests) {
 // the restart instead of falling back to its own units until it has been
 // judged again.
 TEST_F(AgentLatency, LoansAndTheirRecordOutliveAKilledAgent) {
-  const uint64_t serve = create(1, 20, kAlice, Mode::kBurst);
-  const uint64_t lender = create(2, 50, kBob, Mode::kLend);
-  ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
-  GateWaiters waiting;  // the two take the GPU in turns
-  waiting.add(agent, 1, serve, kAlice);
-  waiting.add(agent, 2, lender, kBob);
+  const auto [serve, lender] = serve_beside_lender();
   const std::string run = agent.dir() + "/run";
   json s = json::object();
   for (int i = 0; i < 200 && s.value("borrowed_units", 0) == 0; ++i) {
