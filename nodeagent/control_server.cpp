@@ -66,11 +66,11 @@ ControlServer::~ControlServer() {
   sweep_ev_.reset();
   for (auto& [fd, c] : conns_) {
     c->ev.reset();
-    close_client_socket(std::move(c->fd), c->peer.uid);
+    close_client_socket(std::move(c->fd), c->counted_as);
   }
   conns_.clear();
   for (auto& u : unread_)
-    close_client_socket(std::move(u.fd), u.uid);
+    close_client_socket(std::move(u.fd), u.counted_as);
   resume_ev_.reset();
   listen_ev_.reset();
   ::unlink(path_.c_str());
@@ -210,7 +210,7 @@ void ControlServer::accept_batch() {
     uid_t counted_as = peer.uid;
     if (!admit(peer, &counted_as)) {
       ++rejected_;
-      close_client_socket(std::move(client), peer.uid);  // the agent keeps serving the others
+      close_client_socket(std::move(client), counted_as);  // the agent keeps serving the others
       continue;
     }
     // Status replies can be several chunks; let them queue without blocking.
@@ -228,13 +228,13 @@ void ControlServer::accept_batch() {
     c->ev.reset(event_new(base_, cfd, EV_READ | EV_PERSIST, &ControlServer::on_readable, c.get()));
     if (!c->ev || !arm(c.get())) {
       c.reset();  // its event before the socket
-      close_client_socket(std::move(client), peer.uid);
+      close_client_socket(std::move(client), counted_as);
       continue;
     }
     // admit() saw room, and nothing was counted since: the take cannot fail.
     if (peer.uid != 0 && !per_uid_.take(counted_as, limits_.per_uid)) {
       c.reset();
-      close_client_socket(std::move(client), peer.uid);
+      close_client_socket(std::move(client), counted_as);
       continue;
     }
     if (peer.uid != 0) ++non_root_;
@@ -408,7 +408,7 @@ void ControlServer::close_connection(int fd) {
     // Closed, its reply pinned until read: still its uid's (see Unread).
     // Shut for reading: nothing more queues in it meanwhile.
     ::shutdown(socket.get(), SHUT_RD);
-    unread_.push_back({std::move(socket), uid, counted_as});
+    unread_.push_back({std::move(socket), counted_as});
     (void)sweep_in(kUnreadSweepNs);  // else looked at when a connection parks
     return;
   }
@@ -416,7 +416,7 @@ void ControlServer::close_connection(int fd) {
     --non_root_;
     per_uid_.give_back(counted_as);
   }
-  close_client_socket(std::move(socket), uid);
+  close_client_socket(std::move(socket), counted_as);
 }
 
 bool ControlServer::park(Connection* c) {
@@ -473,7 +473,7 @@ void ControlServer::sweep() {
     if (unread_by_peer(u.fd.get()) > 0) return false;
     --non_root_;
     per_uid_.give_back(u.counted_as);
-    close_client_socket(std::move(u.fd), u.uid);
+    close_client_socket(std::move(u.fd), u.counted_as);
     return true;
   });
   if (again) {

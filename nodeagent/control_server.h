@@ -93,8 +93,9 @@ class ControlServer {
   ~ControlServer();
 
   // Whether `uid` owns an instance here (asked at accept). Connections of
-  // uids that do not count together, as those of one uid (kStrangers).
-  // Unset: every uid counts for itself.
+  // uids that do not count together, as those of one uid (kStrangers), and
+  // what they pass goes to that one uid's disposal processes
+  // (passed_descriptors.h). Unset: every uid counts for itself.
   void set_tenant_check(std::function<bool(uid_t)> is_tenant) { is_tenant_ = std::move(is_tenant); }
   // What the connections of uids that own no instance count as. A real uid
   // of that number (-2) would count with them, which costs it a share of
@@ -128,8 +129,7 @@ class ControlServer {
   // keeps its end, so the socket still counts against its uid until then.
   struct Unread {
     UniqueFd fd;
-    uid_t uid;
-    uid_t counted_as;
+    uid_t counted_as;  // never root's (root's replies pin nothing of a user's)
   };
   ControlServer(event_base* base, std::string path, UniqueFd fd, Handler handler,
                 const ControlLimits& limits);

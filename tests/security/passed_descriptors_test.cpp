@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/protocol/control_client.h"
+#include "nodeagent/disposal_processes.h"
 #include "tests/agent/agent_fixture.h"
 #include "tests/agent/lingering_socket.h"
 #include "tests/security/agent_checks.h"
@@ -45,13 +46,13 @@ std::size_t open_descriptors(pid_t pid) {
   return n;
 }
 
-// As Mallory: `count` connections, one after another, each passing a
+// As `uid`: `count` connections, one after another, each passing a
 // socket with a lingering one queued in it, and waiting until the agent has closed it. Reports how
 // many went through on `ready`, then holds the sockets' peers open (so each
 // close would block) until `hold` ends.
 [[noreturn]] void pass_on_many_connections(const std::string& socket, int count, int ready,
-                                           int hold) {
-  if (!become(kMallory)) _exit(99);
+                                           int hold, uid_t uid = kMallory) {
+  if (!become(uid)) _exit(99);
   std::vector<LingeringSocket> held;
   int passed = 0;
   for (int i = 0; i < count; ++i) {
@@ -145,6 +146,54 @@ TEST(PassedDescriptorsOnAnOlderKernel, ManyLingeringSocketsLeaveTheAgentAtOnce) 
   close(hold[1]);
   close(ready[0]);
   waitpid(mallory, nullptr, 0);
+}
+
+// A user with subordinate uids (/etc/subuid) passes one such socket from
+// each of many uids that own no instance here. Each uid had disposal
+// processes of its own, and a stuck one is never retired: one root process
+// per uid, without bound (and a feed descriptor each in the agent). Uids that
+// own no instance share one uid's processes, as they share its connections.
+TEST(PassedDescriptorsOnAnOlderKernel, UidsThatOwnNoInstanceShareOneUsersDisposalProcesses) {
+  if (geteuid() != 0) GTEST_SKIP() << "plays other users: needs root";
+  constexpr uid_t kFirst = 200100;
+  constexpr int kUids = 40;
+  AgentProcess agent;
+  agent.set_env("LD_PRELOAD", EGPU_OLD_KERNEL_FIXTURE);
+  ASSERT_TRUE(agent.start()) << agent.log();
+  int hold[2];
+  ASSERT_EQ(pipe(hold), 0);
+  std::vector<pid_t> senders;
+  int passed = 0;
+  for (uid_t uid = kFirst; uid < kFirst + kUids; ++uid) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    const pid_t sender = fork();
+    if (sender == 0) {
+      close(ready[0]);
+      close(hold[1]);
+      pass_on_many_connections(agent.socket(), 1, ready[1], hold[0], uid);
+    }
+    senders.push_back(sender);
+    close(ready[1]);
+    int one = 0;
+    if (readable_within(ready[0], std::chrono::seconds(30)) &&
+        read(ready[0], &one, sizeof one) == static_cast<ssize_t>(sizeof one)) {
+      passed += one;
+    }
+    close(ready[0]);
+  }
+  EXPECT_EQ(passed, kUids) << "the fixture did not take, or the agent refused them";
+  auto st = agent.call(protocol::StatusRequest{0, 0});
+  ASSERT_TRUE(st.ok()) << "the agent does not answer status";
+  const auto p = nlohmann::json::parse(st->text)["agent"]["passed_descriptors"];
+  EXPECT_GE(p["sockets_handed_on"].get<std::size_t>(), static_cast<std::size_t>(passed));
+  EXPECT_LE(p["disposal_processes"].get<std::size_t>(),
+            agent::DisposalProcesses::kMaxProcessesPerUser)
+      << "one stuck disposal process per uid";
+  EXPECT_TRUE(heartbeat_advances(agent));
+  close(hold[1]);
+  for (pid_t sender : senders)
+    waitpid(sender, nullptr, 0);
 }
 
 }  // namespace
