@@ -148,7 +148,9 @@ void ControlServer::pause_accepting(int err) {
 }
 
 bool ControlServer::admit(const PeerCred& peer, uid_t* counted_as) {
-  *counted_as = peer.uid;
+  // First: a refused connection is closed as what it counts as too (what it
+  // passed goes to that uid's disposal processes).
+  *counted_as = peer.uid != 0 && is_tenant_ && !is_tenant_(peer.uid) ? kStrangers : peer.uid;
   if (conns_.size() + unread_.size() >= limits_.max_connections) {
     if (should_warn()) {
       EGPU_LOG_WARN("control socket: all %zu connections in use; refusing uid %u",
@@ -168,7 +170,6 @@ bool ControlServer::admit(const PeerCred& peer, uid_t* counted_as) {
     }
     return false;
   }
-  if (is_tenant_ && !is_tenant_(peer.uid)) *counted_as = kStrangers;
   if (per_uid_.held(*counted_as) >= limits_.per_uid) {
     if (should_warn()) {
       if (*counted_as == kStrangers) {

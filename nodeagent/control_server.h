@@ -58,7 +58,8 @@ struct ControlLimits {
   size_t max_connections = 512;
   // Slots only root may take: users together get max_connections minus these.
   size_t root_reserved = 64;
-  // Per non-root uid. Honest clients (shims, egpuctl) connect, send one or a
+  // Per non-root uid (uids that own no instance here: for all of them
+  // together, see set_tenant_check). Honest clients (shims, egpuctl) connect, send one or a
   // few requests and close, so a uid rarely has more than a handful open; 64
   // leaves room for a many-task step whose tasks all attach at once.
   size_t per_uid = 64;

@@ -29,7 +29,10 @@
 // sockets, each pinning one of the user's descriptors in flight, which the
 // kernel bounds per user (RLIMIT_NOFILE): a user blocks only its own
 // disposals, until it has pinned more sockets than the agent's
-// descriptors.
+// descriptors. "User" is what the control server counts a connection as:
+// uids that own no instance on the node are one user there (one with
+// subordinate uids would otherwise have processes for each), so one of
+// them can hold up the others' disposals, not an instance owner's.
 //
 // A socket the user also holds (a wake channel's shim end) is never
 // peeked: the user could read it, or set its peek offset, meanwhile. It is
