@@ -488,11 +488,11 @@ void Agent::on_heartbeat(evutil_socket_t, short, void* arg) {
   if (now - self->pages_trimmed_ns_ >= 1'000'000'000) self->trim_grown_pages(now);
 }
 
-int Agent::trim_grown_pages(int64_t now) {
+int Agent::trim_grown_pages(int64_t now, bool now_or_never) {
   pages_trimmed_ns_ = now;
   int grown = 0;
   for (auto& arb : arbiters_)
-    grown += arb->trim_grown_pages(now);
+    grown += arb->trim_grown_pages(now, now_or_never);
   return grown;
 }
 

@@ -133,7 +133,8 @@ class Agent {
   static void on_heartbeat(evutil_socket_t, short, void* arg);
   // What jobs grew their pages by, taken back on every GPU (GpuArbiter);
   // the number of pages that had grown.
-  int trim_grown_pages(int64_t now);
+  // `now_or_never`: pages in their back-off too (a create found no room).
+  int trim_grown_pages(int64_t now, bool now_or_never = false);
   static void on_signal(evutil_socket_t, short, void* arg);
 
   config::EgpuConfig config_;

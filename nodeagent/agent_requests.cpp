@@ -172,7 +172,7 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
     // room since the last second's look. Taking it back starts now (off this
     // thread: see PageChores); the caller is told to try again.
     if (!s && (s.error_code() == ENOSPC || s.error_code() == EDQUOT) &&
-        trim_grown_pages(monotonic_ns()) > 0) {
+        trim_grown_pages(monotonic_ns(), /*now_or_never=*/true) > 0) {
       s = Error{s.error() +
                 " (a job grew its page into RuntimeDir's room; it is being taken "
                 "back: try again)"};
@@ -262,6 +262,7 @@ std::vector<accounting::StepUsage> Agent::drop(const std::vector<model::Instance
       continue;
     }
     usage.push_back(*u);
+    usage.back().step = protocol::step_label(inst.step_id);
     EGPU_LOG_INFO(
         "removed instance %llu (job %llu step %u, GPU %u): %u units, device %.3f s in %.3f s "
         "(share %.3f), throttled %.3f s, memory peak %llu bytes, agent restarts %u%s",

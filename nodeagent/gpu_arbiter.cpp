@@ -65,9 +65,10 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   auto file = shm::open_page_file(path, sizeof(shm::GpuPage), 0, 0, 0600);
   if (!file) return Error{file.error()};
   auto* page = file->mapping.as<shm::GpuPage>();
-  // A page of fewer slots is taken over and given the rest: every slot of
-  // the layout was made free with the page (an agent of an older default
-  // MaxInstancesPerGpu, 64).
+  // A page of fewer slots is taken over (an agent of an older default
+  // MaxInstancesPerGpu, 64): every slot of the layout was made free with
+  // the page. Its count is raised only when a slot past it is used (add()),
+  // so going back to that agent keeps the steps while none was.
   const bool reuse = !file->created && page->magic == shm::kGpuPageMagic &&
                      page->version == shm::kLayoutVersion && page->gpu_index == gpu &&
                      page->max_slots <= settings.max_slots;
@@ -96,7 +97,6 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   }
   if (reuse) {
     // Keep the file (shims map it) and the holder until the first decision.
-    page->max_slots = settings.max_slots;
     for (uint32_t s = 0; s < settings.max_slots; ++s) {
       auto slot = shm::read_slot_control(page->slots[s], gpu, s);
       if (!slot) {
@@ -170,6 +170,8 @@ Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t 
     return Error{s.error()};
   }
   if (!reopen) shm::set_mem_limit(page()->slots[instance.slot], mem_limit);
+  // Shims refuse a slot past the page's count (see open()).
+  if (instance.slot >= page()->max_slots) page()->max_slots = settings_.max_slots;
   write_control(instance);
   if (reopen)
     ledger_.resume(instance.slot, instance.id, realtime_ns());
@@ -402,12 +404,12 @@ void GpuArbiter::wake(Member& m) {
       shm::kMaxWokenPerGrant, shm::kMaxWokenPerGrant);
 }
 
-int GpuArbiter::trim_grown_pages(int64_t now) {
+int GpuArbiter::trim_grown_pages(int64_t now, bool now_or_never) {
   // A job growing its page again and again is logged once a minute.
   constexpr int64_t kLogEveryNs = 60'000'000'000;
   int grown = 0;
   for (auto& [slot, m] : members_) {
-    const InstanceRuntime::Growth g = m.runtime.take_back_growth(now);
+    const InstanceRuntime::Growth g = m.runtime.take_back_growth(now, now_or_never);
     if (g.pending || g.taken_back > 0) ++grown;
     if (g.started) ++page_trims_;
     if (g.taken_back == 0) continue;

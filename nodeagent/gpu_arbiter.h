@@ -97,7 +97,7 @@ class GpuArbiter {
   // Starts taking back what jobs grew their pages by, and logs what was
   // (InstanceRuntime::take_back_growth); the number of pages that grew.
   // Each second, and when a page could not be created.
-  int trim_grown_pages(int64_t now);
+  int trim_grown_pages(int64_t now, bool now_or_never = false);
   // Trims of grown pages started so far (the status shows them).
   uint64_t page_trims() const { return page_trims_; }
   // Stops arbitrating (agent exit): the gate opens and waiters wake.

@@ -273,7 +273,7 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
   }
 }
 
-InstanceRuntime::Growth InstanceRuntime::take_back_growth(int64_t now) {
+InstanceRuntime::Growth InstanceRuntime::take_back_growth(int64_t now, bool now_or_never) {
   constexpr uint64_t kSize = sizeof(shm::InstancePage);
   Growth g;
   g.taken_back = chore_->taken_back.exchange(0);
@@ -288,10 +288,11 @@ InstanceRuntime::Growth InstanceRuntime::take_back_growth(int64_t now) {
   if (length <= kSize && held <= may_hold_) {
     fruitless_trims_ = 0;
     next_trim_ns_ = 0;
+    chore_->untrimmable_room.store(0);
     return g;
   }
   const uint64_t room = std::max(length, held);
-  if (room > chore_->untrimmable_room.load()) {
+  if (room > chore_->untrimmable_room.load() || now_or_never) {
     fruitless_trims_ = 0;  // grown past what the last trim left: taken back now
   } else if (next_trim_ns_ == 0) {
     constexpr int64_t kFirstRetryNs = 2'000'000'000;
@@ -310,7 +311,13 @@ InstanceRuntime::Growth InstanceRuntime::take_back_growth(int64_t now) {
     const auto [length_now, held_now] = extent_of(copy);
     const uint64_t room_now = std::max(length_now, held_now);
     chore.taken_back.fetch_add(room > room_now ? room - room_now : 0);
-    chore.untrimmable_room.store(length_now > kSize || held_now > may_hold ? room_now : 0);
+    // What the trim could not free: storage within its length, up to a huge
+    // page. Its user may have grown it again since the ftruncate (longer,
+    // or more than that): that is growth, trimmed at the next look.
+    constexpr uint64_t kHugePage = 2u << 20;
+    const bool untrimmable =
+        length_now <= kSize && held_now > may_hold && held_now <= may_hold + kHugePage;
+    chore.untrimmable_room.store(untrimmable ? room_now : 0);
   });
   g.started = g.pending;
   return g;

@@ -76,7 +76,8 @@ class InstanceRuntime {
     bool pending = false;     // a chore is taking growth back now
     bool started = false;     // ...started by this look
   };
-  Growth take_back_growth(int64_t now);
+  // `now_or_never`: no back-off (a create found no room for its page).
+  Growth take_back_growth(int64_t now, bool now_or_never = false);
 
   shm::InstancePage* page() const { return page_.mapping.as<shm::InstancePage>(); }
   int fd() const { return page_.fd.get(); }

@@ -40,7 +40,7 @@ Result<UsageLedger> UsageLedger::open(const std::string& runtime_dir, uint32_t g
   auto* file = f->mapping.as<File>();
   const bool reuse = !f->created && file->magic == File::kMagic &&
                      file->version == File::kVersion && file->gpu == gpu &&
-                     file->max_slots <= max_slots;  // the slots past it are free
+                     file->max_slots <= max_slots;  // the slots past it are free (see begin)
   if (!reuse) {
     // Instances recovered now have no totals from before (they say so).
     EGPU_LOG_INFO("GPU %u: new usage ledger %s", gpu, path(runtime_dir, gpu).c_str());
@@ -50,11 +50,13 @@ Result<UsageLedger> UsageLedger::open(const std::string& runtime_dir, uint32_t g
     file->version = File::kVersion;
     file->magic = File::kMagic;
   }
-  file->max_slots = max_slots;
   return UsageLedger(std::move(*f));
 }
 
 void UsageLedger::begin(uint32_t slot, uint64_t instance_id, int64_t now_unix_ns) {
+  // A ledger of fewer slots (an older agent's) is raised only when a slot
+  // past them is used: going back to that agent keeps the totals until then.
+  if (slot >= file()->max_slots) file()->max_slots = slot + 1;
   Entry& e = file()->entries[slot];
   e = Entry{};
   e.instance_id = instance_id;

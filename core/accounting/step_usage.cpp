@@ -61,6 +61,7 @@ nlohmann::json usage_list(const std::vector<StepUsage>& usage) {
                     {"mem_peak_bytes", u.totals.mem_peak_bytes},
                     {"agent_restarts", u.totals.agent_restarts},
                     {"partial", u.totals.partial != 0}});
+    if (!u.step.empty()) list.back()["step"] = u.step;
   }
   return list;
 }
@@ -106,6 +107,15 @@ Result<std::vector<StepUsage>> usage_from_json(std::string_view text) {
       return Error{"a usage entry lacks a field or has one out of range: " + e.dump()};
     }
     u.totals.partial = partial->get<bool>() ? 1 : 0;
+    if (const auto step = e.find("step"); step != e.end()) {
+      // A label as protocol::step_label writes one: short, printable.
+      if (!step->is_string() || step->get_ref<const std::string&>().size() > 16 ||
+          step->get_ref<const std::string&>().find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos) {
+        return Error{"a usage entry's step is not a step label: " + e.dump()};
+      }
+      u.step = step->get<std::string>();
+    }
     out.push_back(u);
   }
   return out;

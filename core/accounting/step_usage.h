@@ -49,6 +49,7 @@ struct StepUsage {
   uint32_t units = 0;  // the step's units when it ended
   UsageTotals totals;
   int64_t ended_unix_ns = 0;
+  std::string step;  // its step's label ("0", "batch"...); empty: not said
 
   double elapsed_s() const;
   double device_s() const { return static_cast<double>(totals.device_ns) / 1e9; }

@@ -14,7 +14,7 @@ namespace {
 using nlohmann::json;
 
 // Far above what a controller keeps (SloParams: 5 windows, 1200 periods of
-// demand, 16 windows per model point, 64 instances per GPU), so a damaged
+// demand, 16 windows per model point, 256 instances per GPU), so a damaged
 // file cannot make the agent build a huge memory it would then cut down.
 constexpr std::size_t kMaxWindows = 64;
 constexpr std::size_t kMaxUsed = 1u << 16;

@@ -19,8 +19,8 @@ Result<std::string> removal_table(std::string_view reply) {
       "removed " + std::to_string(count) + (count == 1 ? " instance\n" : " instances\n");
   if (usage->empty()) return out;
   char line[256];
-  std::snprintf(line, sizeof line, "%3s %5s %10s %10s %6s %12s %11s  %s\n", "GPU", "UNITS",
-                "ELAPSED_S", "DEVICE_S", "SHARE", "MEM_PEAK_MIB", "THROTTLED_S", "NOTE");
+  std::snprintf(line, sizeof line, "%-11s %3s %5s %10s %10s %6s %12s %11s  %s\n", "STEP", "GPU",
+                "UNITS", "ELAPSED_S", "DEVICE_S", "SHARE", "MEM_PEAK_MIB", "THROTTLED_S", "NOTE");
   out += line;
   for (const accounting::StepUsage& u : *usage) {
     std::string note;
@@ -29,8 +29,9 @@ Result<std::string> removal_table(std::string_view reply) {
       note += (note.empty() ? "" : ", ") + std::to_string(u.totals.agent_restarts) +
               " agent restart(s)";
     }
-    std::snprintf(line, sizeof line, "%3u %5u %10.1f %10.1f %6.3f %12llu %11.1f  %s", u.gpu,
-                  u.units, u.elapsed_s(), u.device_s(), u.achieved_share(),
+    std::snprintf(line, sizeof line, "%-11s %3u %5u %10.1f %10.1f %6.3f %12llu %11.1f  %s",
+                  u.step.empty() ? "-" : u.step.c_str(), u.gpu, u.units, u.elapsed_s(),
+                  u.device_s(), u.achieved_share(),
                   static_cast<unsigned long long>(u.totals.mem_peak_bytes >> 20), u.throttled_s(),
                   note.c_str());
     std::string text = line;

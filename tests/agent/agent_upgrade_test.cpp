@@ -194,8 +194,13 @@ TEST(AgentUpgrade, AnAgentWithMoreSlotsTakesOverPagesOfFewer) {
   auto shown = agent.call(protocol::ShowRequest{created->instance_id});
   ASSERT_TRUE(shown) << shown.error();
   EXPECT_EQ(shown->status, ReplyStatus::kOk) << agent.log();
-  // And back to fewer: not taken over, and --check-pages says so first.
+  // Back to the old agent's count: no step used a slot past it, so the
+  // pages still say 64 and are taken over.
   agent.kill_hard();
+  ASSERT_TRUE(with("MaxInstancesPerGpu=64"));
+  check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  EXPECT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
+  // Fewer than the pages': not taken over, and --check-pages says so first.
   ASSERT_TRUE(with("MaxInstancesPerGpu=32"));
   check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
   EXPECT_EQ(check.front().exit_code, 3) << check.front().out << check.front().err;

@@ -21,13 +21,14 @@ TEST(RemovalTable, EachRemovedInstanceIsARowOfWhatItAchieved) {
   u.totals.throttled_ns = 2'500'000'000;
   u.totals.mem_peak_bytes = 512ull << 20;
   u.totals.agent_restarts = 1;
+  u.step = "batch";
   const auto table = removal_table(accounting::removal_to_json(1, {u}));
   ASSERT_TRUE(table) << table.error();
-  EXPECT_EQ(
-      *table,
-      "removed 1 instance\n"
-      "GPU UNITS  ELAPSED_S   DEVICE_S  SHARE MEM_PEAK_MIB THROTTLED_S  NOTE\n"
-      "  1    30       10.0        3.0  0.300          512         2.5  1 agent restart(s)\n");
+  EXPECT_EQ(*table,
+            "removed 1 instance\n"
+            "STEP        GPU UNITS  ELAPSED_S   DEVICE_S  SHARE MEM_PEAK_MIB THROTTLED_S  NOTE\n"
+            "batch         1    30       10.0        3.0  0.300          512         2.5  1 agent "
+            "restart(s)\n");
 }
 
 TEST(RemovalTable, NothingRemovedIsOneLine) {

@@ -100,12 +100,20 @@ TEST(RemovalJson, RefusesWhatIsNotAReport) {
        R"("device_ns":0,"throttled_ns":0,"mem_peak_bytes":0,"agent_restarts":0,"partial":false}]})",
        R"({"usage":[{"gpu":0,"units":1,"started_unix_ns":0,"ended_unix_ns":0,"device_ns":0.5,)"
        R"("throttled_ns":0,"mem_peak_bytes":0,"agent_restarts":0,"partial":false}]})",
+       R"({"usage":[{"gpu":0,"units":1,"started_unix_ns":0,"ended_unix_ns":0,"device_ns":0,)"
+       R"("throttled_ns":0,"mem_peak_bytes":0,"agent_restarts":0,"partial":false,"step":"a\nb"}]})",
        // Past int64_t: it must not wrap into a negative start time.
        R"({"usage":[{"gpu":0,"units":1,"started_unix_ns":18446744073709551615,)"
        R"("ended_unix_ns":0,"device_ns":0,"throttled_ns":0,"mem_peak_bytes":0,)"
        R"("agent_restarts":0,"partial":false}]})"}) {
     EXPECT_FALSE(usage_from_json(bad)) << bad;
   }
+  // A step label, where the agent said one, comes back.
+  StepUsage u;
+  u.step = "batch";
+  auto labelled = usage_from_json(removal_to_json(1, {u}));
+  ASSERT_TRUE(labelled) << labelled.error();
+  EXPECT_EQ(labelled->front().step, "batch");
   auto none = usage_from_json(R"({"removed":0,"usage":[]})");
   ASSERT_TRUE(none) << none.error();
   EXPECT_TRUE(none->empty());
