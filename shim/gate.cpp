@@ -51,7 +51,11 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       // Not while this process's own tail is what the GPU drains for a
       // waiting successor: the agent already counts it as asking, and its
       // tail falling short kicks anyway (note_tail), one wake-up instead of two.
-      if (kick && !draining_own_tail(gpu, queued)) kick_agent(a);
+      // A process the slice was taken from asks too where nobody holds it:
+      // the decision that took it may have found it idle (between two waits)
+      // and planned no look at all; it waited at the gate for ever.
+      const bool nobody_holds = shm::slice_holder(gpu) == shm::kNoHolder;
+      if ((kick || nobody_holds) && !draining_own_tail(gpu, queued)) kick_agent(a);
       asked = true;
     }
     // Wake no later than the heartbeat could go stale.

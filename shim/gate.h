@@ -26,8 +26,10 @@ enum class SliceWait {
 // left: while some is, the wait wakes every kDrainPollNs to publish it, so
 // the agent can hand the slice over as soon as this tail is done.
 // `kick`: ask the agent to decide now (false for a process that held the
-// slice until the agent's last decision: that decision was about it, and its
-// blocked thread shows it asking at the next look).
+// slice until the agent's last decision: where that decision gave the slice
+// to another instance, its end is a look that sees this thread asking).
+// Where nobody holds the slice it asks whatever `kick` says: the agent may
+// have found nobody asking and planned no look.
 SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& drain = {},
                          bool kick = true);
 inline constexpr int64_t kDrainPollNs = 100'000;

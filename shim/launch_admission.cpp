@@ -127,8 +127,8 @@ void wait_inflight(GpuBinding& b, const Attachment& a) {
 Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
   const NoCancelScope no_cancel;  // it waits (see NoCancelScope)
   // This call found the process holding the slice (it then waited at the
-  // in-flight bound): if the slice moved on meanwhile, the agent's decision
-  // was about it, and a kick would only cost the agent a wake-up.
+  // in-flight bound): if the slice moved on to another instance meanwhile,
+  // a kick would only cost the agent a wake-up (see wait_for_slice).
   bool held = false;
   for (;;) {
     const int64_t now = launch_clock_ns();

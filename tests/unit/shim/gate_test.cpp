@@ -107,6 +107,27 @@ TEST(Gate, AGrantToAnotherSlotKeepsWaiting) {
   EXPECT_GE(monotonic_ns() - start, 55 * kMs);
 }
 
+// A process that held the slice and waited at the in-flight bound comes to
+// the gate without asking (kick false): the agent's decision was about it.
+// Where that decision gave the slice to nobody, it may have found the
+// process idle (between its two waits) and planned no look: the process
+// waited for ever (a cap instance alone, under load). It asks there.
+TEST(Gate, TurnedAwayWhereNobodyHoldsTheSliceItAsksAnyway) {
+  for (const uint32_t holder : {shm::kNoHolder, kSlot + 1}) {
+    SCOPED_TRACE(holder == shm::kNoHolder ? "nobody holds it" : "another instance holds it");
+    Pages p;
+    p.gpu->holder.store(holder);
+    std::thread agent([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      p.gpu->heartbeat_ns.store(monotonic_ns());
+      p.grant(kSlot);
+    });
+    EXPECT_EQ(wait_for_slice(p.a, {}, /*kick=*/false), SliceWait::kGranted);
+    agent.join();
+    EXPECT_EQ(p.asked(), holder == shm::kNoHolder ? 1u : 0u);
+  }
+}
+
 // While the GPU drains this process's own tail for a waiting successor, the
 // agent already counts it as asking and its tail falling short will kick
 // (note_tail): entering the gate asks nothing more. With nothing queued it
