@@ -14,9 +14,11 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "core/protocol/control_client.h"
 #include "core/util/clock.h"
@@ -44,23 +46,26 @@ constexpr int64_t kMinKickGapNs = 100'000;
 constexpr int64_t kTickSlackNs = 500'000;
 
 // Whether a pid read back from an instance's page after a restart is one of
-// its processes. The page is the job's to write, so the pid is adopted only
-// if the process maps the page (as an attached shim does) or is one of the
-// job user's (an attach proved as much with SO_PEERCRED; a page cannot).
-bool adoptable(pid_t pid, const model::Instance& inst, const std::string& runtime_dir) {
+// its processes. The page is the job's to write, so a slot is a claim. An
+// attach proved its process the instance user's (SO_PEERCRED), and only a
+// privileged process takes another uid later: on a user's page, another
+// uid's process is a forgery, told without reading anything of it (a
+// process's maps cost its mapping count to read, 34 ms for 65,530, which
+// every forged slot would add to the agent's start). Only on root's page,
+// root's to write, may it be a server that dropped its privileges after
+// attaching: adopted if it maps the page.
+bool adoptable(pid_t pid, const model::Instance& inst, const std::string& runtime_dir,
+               std::optional<uid_t>* foreign) {
   if (pid == ::getpid()) return false;  // the agent maps every page itself
   const auto uid = ProcessTracker::real_uid(pid);
   if (!uid || *uid == inst.uid) return true;  // gone: the tracker finds out and reclaims it
+  *foreign = uid;
+  if (inst.uid != 0) return false;
   struct stat page {};
   const bool found =
       ::stat(InstanceRuntime::page_path(runtime_dir, inst.id).c_str(), &page) == 0 ||
       ::stat(InstanceRuntime::legacy_page_path(runtime_dir, inst.id).c_str(), &page) == 0;
-  if (found && ProcessTracker::maps_file(pid, page.st_dev, page.st_ino)) return true;
-  EGPU_LOG_WARN(
-      "instance %llu: a process slot names process %d of uid %u, which is not its "
-      "user's (%u) and does not map its page: not adopted",
-      static_cast<unsigned long long>(inst.id), pid, *uid, inst.uid);
-  return false;
+  return found && ProcessTracker::maps_file(pid, page.st_dev, page.st_ino);
 }
 
 Status make_runtime_dir(const std::string& dir) {
@@ -329,11 +334,15 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
     reaper_->watch(inst.id, inst.creator);  // its step may have ended meanwhile
     // Its processes: watch the living, reclaim the dead.
     uint32_t alive = 0;
+    uint32_t forged = 0;                     // slots naming another uid's process
+    std::pair<pid_t, uid_t> first_forged{};  // one of them, for the log
     std::set<pid_t> adopted;  // a process has one slot per instance: others are forged
     for (uint32_t slot = 0; slot < shm::kMaxProcsPerInstance; ++slot) {
       const pid_t pid = arb.process_in_slot(inst.id, slot);
       if (pid <= 0) continue;
-      if (adopted.contains(pid) || !adoptable(pid, inst, config_.runtime_dir)) {
+      std::optional<uid_t> foreign;
+      if (adopted.contains(pid) || !adoptable(pid, inst, config_.runtime_dir, &foreign)) {
+        if (foreign && forged++ == 0) first_forged = {pid, *foreign};
         arb.reclaim(inst.id, slot, pid);
         continue;
       }
@@ -343,6 +352,13 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
       } else {
         arb.reclaim(inst.id, slot, pid);
       }
+    }
+    if (forged > 0) {
+      EGPU_LOG_WARN(
+          "instance %llu: %u process slot(s) name a process not its user's (%u), such as "
+          "process %d of uid %u%s: not adopted",
+          static_cast<unsigned long long>(inst.id), forged, inst.uid, first_forged.first,
+          first_forged.second, inst.uid == 0 ? ", that does not map its page" : "");
     }
     EGPU_LOG_INFO("recovered instance %llu (job %llu, GPU %u, %u units) with %u live process(es)",
                   static_cast<unsigned long long>(inst.id),

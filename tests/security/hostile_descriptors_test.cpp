@@ -428,65 +428,6 @@ TEST_F(HostileDescriptors, ARestartAfterATruncationKeepsTheInstance) {
   EXPECT_EQ(full->status, ReplyStatus::kOverAllocation) << full->text;
 }
 
-// After a restart the agent reads the page's process slots back: one a job
-// forged with another user's process (init's here) is not adopted as its
-// process (live, the attach's SO_PEERCRED is the proof; the page is none),
-// while a root process that maps the page (a root tool attached to it) is.
-TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAdoptedAfterARestart) {
-  const std::string path = agent.dir() + "/run/instance-1.d/page";
-  int ready[2];
-  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
-  const pid_t mapper = fork();
-  ASSERT_GE(mapper, 0);
-  if (mapper == 0) {
-    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    auto page = shm::map_fd(fd, sizeof(shm::InstancePage), shm::Access::kReadWrite);
-    const char ok = page ? 'y' : 'n';
-    (void)!write(ready[1], &ok, 1);
-    for (;;)
-      pause();
-  }
-  close(ready[1]);
-  char ok = 0;
-  const bool mapped = read(ready[0], &ok, 1) == 1 && ok == 'y';
-  close(ready[0]);
-  // Stopped however the test ends (it holds the test's stdout).
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  } reaper{mapper};
-  ASSERT_TRUE(mapped) << "root could not map Mallory's page: nothing to test";
-  {
-    UniqueFd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
-    auto page = shm::map_fd(fd.get(), sizeof(shm::InstancePage), shm::Access::kReadWrite);
-    ASSERT_TRUE(page.ok());
-    auto* p = page->as<shm::InstancePage>();
-    p->procs[7].pid.store(1);       // Mallory's forgery: init
-    p->procs[8].pid.store(mapper);  // a root process that maps the page
-    p->procs[9].pid.store(mapper);  // ...in a second slot: forged
-  }
-  agent.kill_hard();
-  ASSERT_TRUE(agent.start()) << agent.log();
-  const auto st = agent.call(protocol::StatusRequest{0, 0});
-  ASSERT_TRUE(st.ok()) << st.error();
-  const auto j = nlohmann::json::parse(st->text);
-  EXPECT_NE(agent.log().find("names process 1 of uid 0, which is not its user's (4242) and does "
-                             "not map its page: not adopted"),
-            std::string::npos)
-      << agent.log();
-  EXPECT_EQ(agent.log().find("names process " + std::to_string(mapper)), std::string::npos)
-      << agent.log();
-  for (const auto& inst : j["gpus"][0]["instances"]) {
-    if (inst.at("job").get<uint64_t>() == kMalloryJob) {
-      EXPECT_EQ(inst.value("processes", -1), 1) << inst.dump();
-    }
-  }
-  expect_agent_serving();
-}
-
 // Its owner can take a lease on its instance page; a restarted agent's open
 // of the page would then wait out the lease-break time (45 s) per page,
 // with no agent on the node meanwhile. The agent replaces a leased page
