@@ -1,0 +1,200 @@
+// The metrics endpoint (loopback TCP, any local user can connect) under
+// users who connect and hold connections: capped, and shared out by user.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/protocol/codec.h"
+#include "core/protocol/control_client.h"
+#include "nodeagent/control_server.h"
+#include "tests/agent/agent_fixture.h"
+#include "tests/agent/control_server_child.h"
+#include "tests/security/control_socket_clients.h"
+
+namespace egpu::test {
+namespace {
+
+using protocol::ReplyStatus;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// The TCP connections `pid` holds whose local port is `port` (the metrics
+// endpoint's accepted sockets, its listener not counted). Counted by socket,
+// not by descriptor: the agent's other descriptors come and go (a control
+// connection it closes goes to a closer thread, which may not have run yet).
+size_t tcp_connections(pid_t pid, int port) {
+  std::vector<std::string> inodes;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      char target[64] = {};
+      const std::string link = dir + "/" + e->d_name;
+      const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+      if (n > 0 && std::strncmp(target, "socket:[", 8) == 0)
+        inodes.emplace_back(target + 8, static_cast<size_t>(n) - 9);
+    }
+    closedir(d);
+  }
+  char local_port[8];
+  std::snprintf(local_port, sizeof local_port, ":%04X", port);
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the header
+  size_t held = 0;
+  while (std::getline(tcp, line)) {
+    std::istringstream row(line);
+    std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    row >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >>
+        inode;
+    if (!local.ends_with(local_port) || state == "0A") continue;  // 0A: listening
+    held += std::count(inodes.begin(), inodes.end(), inode) > 0 ? 1 : 0;
+  }
+  return held;
+}
+
+// The metrics endpoint (loopback TCP, any local user can connect).
+// `bind_lo`: bound to the loopback device first (SO_BINDTODEVICE, open to
+// any user since Linux 5.7), which hides it from a careless sock_diag lookup.
+int connect_tcp(int port, bool blocking, bool bind_lo = false) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (blocking ? 0 : SOCK_NONBLOCK), 0);
+  if (bind_lo) (void)::setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string scrape(int port) {
+  const int fd = connect_tcp(port, true);
+  if (fd < 0) return {};
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const char req[] = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  std::string body;
+  if (send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof req - 1)) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+      body.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return body;
+}
+
+TEST_F(ControlSocketExhaustion, MetricsConnectionsAreCapped) {
+  constexpr int kPort = 19467;
+  AgentProcess& agent = make_agent("MetricsAddress=127.0.0.1:" + std::to_string(kPort) + "\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  ASSERT_NE(scrape(kPort).find("egpu_agent_up 1"), std::string::npos);
+  const size_t idle = open_fds(agent.pid());
+  std::vector<int> held;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = connect_tcp(kPort, false);
+    if (fd >= 0) held.push_back(fd);
+  }
+  ASSERT_GT(held.size(), 100u);
+  size_t most = 0;
+  for (int i = 0; i < 30; ++i) {
+    most = std::max(most, open_fds(agent.pid()));
+    sleep_ms(100);
+  }
+  EXPECT_LT(most, idle + 32) << "idle " << idle << ", most " << most;
+  // The control socket is untouched by it.
+  auto st = agent.call(protocol::StatusRequest{0, 0});
+  ASSERT_TRUE(st.ok()) << st.error();
+  for (int fd : held)
+    close(fd);
+  EXPECT_TRUE(eventually([&] { return scrape(kPort).find("egpu_agent_up 1") != std::string::npos; },
+                         seconds(30)));
+}
+
+// One user reconnecting in a loop and never sending a request must not
+// hold the endpoint against another user's scraper: past its share its
+// connections are closed at accept, which also keeps the backlog moving.
+// Half of them are bound to the loopback device, which a lookup on no
+// device would not find.
+TEST_F(ControlSocketExhaustion, OneUserCannotHoldTheMetricsEndpoint) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play other uids";
+  constexpr int kPort = 19468;
+  constexpr uid_t kScraper = 4343;
+  AgentProcess& agent = make_agent("MetricsAddress=127.0.0.1:" + std::to_string(kPort) + "\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  const pid_t hoarder = fork();
+  if (hoarder == 0) {
+    if (!become(kMallory)) _exit(99);
+    std::vector<int> fds;
+    for (;;) {  // until killed: keep 64 connections, reopen what the agent closes
+      for (size_t i = 0; i < fds.size();) {
+        pollfd p{fds[i], POLLIN, 0};
+        if (poll(&p, 1, 0) == 1) {
+          close(fds[i]);
+          fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          ++i;
+        }
+      }
+      while (fds.size() < 64) {
+        const int fd = connect_tcp(kPort, false, /*bind_lo=*/fds.size() % 2 == 0);
+        if (fd < 0) break;
+        fds.push_back(fd);
+      }
+      sleep_ms(5);
+    }
+  }
+  // The hoarder holds what it can before anyone scrapes.
+  EXPECT_TRUE(eventually([&] { return tcp_connections(agent.pid(), kPort) >= 2; }));
+  sleep_ms(500);
+  const int scraped = run_as(kScraper, [&] {
+    // Each scrape may be retried (a SYN dropped from a full backlog costs a
+    // second); without the per-user bound none gets through at all.
+    for (int i = 0; i < 5; ++i) {
+      const auto deadline = Clock::now() + seconds(30);
+      while (scrape(kPort).find("egpu_agent_up 1") == std::string::npos) {
+        if (Clock::now() > deadline) return 1;
+      }
+    }
+    return 0;
+  });
+  // The fewest seen: one of its connections may be between accept and close.
+  size_t held = SIZE_MAX;
+  for (int i = 0; i < 5; ++i) {
+    held = std::min(held, tcp_connections(agent.pid(), kPort));
+    sleep_ms(10);
+  }
+  kill(hoarder, SIGKILL);
+  waitpid(hoarder, nullptr, 0);
+  EXPECT_EQ(scraped, 0) << "another user's scrape did not get through; the agent held " << held
+                        << " connections";
+  EXPECT_LE(held, 2u) << "one user holds more than its share";
+}
+
+}  // namespace
+}  // namespace egpu::test
