@@ -25,11 +25,11 @@ std::string agent_binary() {
   return EGPU_AGENTD_PATH;
 }
 
-protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner) {
+protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner, uint32_t gpu) {
   protocol::CreateRequest r{};
   r.job_id = job;
   r.step_id = 0;
-  r.gpu_index = 0;
+  r.gpu_index = gpu;
   r.units = units;
   r.job_units = units;
   r.uid = owner;

@@ -65,9 +65,9 @@ struct RawReply {
 };
 Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, uint32_t gpu);
 
-// A CreateRequest for job `job` step 0 on GPU 0, all `units` the job's, owned
-// by `owner` (uid and gid).
-protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner);
+// A CreateRequest for job `job` step 0 on GPU `gpu`, all `units` the job's,
+// owned by `owner` (uid and gid).
+protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner, uint32_t gpu = 0);
 
 // A forked process of job `job` (step 0, GPU `gpu`) attached as `owner`; it waits
 // until killed. SIGUSR1 makes it wake the agent (its wake channel), as a shim does
