@@ -1,6 +1,7 @@
 #include "nodeagent/agent.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -9,10 +10,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "core/protocol/control_client.h"
 #include "core/util/clock.h"
@@ -71,6 +75,25 @@ bool on_own_filesystem(const std::string& dir) {
          here.st_dev != parent.st_dev;
 }
 
+// A group's number: given as one, or looked up by name (NSS: files, LDAP).
+Result<gid_t> group_id(const std::string& name) {
+  gid_t gid = 0;
+  const char* end = name.data() + name.size();
+  if (const auto [at, why] = std::from_chars(name.data(), end, gid);
+      why == std::errc() && at == end)
+    return gid;
+  std::vector<char> buf(16384);
+  group entry{};
+  group* found = nullptr;
+  int rc = 0;
+  while ((rc = ::getgrnam_r(name.c_str(), &entry, buf.data(), buf.size(), &found)) == ERANGE &&
+         buf.size() < (1u << 24))
+    buf.resize(buf.size() * 2);
+  if (rc != 0) return Error{std::string("cannot look the group up: ") + std::strerror(rc)};
+  if (found == nullptr) return Error{"no such group"};
+  return found->gr_gid;
+}
+
 uint64_t random_epoch() {
   uint64_t v = 0;
   if (getrandom(&v, sizeof v, 0) != sizeof v) v = static_cast<uint64_t>(monotonic_ns());
@@ -106,6 +129,12 @@ Status Agent::init() {
   epoch_ = random_epoch();
   // Before any page of a job is mapped (see UserPageGuard).
   if (Status s = UserPageGuard::install(); !s) return s;
+  std::optional<gid_t> monitor;
+  if (!config_.monitor_group.empty()) {
+    auto gid = group_id(config_.monitor_group);
+    if (!gid) return Error{"MonitorGroup=" + config_.monitor_group + ": " + gid.error()};
+    monitor = *gid;
+  }
   if (Status s = make_runtime_dir(config_.runtime_dir); !s) return s;
   runtime_dir_own_filesystem_ = on_own_filesystem(config_.runtime_dir);
   if (!runtime_dir_own_filesystem_) {
@@ -184,6 +213,7 @@ Status Agent::init() {
   if (!control) return Error{control.error()};
   control_ = std::move(*control);
   control_->set_tenant_check([this](uid_t uid) { return registry_->owns_any(uid); });
+  if (monitor) control_->set_monitor_group(*monitor);
   // Root's own socket: a user flooding the public one's backlog cannot keep
   // slurmstepd's create and remove out of this one (control_server.h).
   ControlLimits root_limits;

@@ -15,6 +15,7 @@
 #include "core/protocol/messages.h"
 #include "core/util/log.h"
 #include "nodeagent/passed_descriptors.h"
+#include "nodeagent/peer_process.h"
 
 namespace egpu::agent {
 namespace {
@@ -150,7 +151,9 @@ void ControlServer::pause_accepting(int err) {
 bool ControlServer::admit(const PeerCred& peer, uid_t* counted_as) {
   // First: a refused connection is closed as what it counts as too (what it
   // passed goes to that uid's disposal processes).
-  *counted_as = peer.uid != 0 && is_tenant_ && !is_tenant_(peer.uid) ? kStrangers : peer.uid;
+  const bool stranger = peer.uid != 0 && is_tenant_ && !is_tenant_(peer.uid) &&
+                        !(monitor_gid_ && peer_in_group(peer.socket, peer.gid, *monitor_gid_));
+  *counted_as = stranger ? kStrangers : peer.uid;
   if (conns_.size() + unread_.size() >= limits_.max_connections) {
     if (should_warn()) {
       EGPU_LOG_WARN("control socket: all %zu connections in use; refusing uid %u",

@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -98,6 +99,10 @@ class ControlServer {
   // what they pass goes to that one uid's disposal processes
   // (passed_descriptors.h). Unset: every uid counts for itself.
   void set_tenant_check(std::function<bool(uid_t)> is_tenant) { is_tenant_ = std::move(is_tenant); }
+  // Members of `gid` (the peer's group or one of its supplementary groups, as
+  // its socket holds them from connect) count for themselves even where they
+  // own no instance: a monitoring account that runs egpuctl on every node.
+  void set_monitor_group(gid_t gid) { monitor_gid_ = gid; }
   // What the connections of uids that own no instance count as. A real uid
   // of that number (-2) would count with them, which costs it a share of
   // its own, nothing more.
@@ -162,6 +167,7 @@ class ControlServer {
   Handler handler_;
   ControlLimits limits_;
   std::function<bool(uid_t)> is_tenant_;
+  std::optional<gid_t> monitor_gid_;
   std::map<int, std::unique_ptr<Connection>> conns_;
   std::vector<Unread> unread_;
   EventHandle sweep_ev_;      // looks at parked connections and unread_ while there are any

@@ -5,10 +5,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/util/log.h"
 #include "nodeagent/process_tracker.h"
@@ -90,6 +92,21 @@ Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid) {
     return gone(pid, "has exited (its pid belongs to another user's process now)");
   }
   return pidfd;
+}
+
+bool peer_in_group(int socket, gid_t gid, gid_t group) {
+  if (gid == group) return true;
+  std::vector<gid_t> groups(64);
+  auto len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+  if (::getsockopt(socket, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) {
+    // More than the buffer holds: len says how many bytes they need (at
+    // most NGROUPS_MAX groups).
+    if (errno != ERANGE) return false;
+    groups.resize(len / sizeof(gid_t));
+    if (::getsockopt(socket, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) return false;
+  }
+  groups.resize(len / sizeof(gid_t));
+  return std::find(groups.begin(), groups.end(), group) != groups.end();
 }
 
 }  // namespace egpu::agent

@@ -24,4 +24,9 @@ namespace egpu::agent {
 // another code where the agent could not tell (out of descriptors).
 Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid);
 
+// Whether the peer of the connected Unix socket `socket`, whose SO_PEERCRED
+// gid is `gid`, is in group `group`: that gid or one of its supplementary
+// groups, as the kernel took them at connect (SO_PEERGROUPS).
+bool peer_in_group(int socket, gid_t gid, gid_t group);
+
 }  // namespace egpu::agent

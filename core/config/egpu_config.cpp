@@ -133,6 +133,20 @@ Setter enum_field(Enum EgpuConfig::*field, std::vector<std::pair<const char*, En
   };
 }
 
+// A group's name as the system takes it (letters, digits, '_', '-', '.',
+// not starting with '-'), or its number; resolved where it is used.
+Result<std::string> parse_group_name(std::string_view v) {
+  if (v.empty() || v.size() > 64 || v.front() == '-') {
+    return Error{"must be a group name or number, got '" + std::string(v) + "'"};
+  }
+  for (const char ch : v) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.';
+    if (!ok) return Error{"must be a group name or number, got '" + std::string(v) + "'"};
+  }
+  return std::string(v);
+}
+
 const std::vector<KeySpec>& key_specs() {
   static const std::vector<KeySpec> specs = {
       {"SocketPath", path_field(&EgpuConfig::socket_path)},
@@ -196,6 +210,7 @@ const std::vector<KeySpec>& key_specs() {
       {"TopologyXml", path_field(&EgpuConfig::topology_xml)},
       {"MaxInstancesPerGpu", int_field(&EgpuConfig::max_instances_per_gpu, 1, 256)},
       {"ShimLibrary", path_field(&EgpuConfig::shim_library)},
+      {"MonitorGroup", parsed_field(&EgpuConfig::monitor_group, parse_group_name)},
       {"PackNodes", enum_field(&EgpuConfig::pack_nodes, {{"yes", true}, {"no", false}})},
       {"StepRecords", enum_field(&EgpuConfig::step_records, {{"yes", true}, {"no", false}})},
       {"StepRecordInterval", int_field(&EgpuConfig::step_record_interval_s, 0, 86400)},

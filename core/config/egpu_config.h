@@ -82,6 +82,12 @@ struct EgpuConfig {
   // one replaces), so a step the job's end cuts short (scancel, time limit,
   // node failure) keeps a record; 0 = final records only.
   int step_record_interval_s = 300;
+  // A group (name or number) whose members count for themselves on the
+  // control socket where they own no instance: monitoring or service
+  // accounts that run `egpuctl status` on every node. Without it they share
+  // one uid's connections with every uid that owns no instance there,
+  // subordinate uids included. Empty = none.
+  std::string monitor_group;
   // Where the SPANK plugin finds the shim to preload.
   std::string shim_library = "/usr/lib/x86_64-linux-gnu/egpu/libegpu-shim.so";
 

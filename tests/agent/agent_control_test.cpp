@@ -365,6 +365,13 @@ TEST(AgentConfig, BadConfigurationExitsWithAClearMessage) {
       << agent.log();
 }
 
+TEST(AgentConfig, AnUnknownMonitorGroupIsAClearError) {
+  AgentProcess agent("MonitorGroup=egpu-no-such-group\n");
+  EXPECT_FALSE(agent.start());
+  EXPECT_NE(agent.log().find("MonitorGroup=egpu-no-such-group: no such group"), std::string::npos)
+      << agent.log();
+}
+
 TEST(AgentConfig, MissingGpuMemoryIsAClearError) {
   AgentProcess agent;
   // A topology without memory sizes (no NVML on this node) and no GpuMemory=.

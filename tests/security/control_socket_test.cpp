@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -98,6 +99,42 @@ TEST_F(ControlSocketExhaustion, UidsThatOwnNoInstanceShareOneUsersConnections) {
   EXPECT_EQ(status_as(agent.socket(), kBob), 0);
   EXPECT_NE(agent.log().find("uids that own no instance here hold"), std::string::npos)
       << agent.log();
+}
+
+// Status over a fresh connection from a process of `uid` whose groups are
+// `gid` and `extra`; 0 when answered kOk.
+int status_in_groups(const std::string& socket, uid_t uid, gid_t gid, std::vector<gid_t> extra) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(extra.size(), extra.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
+      _exit(99);
+    auto c = protocol::ControlClient::connect(socket);
+    if (!c) _exit(10);
+    auto st = c->call(protocol::StatusRequest{0, 0});
+    _exit(!st ? 11 : st->status == ReplyStatus::kOk ? 0 : 12);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A monitoring account runs egpuctl status on nodes where it has no job.
+// With MonitorGroup its members count for themselves, by their group or a
+// supplementary one; others without an instance still share one uid's
+// connections, which uids of a user's own hold here.
+TEST_F(ControlSocketExhaustion, MonitorGroupMembersCountForThemselves) {
+  constexpr gid_t kMonitors = 4999;
+  AgentProcess& agent = make_agent("MonitorGroup=" + std::to_string(kMonitors) + "\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  const int held = hold_as_each(agent, 200000, 200008, 64);
+  ASSERT_GT(held, 0);
+  EXPECT_LE(held, 64);
+  EXPECT_NE(status_in_groups(agent.socket(), 200300, 200300, {}), 0)
+      << "the strangers' connections were not all held: the test proves nothing";
+  EXPECT_EQ(status_in_groups(agent.socket(), 200301, 200301, {kMonitors}), 0)
+      << "a member by a supplementary group was refused";
+  EXPECT_EQ(status_in_groups(agent.socket(), 200302, kMonitors, {}), 0)
+      << "a member by its own group was refused";
 }
 
 // A connection counts where it was accepted for its whole life: a uid that

@@ -60,6 +60,7 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   EXPECT_FALSE(c->pack_nodes);  // node weights are the admin's unless asked
   EXPECT_TRUE(c->step_records);
   EXPECT_EQ(c->step_record_interval_s, 300);
+  EXPECT_TRUE(c->monitor_group.empty());  // nobody without an instance counts alone
 }
 
 TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
@@ -68,7 +69,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
       "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
       "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n"
       "InflightUs=1000 InflightAloneUs=0 GangPeriodMs=40 GangClock=shared PackNodes=Yes\n"
-      "StepRecords=no StepRecordInterval=0\n",
+      "StepRecords=no StepRecordInterval=0 MonitorGroup=egpu-mon.1\n",
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
@@ -90,6 +91,7 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   EXPECT_TRUE(c->pack_nodes);
   EXPECT_FALSE(c->step_records);
   EXPECT_EQ(c->step_record_interval_s, 0);
+  EXPECT_EQ(c->monitor_group, "egpu-mon.1");
 }
 
 struct BadCase {
@@ -130,7 +132,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"PackNodes=1", "must be one of yes|no"},
         BadCase{"StepRecords=adminComment", "must be one of yes|no"},
         BadCase{"StepRecordInterval=5m", "StepRecordInterval"},
-        BadCase{"StepRecordInterval=-1", "between 0 and 86400"}));
+        BadCase{"StepRecordInterval=-1", "between 0 and 86400"},
+        BadCase{"MonitorGroup=-wheel", "must be a group name or number, got '-wheel'"},
+        BadCase{"MonitorGroup=\"a b\"", "must be a group name or number, got 'a b'"}));
 
 TEST(EgpuConfig, LoadFileReportsMissingPath) {
   auto c = load_egpu_config("/nonexistent/egpu.conf");
