@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -83,9 +84,23 @@ void close_from(int first) {
     ::close(static_cast<int>(fd));
 }
 
+// Gives up the caller's controlling terminal, for this process and what it
+// starts. The command may run as another user (egpuctl relays through
+// runuser -u, which keeps the session): with root's terminal as its own, a
+// process of that user could open /dev/tty and type into root's shell
+// (TIOCSTI) or write to it. setsid() would also do, but the caller makes
+// this process a group leader, which setsid() then refuses.
+void leave_terminal() {
+  const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (tty < 0) return;  // none (ENXIO), or none reachable
+  (void)::ioctl(tty, TIOCNOTTY);
+  ::close(tty);
+}
+
 [[noreturn]] void run_reporter(const char* program, char* const* args, char* const* envp,
                                int null_fd, int out_w, int err_w, int report_w) {
   ::setpgid(0, 0);
+  leave_terminal();
   default_handlers();
   // The command gets 0, 1, 2; the reporter keeps 3 for its message; all
   // else of this process's is closed (copies above 4 first, so that no

@@ -115,7 +115,7 @@ Result<std::vector<NodePlan>> plan_nodes(const JobOnSlurm& job,
   std::vector<bool> matched(specs.size(), false);
   for (const auto& b : before) {
     if (!b.run.ok()) return Error{"on " + b.node + ": " + b.why()};
-    const json status = json::parse(b.run.out, nullptr, false);
+    const json status = relayed_json(b.run.out);
     if (!status.is_object()) return Error{"on " + b.node + ": egpuctl status gave no JSON object"};
     NodePlan plan{b.node};
     for (size_t i = 0; i < specs.size(); ++i) {

@@ -134,7 +134,7 @@ int status_of_job(const Globals& g, const std::string& job_text) {
               {"nodes", json::array()}};
   int rc = 0;
   for (const auto& r : runs) {
-    json status = r.run.ok() ? json::parse(r.run.out, nullptr, false) : json();
+    json status = r.run.ok() ? relayed_json(r.run.out) : json();
     json entry{{"node", r.node}};
     if (!r.run.ok() || !status.is_object() || !status.contains("gpus") ||
         !status["gpus"].is_array()) {

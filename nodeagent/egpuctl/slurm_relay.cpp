@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "core/util/printable.h"
+
 extern char** environ;
 
 namespace egpu::ctl {
@@ -151,10 +153,19 @@ std::vector<NodeOutcome> egpuctl_on_nodes(
     auto runs = run_processes({commands.begin() + static_cast<std::ptrdiff_t>(first),
                                commands.begin() + static_cast<std::ptrdiff_t>(last)},
                               kRelayTimeoutMs, &env);
-    for (size_t i = first; i < last; ++i)
+    for (size_t i = first; i < last; ++i) {
+      // The owner's process wrote it, and root's terminal may show it.
+      runs[i - first].err = printable(runs[i - first].err);
       outcomes.push_back({nodes[i], std::move(runs[i - first])});
+    }
   }
   return outcomes;
+}
+
+nlohmann::json relayed_json(const std::string& out) {
+  nlohmann::json value = nlohmann::json::parse(out, nullptr, false);
+  make_printable(value);
+  return value;
 }
 
 }  // namespace egpu::ctl

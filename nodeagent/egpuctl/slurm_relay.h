@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,13 @@ struct NodeOutcome {
 };
 // Runs `egpuctl --local ARGS` on each node, all at once, as a step of the job;
 // args_per_node[i] on nodes[i].
+// Its stderr's control characters are made visible (core/util/printable.h).
 std::vector<NodeOutcome> egpuctl_on_nodes(
     const JobOnSlurm& job, const std::vector<std::string>& nodes,
     const std::vector<std::vector<std::string>>& args_per_node);
+
+// A node's `--json` output, parsed (discarded when not JSON), its strings'
+// control characters made visible: the job's owner's process wrote it.
+nlohmann::json relayed_json(const std::string& out);
 
 }  // namespace egpu::ctl

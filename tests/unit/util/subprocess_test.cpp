@@ -131,6 +131,32 @@ TEST(Subprocess, ACallerWithoutStdioStillGetsTheOutput) {
   EXPECT_EQ(r[0].err, "err\n");
 }
 
+// egpuctl run as root relays through `runuser -u USER -- srun ...`, which
+// keeps root's session: a command that kept the caller's controlling
+// terminal could open /dev/tty and type into root's shell (TIOCSTI). Run
+// from a process whose controlling terminal is a pty of its own, the
+// command has none: /dev/tty cannot be opened.
+TEST(Subprocess, TheCommandHasNoControllingTerminal) {
+  const pid_t caller = fork();
+  ASSERT_GE(caller, 0);
+  if (caller == 0) {
+    const int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0 || setsid() < 0) _exit(10);
+    const char* name = ptsname(master);
+    const int pty = name != nullptr ? ::open(name, O_RDWR) : -1;  // becomes the terminal
+    if (pty < 0 || ::open("/dev/tty", O_RDWR) < 0) _exit(11);     // it is ours
+    auto r = run_processes({{"sh", "-c", "exec 3</dev/tty && echo reached"}}, 30'000);
+    if (r[0].out.find("reached") != std::string::npos) _exit(1);
+    _exit(r[0].exit_code > 0 ? 0 : 2);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(caller, &status, 0), caller);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 10) << "no pty here: nothing to test";
+  ASSERT_NE(WEXITSTATUS(status), 11) << "the pty did not become the terminal: nothing to test";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the command opened the caller's terminal";
+}
+
 // The process that watches the command dies alone (the OOM killer's
 // choice): the command goes too, and the outcome says it was lost, not how
 // the watcher ended.
