@@ -43,9 +43,20 @@ std::string record_step_usage(const StepRef& step, const std::string& usage_repl
     records.push_back(accounting::format_step_record(
         {step.job_id, step.step_id, step.node, u, kind == RecordKind::kCheckpoint}));
   const std::string request = accounting::append_request(records);
-  const auto outcome =
-      run_processes({{"scontrol", "update", "JobId=" + step.job_ref, "AdminComment=" + request}},
-                    timeout_ms, &env);
+  auto update = [&](const std::string& job_ref) {
+    return run_processes({{"scontrol", "update", "JobId=" + job_ref, "AdminComment=" + request}},
+                         timeout_ms, &env);
+  };
+  auto outcome = update(step.job_ref);
+  // A step's array ids come from the environment srun was started with,
+  // which is the user's: SLURM_ARRAY_TASK_ID alone, in a job that is no
+  // array, names a task that does not exist, and every record of the step
+  // was lost. Slurm knows no such job: the job's own id is the job.
+  const std::string plain = std::to_string(step.job_id);
+  if (!outcome.front().ok() && step.job_ref != plain &&
+      outcome.front().err.find("Invalid job id") != std::string::npos) {
+    outcome = update(plain);
+  }
   if (outcome.front().ok()) return "";
   return "scontrol update of the job's AdminComment failed (" + outcome.front().failure() +
          "); the step's usage was: " + request.substr(accounting::kAppendPrefix.size());

@@ -216,6 +216,19 @@ done
 [[ $inarr == *"|COMPLETED|egpu step=${inarr%%|*}.0 node=n1 "* ]] ||
   fail "a job run with an array task's environment lost its record: '$inarr'"
 ok "a job run with an array task's environment keeps its record"
+# SLURM_ARRAY_TASK_ID alone, in a job that is no array: slurmstepd takes the
+# job's own id for the array's, and the records went to a task that does
+# not exist (lost, the step's usage in slurmd's log only).
+as_user env SLURM_ARRAY_TASK_ID=1 srun -J "forged-$tag" -w n1 \
+  --gres=egpu:10 $(greedy "f-$tag" 1) >/dev/null 2>&1 || fail "srun with a forged array task id failed"
+for _ in $(seq 60); do
+  forged=$(sl sacct -n -P -X --name "forged-$tag" -o JobID,State,AdminComment)
+  [[ $forged == *"|COMPLETED|egpu step="*".0 node=n1 "* ]] && break
+  sleep 0.5
+done
+[[ $forged == *"|COMPLETED|egpu step=${forged%%|*}.0 node=n1 "* ]] ||
+  fail "a job run with a forged SLURM_ARRAY_TASK_ID lost its record: '$forged'"
+ok "a job run with a forged SLURM_ARRAY_TASK_ID keeps its record"
 
 # Nobody else writes records: the job's owner may not set AdminComment at
 # all, and root's malformed request is refused whole. (No checkpoints from
