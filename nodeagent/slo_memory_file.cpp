@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -15,6 +16,16 @@ namespace {
 
 Error failed(const std::string& path, const char* what) {
   return Error{path + ": " + what + ": " + std::strerror(errno)};
+}
+
+// What a restart uses of `memory` (see save()).
+slo::SloMemory restorable(slo::SloMemory memory) {
+  for (auto& [id, m] : memory.instances) {
+    m.window.clear();
+    for (double& u : m.used)
+      u = std::round(u * 1e4) / 1e4;
+  }
+  return memory;
 }
 
 }  // namespace
@@ -65,7 +76,7 @@ Status SloMemoryFile::save(const std::string& runtime_dir, uint32_t gpu,
                            const slo::SloMemory& memory) {
   const std::string file = path(runtime_dir, gpu);
   const std::string next = file + ".new";
-  const std::string text = slo::encode_slo_memory(memory);
+  const std::string text = slo::encode_slo_memory(restorable(memory));
   ::unlink(next.c_str());  // a previous agent's, cut short
   UniqueFd fd(::open(next.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd.valid()) return failed(next, "cannot create");
