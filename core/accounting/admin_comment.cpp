@@ -1,7 +1,10 @@
 #include "core/accounting/admin_comment.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/accounting/step_record.h"
@@ -43,6 +46,19 @@ std::optional<uint64_t> dropped_count(std::string_view entry) {
     n = n * 10 + static_cast<uint64_t>(c - '0');
   }
   return n;
+}
+
+// The device time a final record says its step used; nullopt for a
+// checkpoint and for anything that is not a record.
+std::optional<double> final_device_seconds(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  if (!text.starts_with("egpu step=") || !parse_step_record(text, &fields) ||
+      is_running_record(text))
+    return std::nullopt;
+  for (const auto& [key, value] : fields) {
+    if (key == "device_s") return std::strtod(value.c_str(), nullptr);
+  }
+  return std::nullopt;
 }
 
 // The job a record's step belongs to ("42" of "42.batch").
@@ -110,6 +126,9 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
     long long growth;
   };
   std::vector<Replacement> replacements;
+  // Parts this request names (replaced or kept) or adds: never made room
+  // from, so that merging the request again finds them.
+  std::vector<bool> fresh(parts.size(), false);
   std::vector<size_t> additions;
   for (size_t r : chosen) {
     bool found = false;
@@ -118,6 +137,7 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
       const auto key = parse_step_record(parts[i]);
       if (!key || *key != keys[r]) continue;
       found = true;
+      fresh[i] = true;
       // A checkpoint that comes late (from a step's own checkpoint thread)
       // never undoes the step's final record.
       if (is_running_record(incoming[r]) && !is_running_record(parts[i])) continue;
@@ -145,11 +165,47 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
   for (size_t r : additions) {
     // Room for the record and for the dropped count that may follow it.
     const size_t needed = incoming[r].size() + kSeparator.size();
-    if (length + needed + kDropped.size() + 20 > max_length) {
+    const auto room_after = [&](size_t freed) {
+      return length - freed + needed + kDropped.size() + 20 <= max_length;
+    };
+    // A full comment keeps the records of most device time: a final record
+    // takes the place of those that used less (a job's many trivial steps
+    // cannot push its heavy ones out), each counted as dropped.
+    const auto mine = final_device_seconds(incoming[r]);
+    if (!room_after(0) && mine) {
+      std::vector<std::pair<double, size_t>> less;  // (device_s, index into parts)
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const auto theirs = final_device_seconds(parts[i]);
+        if (theirs && *theirs < *mine && !fresh[i]) less.emplace_back(*theirs, i);
+      }
+      std::stable_sort(less.begin(), less.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      size_t freed = 0, taken = 0;
+      while (taken < less.size() && !room_after(freed))
+        freed += parts[less[taken++].second].size() + kSeparator.size();
+      if (room_after(freed)) {
+        std::vector<bool> evicted(parts.size(), false);
+        for (size_t k = 0; k < taken; ++k)
+          evicted[less[k].second] = true;
+        std::vector<std::string> kept;
+        std::vector<bool> kept_fresh;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          if (evicted[i]) continue;
+          kept.push_back(std::move(parts[i]));
+          kept_fresh.push_back(fresh[i]);
+        }
+        parts = std::move(kept);
+        fresh = std::move(kept_fresh);
+        length -= freed;
+        dropped += taken;
+      }
+    }
+    if (!room_after(0)) {
       lost(r);
       continue;
     }
     parts.push_back(incoming[r]);
+    fresh.push_back(true);
     length += needed;
   }
   if (dropped > 0) parts.push_back(std::string(kDropped) + std::to_string(dropped));

@@ -35,7 +35,9 @@ std::string append_request(const std::vector<std::string>& records);
 // the end. Records that would take the comment
 // past `max_length` are left out and counted in an "egpu dropped=N" entry
 // (checkpoints that do not fit are left out uncounted: the next would count
-// again).
+// again), except that a new final record takes the place of final records
+// of less device time, least first, where that makes room: those are
+// counted instead.
 // An error, naming the fault, when the request holds anything but records
 // of job `job_id` (the job whose comment it is).
 Result<std::string> merge_append_request(std::string_view existing, std::string_view request,

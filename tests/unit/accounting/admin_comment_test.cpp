@@ -110,6 +110,46 @@ TEST(AdminComment, RecordsPastTheLimitAreCountedNotKept) {
   EXPECT_EQ(*kept, "egpu dropped=some; " + record(0, "n1", 0, 1) + "; egpu dropped=3");
 }
 
+// A job that fills its comment with the records of trivial steps (about
+// 330 of them) pushed every later record out, its heavy steps' included:
+// only a count was left of them. A final record now takes the place of
+// those of less device time, least first; checkpoints take no one's.
+TEST(AdminComment, AFullCommentKeepsTheRecordsOfMostDeviceTime) {
+  std::string comment = "note";
+  for (uint32_t step = 0; step < 1000; ++step) {
+    auto merged = merge_append_request(comment, append_request({record(step, "n1", 0, 0)}), 7);
+    ASSERT_TRUE(merged) << merged.error();
+    comment = *merged;
+  }
+  const size_t trivial = records_in_comment(comment).records.size();
+  ASSERT_LT(trivial, 1000u) << "the comment never filled: nothing to test";
+  const uint64_t dropped_before = records_in_comment(comment).dropped;
+  const std::string heavy = record(5000, "n1", 0, 3600);
+  auto merged = merge_append_request(comment, append_request({heavy}), 7);
+  ASSERT_TRUE(merged) << merged.error();
+  EXPECT_NE(merged->find(heavy), std::string::npos) << "the heavy step's record was left out";
+  EXPECT_LE(merged->size(), kMaxAdminComment);
+  EXPECT_TRUE(merged->starts_with("note; ")) << "the admin's text was taken";
+  const auto after = records_in_comment(*merged);
+  // What left to make room is counted, one for one.
+  EXPECT_EQ(after.records.size() + after.dropped, trivial + dropped_before + 1);
+  EXPECT_GT(after.dropped, dropped_before);
+  // Merged again: nothing changes.
+  auto again = merge_append_request(*merged, append_request({heavy}), 7);
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(*again, *merged);
+  // A checkpoint of more device time takes nobody's place.
+  auto running =
+      merge_append_request(*merged, append_request({record(5001, "n1", 0, 7200, true)}), 7);
+  ASSERT_TRUE(running) << running.error();
+  EXPECT_EQ(*running, *merged);
+  // Nor does a final record of no more device time than the least kept.
+  auto light = merge_append_request(*merged, append_request({record(5002, "n1", 0, 0)}), 7);
+  ASSERT_TRUE(light) << light.error();
+  EXPECT_EQ(records_in_comment(*light).records, after.records);
+  EXPECT_EQ(records_in_comment(*light).dropped, after.dropped + 1);
+}
+
 // Merging the same request twice changes nothing, even when one of its
 // records makes room for another: a new checkpoint listed before a final
 // record that replaces a longer checkpoint (found by the admin_comment
