@@ -2,9 +2,14 @@
 
 namespace egpu::shim {
 
-void AllocationTable::insert(AllocationKind kind, uint64_t key, LiveAllocation allocation) {
+std::optional<LiveAllocation> AllocationTable::insert(AllocationKind kind, uint64_t key,
+                                                      LiveAllocation allocation) {
   std::lock_guard lock(mu_);
-  maps_[static_cast<int>(kind)][key] = allocation;
+  auto [it, inserted] = maps_[static_cast<int>(kind)].try_emplace(key, allocation);
+  if (inserted) return std::nullopt;
+  const LiveAllocation replaced = it->second;
+  it->second = allocation;
+  return replaced;
 }
 
 std::optional<LiveAllocation> AllocationTable::take(AllocationKind kind, uint64_t key) {
@@ -15,6 +20,20 @@ std::optional<LiveAllocation> AllocationTable::take(AllocationKind kind, uint64_
   LiveAllocation found = it->second;
   map.erase(it);
   return found;
+}
+
+std::vector<LiveAllocation> AllocationTable::take_context(uintptr_t context) {
+  std::vector<LiveAllocation> taken;
+  if (context == 0) return taken;
+  std::lock_guard lock(mu_);
+  for (auto& map : maps_) {
+    std::erase_if(map, [&](const auto& entry) {
+      if (entry.second.context != context) return false;
+      taken.push_back(entry.second);
+      return true;
+    });
+  }
+  return taken;
 }
 
 uint64_t AllocationTable::live_bytes(int ordinal) const {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 namespace egpu::shim {
 
@@ -16,14 +17,24 @@ enum class AllocationKind { kPointer, kArray, kMipmappedArray, kVmmHandle, kCont
 struct LiveAllocation {
   uint64_t bytes = 0;
   int ordinal = 0;  // CUDA device ordinal it is accounted on
+  // The context (a CUcontext) whose end frees it with everything else in
+  // it; 0: none (VMM handles outlive contexts, context limits are released
+  // by context_limits.cpp, imports are not followed).
+  uintptr_t context = 0;
 };
 
 class AllocationTable {
  public:
-  void insert(AllocationKind kind, uint64_t key, LiveAllocation allocation);
+  // Returns the entry it replaces: the driver handed out the key again, so
+  // that allocation is gone and its bytes must be given back.
+  std::optional<LiveAllocation> insert(AllocationKind kind, uint64_t key,
+                                       LiveAllocation allocation);
   // Removes and returns the entry (before the driver frees it, so that a
   // recycled address can never meet a stale entry).
   std::optional<LiveAllocation> take(AllocationKind kind, uint64_t key);
+  // Removes and returns every entry of `context` (not 0): the driver freed
+  // them when it destroyed the context.
+  std::vector<LiveAllocation> take_context(uintptr_t context);
   // Bytes live on `ordinal` (what a fresh attach must account).
   uint64_t live_bytes(int ordinal) const;
   size_t size() const;

@@ -49,4 +49,20 @@ void ContextDevices::invalidate() {
   generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+CUcontext active_primary(CUdevice dev) noexcept {
+  const auto state = EGPU_REAL(cuDevicePrimaryCtxGetState);
+  const auto retain = EGPU_REAL(cuDevicePrimaryCtxRetain);
+  const auto release = EGPU_REAL(cuDevicePrimaryCtxRelease_v2);
+  unsigned int flags = 0;
+  int active = 0;
+  if (state == nullptr || retain == nullptr || release == nullptr ||
+      state(dev, &flags, &active) != CUDA_SUCCESS || active == 0) {
+    return nullptr;
+  }
+  CUcontext primary = nullptr;
+  if (retain(&primary, dev) != CUDA_SUCCESS) return nullptr;
+  release(dev);
+  return primary;
+}
+
 }  // namespace egpu::shim

@@ -12,6 +12,11 @@
 
 namespace egpu::shim {
 
+// The handle of `dev`'s primary context while it is active, else null.
+// Retaining an active primary and releasing it again can neither create nor
+// destroy it.
+CUcontext active_primary(CUdevice dev) noexcept;
+
 class ContextDevices {
  public:
   // The device ordinal of the current context; -1 without one.

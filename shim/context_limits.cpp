@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "shim/context_devices.h"
 #include "shim/memory_accounting.h"
 
 namespace egpu::shim {
@@ -54,20 +55,7 @@ uint64_t cost_of(CUlimit limit, size_t value, CUdevice dev) {
 }
 
 bool is_primary(CUcontext ctx, CUdevice dev) {
-  const auto state = EGPU_REAL(cuDevicePrimaryCtxGetState);
-  const auto retain = EGPU_REAL(cuDevicePrimaryCtxRetain);
-  const auto release = EGPU_REAL(cuDevicePrimaryCtxRelease_v2);
-  unsigned int flags = 0;
-  int active = 0;
-  if (state == nullptr || retain == nullptr || release == nullptr ||
-      state(dev, &flags, &active) != CUDA_SUCCESS || active == 0) {
-    return false;
-  }
-  // Active: retaining and releasing it again can neither create nor destroy it.
-  CUcontext primary = nullptr;
-  if (retain(&primary, dev) != CUDA_SUCCESS) return false;
-  release(dev);
-  return primary == ctx;
+  return ctx != nullptr && active_primary(dev) == ctx;
 }
 
 void give_back(ProcessState& s, CUcontext ctx, CUlimit limit, uint64_t bytes) {

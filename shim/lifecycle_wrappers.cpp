@@ -1,10 +1,13 @@
 // Streams and contexts ending: their pacing state must go with them (a
-// destroyed context's events are invalid, and its handles may be reused).
+// destroyed context's events are invalid, and its handles may be reused), and
+// the memory the driver frees with a context goes back to the quota.
 #include "shim/call_counters.h"
 #include "shim/capture_state.h"
+#include "shim/context_devices.h"
 #include "shim/context_limits.h"
 #include "shim/launch_admission.h"
 #include "shim/log.h"
+#include "shim/memory_accounting.h"
 #include "shim/process_state.h"
 #include "shim/stream_lookup.h"
 
@@ -45,6 +48,40 @@ void forget_context(int ordinal) noexcept {
   }
 }
 
+// After a successful release: false only if the driver says the primary
+// context is gone (a release that was not the last reference frees nothing).
+bool primary_still_active(CUdevice dev) noexcept {
+  const auto state = EGPU_REAL(cuDevicePrimaryCtxGetState);
+  unsigned int flags = 0;
+  int active = 1;
+  return state == nullptr || state(dev, &flags, &active) != CUDA_SUCCESS || active != 0;
+}
+
+template <typename RealDestroy>
+CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
+  forget_context(-1);
+  const CUresult result = real();
+  if (result == CUDA_SUCCESS) {
+    release_context_limits(ctx);
+    release_context_allocations(reinterpret_cast<uintptr_t>(ctx));
+  }
+  return result;
+}
+
+// cuDevicePrimaryCtxReset (`reset`) or cuDevicePrimaryCtxRelease.
+template <typename RealEnd>
+CUresult end_primary(CUdevice dev, bool reset, RealEnd&& real) noexcept {
+  // Its handle now: once it is gone the driver no longer says which it was.
+  const CUcontext primary = managed_state() != nullptr ? active_primary(dev) : nullptr;
+  forget_context(dev);
+  const CUresult result = real();
+  if (result != CUDA_SUCCESS) return result;
+  release_primary_limits(dev, reset);
+  if (primary != nullptr && (reset || !primary_still_active(dev)))
+    release_context_allocations(reinterpret_cast<uintptr_t>(primary));
+  return result;
+}
+
 }  // namespace
 }  // namespace egpu::shim
 
@@ -72,55 +109,37 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
 CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
   EGPU_REAL_OR_RETURN(cuCtxDestroy);
   note_call(RealId::cuCtxDestroy);
-  egpu::shim::forget_context(-1);
-  const CUresult result = real(ctx);
-  if (result == CUDA_SUCCESS) egpu::shim::release_context_limits(ctx);
-  return result;
+  return egpu::shim::destroy_context(ctx, [&] { return real(ctx); });
 }
 
 CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   EGPU_REAL_OR_RETURN(cuCtxDestroy_v2);
   note_call(RealId::cuCtxDestroy_v2);
-  egpu::shim::forget_context(-1);
-  const CUresult result = real(ctx);
-  if (result == CUDA_SUCCESS) egpu::shim::release_context_limits(ctx);
-  return result;
+  return egpu::shim::destroy_context(ctx, [&] { return real(ctx); });
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
   EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxReset);
   note_call(RealId::cuDevicePrimaryCtxReset);
-  egpu::shim::forget_context(dev);
-  const CUresult result = real(dev);
-  if (result == CUDA_SUCCESS) egpu::shim::release_primary_limits(dev, true);
-  return result;
+  return egpu::shim::end_primary(dev, true, [&] { return real(dev); });
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxReset_v2);
   note_call(RealId::cuDevicePrimaryCtxReset_v2);
-  egpu::shim::forget_context(dev);
-  const CUresult result = real(dev);
-  if (result == CUDA_SUCCESS) egpu::shim::release_primary_limits(dev, true);
-  return result;
+  return egpu::shim::end_primary(dev, true, [&] { return real(dev); });
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
   EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxRelease);
   note_call(RealId::cuDevicePrimaryCtxRelease);
-  egpu::shim::forget_context(dev);
-  const CUresult result = real(dev);
-  if (result == CUDA_SUCCESS) egpu::shim::release_primary_limits(dev, false);
-  return result;
+  return egpu::shim::end_primary(dev, false, [&] { return real(dev); });
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   EGPU_REAL_OR_RETURN(cuDevicePrimaryCtxRelease_v2);
   note_call(RealId::cuDevicePrimaryCtxRelease_v2);
-  egpu::shim::forget_context(dev);
-  const CUresult result = real(dev);
-  if (result == CUDA_SUCCESS) egpu::shim::release_primary_limits(dev, false);
-  return result;
+  return egpu::shim::end_primary(dev, false, [&] { return real(dev); });
 }
 
 }  // extern "C"

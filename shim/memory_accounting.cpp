@@ -2,6 +2,7 @@
 
 #include "core/quota/memory_quota.h"
 #include "shim/fast_clock.h"
+#include "shim/real_functions.h"
 
 namespace egpu::shim {
 namespace {
@@ -74,6 +75,30 @@ void release_allocation(ProcessState& s, const LiveAllocation& freed) {
   // The current attachment: after a re-attach its slot was set to the live
   // total, which includes this allocation.
   if (Attachment* a = b->attachment()) quota::release(a->instance, a->proc_slot, freed.bytes);
+}
+
+uintptr_t current_context_key() noexcept {
+  const auto get_current = EGPU_REAL(cuCtxGetCurrent);
+  CUcontext ctx = nullptr;
+  if (get_current == nullptr || get_current(&ctx) != CUDA_SUCCESS) return 0;
+  return reinterpret_cast<uintptr_t>(ctx);
+}
+
+void remember_allocation(ProcessState& s, AllocationKind kind, uint64_t key,
+                         const LiveAllocation& allocation) {
+  if (auto replaced = s.allocations().insert(kind, key, allocation))
+    release_allocation(s, *replaced);
+}
+
+void release_context_allocations(uintptr_t context) noexcept {
+  ProcessState* s = managed_state();
+  if (s == nullptr || context == 0) return;
+  try {
+    for (const LiveAllocation& freed : s->allocations().take_context(context))
+      release_allocation(*s, freed);
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error while releasing a context's memory: accounting may be off");
+  }
 }
 
 }  // namespace egpu::shim

@@ -31,6 +31,14 @@ bool resize_reservation(Reservation* r, uint64_t bytes);
 void cancel_reservation(const Reservation& r);
 // A freed allocation's bytes, released from its GPU's current attachment.
 void release_allocation(ProcessState& s, const LiveAllocation& freed);
+// The calling thread's current context, as LiveAllocation::context (0: none).
+uintptr_t current_context_key() noexcept;
+// Records a new allocation; an entry it replaces was freed by the driver
+// unseen (its context ended), so its bytes are given back.
+void remember_allocation(ProcessState& s, AllocationKind kind, uint64_t key,
+                         const LiveAllocation& allocation);
+// The driver destroyed `context` and freed everything allocated in it.
+void release_context_allocations(uintptr_t context) noexcept;
 
 // -2 = the binding of the current context.
 inline constexpr int kCurrentDevice = -2;
@@ -58,7 +66,7 @@ CUresult accounted_alloc(RealId id, int ordinal, uint64_t bytes, AllocationKind 
       cancel_reservation(r);
       return result;
     }
-    s->allocations().insert(kind, key_of(), LiveAllocation{r.bytes, r.ordinal});
+    remember_allocation(*s, kind, key_of(), {r.bytes, r.ordinal, current_context_key()});
     return result;
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error in an allocation path: passing it through unaccounted");

@@ -56,8 +56,8 @@ CUresult pitched_alloc(RealId id, Ptr* dptr, Size* pitch, Size width, Size heigh
       cancel_reservation(r);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    s->allocations().insert(AllocationKind::kPointer, key_of(*dptr),
-                            LiveAllocation{r.bytes, r.ordinal});
+    remember_allocation(*s, AllocationKind::kPointer, key_of(*dptr),
+                        {r.bytes, r.ordinal, current_context_key()});
     return result;
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error in a pitched allocation: passing it through");

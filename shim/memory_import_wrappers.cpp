@@ -57,7 +57,7 @@ CUresult import_pointer(RealId id, CUdeviceptr* dptr, RealOpen&& open, RealClose
       *dptr = 0;
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    s->allocations().insert(AllocationKind::kPointer, *dptr, LiveAllocation{r.bytes, r.ordinal});
+    remember_allocation(*s, AllocationKind::kPointer, *dptr, {r.bytes, r.ordinal});
     return result;
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error in a memory import: passing it through unaccounted");

@@ -9,6 +9,7 @@
 #include "shim/fast_clock.h"
 #include "shim/launch_admission.h"
 #include "shim/log.h"
+#include "shim/no_cancel_scope.h"
 #include "shim/process_state.h"
 #include "shim/stream_lookup.h"
 
@@ -33,6 +34,9 @@ CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
   ProcessState* s = process_state();
   note_call(id);
   if (s == nullptr || !s->usable()) return sync();
+  // It waits, for the stream locks and in the driver's sync, inside a
+  // catch-all (see NoCancelScope). A sync costs far more than this.
+  const NoCancelScope no_cancel;
   bool called = false;
   CUresult result = CUDA_ERROR_UNKNOWN;
   Attachment* a = nullptr;

@@ -1,5 +1,6 @@
 #include "core/pacing/stream_lock.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
@@ -21,8 +22,17 @@ inline void cpu_relax() {
 }  // namespace
 
 void StreamLock::lock_contended() noexcept {
+  // The sleep is a cancellation point: a pthread_cancel acted on here would
+  // unwind through this noexcept function and the shim's catch-alls
+  // (std::terminate). The request stays pending for the program's next
+  // cancellation point. Only the contended path pays for this.
+  int cancel_state = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
   for (int round = 0;; ++round) {
-    if (try_lock()) return;
+    if (try_lock()) {
+      pthread_setcancelstate(cancel_state, nullptr);
+      return;
+    }
     if (round < kSpins) {
       cpu_relax();
     } else if (round < kSpins + kYields) {

@@ -14,6 +14,8 @@
 //   memory-probe share-export KIND SIZE  ipc|vmm|pool: allocate SIZE and export it to
 //   memory-probe share-import KIND       PROBE_HANDLE_FILE; import it from there
 //                                        (memory_probe_share.cpp)
+//   memory-probe ctx-cycle HOW CHUNK N   N contexts ended with memory allocated in them,
+//                                        HOW create|reset|release (memory_probe_contexts.cpp)
 #include "memory_probe.h"
 
 #include <cuda.h>
@@ -337,6 +339,9 @@ int main(int argc, char** argv) {
     out["export"] = share_export(dev, argv[2], std::strtoull(argv[3], nullptr, 10));
   } else if (cmd == "share-import" && argc >= 3) {
     out["import"] = share_import(dev, argv[2]);
+  } else if (cmd == "ctx-cycle" && argc >= 5) {
+    out["rounds"] =
+        ctx_cycle(dev, ctx, argv[2], std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]));
   } else if (cmd == "ctx-limit" && argc >= 4) {
     out["limits"] =
         ctx_limit(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10));

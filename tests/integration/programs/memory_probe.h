@@ -21,4 +21,8 @@ void mark();                               // creates PROBE_MARK
 json share_export(CUdevice dev, const std::string& kind, size_t size);
 json share_import(CUdevice dev, const std::string& kind);
 
+// ctx-cycle HOW CHUNK ROUNDS, HOW one of create, reset, release
+// (memory_probe_contexts.cpp).
+json ctx_cycle(CUdevice dev, CUcontext primary, const std::string& how, size_t chunk, int rounds);
+
 }  // namespace memory_probe

@@ -39,6 +39,36 @@ TEST(AllocationTable, LiveBytesPerDevice) {
   EXPECT_EQ(t.live_bytes(0), 50u);
 }
 
+// The driver frees everything in a context it destroys: those entries go,
+// with their bytes, and nothing of another context or of none.
+TEST(AllocationTable, TakeContextRemovesExactlyThatContextsEntries) {
+  AllocationTable t;
+  t.insert(AllocationKind::kPointer, 1, {100, 0, 0xc1});
+  t.insert(AllocationKind::kArray, 2, {50, 0, 0xc1});
+  t.insert(AllocationKind::kMipmappedArray, 3, {25, 0, 0xc1});
+  t.insert(AllocationKind::kPointer, 4, {7, 0, 0xc2});
+  t.insert(AllocationKind::kVmmHandle, 5, {3, 0});
+  const auto taken = t.take_context(0xc1);
+  uint64_t bytes = 0;
+  for (const LiveAllocation& a : taken)
+    bytes += a.bytes;
+  EXPECT_EQ(taken.size(), 3u);
+  EXPECT_EQ(bytes, 175u);
+  EXPECT_EQ(t.live_bytes(0), 10u);
+  EXPECT_TRUE(t.take_context(0).empty());  // 0: no context, never taken
+  EXPECT_EQ(t.size(), 2u);
+}
+
+// A key the driver hands out again: the old entry's allocation is gone.
+TEST(AllocationTable, InsertReturnsTheEntryItReplaces) {
+  AllocationTable t;
+  EXPECT_FALSE(t.insert(AllocationKind::kPointer, 0x1000, {4096, 0, 0xc1}).has_value());
+  const auto replaced = t.insert(AllocationKind::kPointer, 0x1000, {512, 0, 0xc2});
+  ASSERT_TRUE(replaced.has_value());
+  EXPECT_EQ(replaced->bytes, 4096u);
+  EXPECT_EQ(t.live_bytes(0), 512u);
+}
+
 TEST(AllocationTable, ConcurrentInsertsAndTakesBalance) {
   AllocationTable t;
   std::vector<std::thread> threads;

@@ -1,0 +1,75 @@
+// The shim in a program whose threads and contexts come and go: exact
+// outcomes, no share measured (process tier).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "enforced_node.h"
+
+namespace egpu::integration {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+
+// A thread cancelled while its cuStreamSynchronize waits for the stream's
+// pacing lock (another thread holds it, stalled in the driver's launch): the
+// cancellation waits for the thread's own cancellation point. Acted on in
+// the lock's sleep (or in the driver's, while the shim waits for the sync),
+// it unwound through the shim's noexcept code and aborted the program.
+TEST(ShimLifecycle, AThreadCancelledWhileWaitingForAStreamLockLeavesTheProgramRunning) {
+  EnforcedNode node("cancel-lock");
+  node.create(1, 50);
+  auto p = node.start_program(1, {cancelled_launcher_path(), "behind-stall"}, 0,
+                              {{"SIMGPU_DEBUG_STALL_IN_DRIVER_MS", "3000"}});
+  const auto out = finish(*p);
+  ASSERT_TRUE(out.is_object()) << p->stderr_text();
+  EXPECT_EQ(out.value("cancelled", false), true) << out.dump();
+  EXPECT_EQ(out.value("launched", 0), 1) << out.dump();
+  EXPECT_EQ(out.value("failed", true), false) << out.dump();
+}
+
+// Contexts ended with memory still allocated in them: the driver frees it,
+// and so must the quota. Before, only raised context limits came back: a
+// program cycling contexts was refused once the quota was spent, holding
+// nothing. Each round holds 600 MiB + 150 MiB of a 1 GiB quota.
+void expect_every_round_gets_its_memory(const std::string& how) {
+  SCOPED_TRACE(how);
+  EnforcedNode node("ctx-cycle-" + how);
+  node.create(1, 50, "burst", 0, kGiB);
+  auto p = node.start_program(
+      1, {memory_probe_path(), "ctx-cycle", how, std::to_string(600 * kMiB), "3"});
+  const auto out = finish(*p, 60s);
+  ASSERT_TRUE(out.is_object()) << p->stderr_text();
+  std::printf("%s: %s\n", how.c_str(), out.dump().c_str());
+  ASSERT_EQ(out["rounds"].size(), 3u) << out.dump();
+  for (const auto& round : out["rounds"]) {
+    EXPECT_EQ(round["alloc"], "CUDA_SUCCESS") << out.dump();
+    EXPECT_EQ(round["array"], "CUDA_SUCCESS") << out.dump();
+    EXPECT_EQ(round["end"], "CUDA_SUCCESS") << out.dump();
+    EXPECT_LE(round["free_held"].get<uint64_t>(), kGiB - 750 * kMiB) << out.dump();
+    // A release that is not the last frees nothing: still accounted.
+    if (how == "release") {
+      EXPECT_EQ(round["free_retained"], round["free_held"]) << out.dump();
+    }
+  }
+  EXPECT_EQ(out["after"]["free"], kGiB) << out.dump();
+}
+
+TEST(ShimLifecycle, MemoryOfADestroyedContextComesBackToTheQuota) {
+  expect_every_round_gets_its_memory("create");
+}
+
+TEST(ShimLifecycle, MemoryOfAResetPrimaryContextComesBackToTheQuota) {
+  expect_every_round_gets_its_memory("reset");
+}
+
+TEST(ShimLifecycle, MemoryOfAPrimaryContextComesBackOnlyAtItsLastRelease) {
+  expect_every_round_gets_its_memory("release");
+}
+
+}  // namespace
+}  // namespace egpu::integration
