@@ -83,6 +83,9 @@ egpu_request_status_t egpu_request_units(const char* tres, uint64_t* units) {
     egpu_request_status_t st = parse_entry(p, len, &n);
     if (st == EGPU_REQUEST_BAD) return EGPU_REQUEST_BAD;
     if (st == EGPU_REQUEST_FOUND) {
+      /* A sum past 64 bits is no count Slurm reads: unreadable, not wrapped
+       * to a small one that passes the checks. */
+      if (n > UINT64_MAX - *units) return EGPU_REQUEST_BAD;
       status = EGPU_REQUEST_FOUND;
       *units += n;
     }

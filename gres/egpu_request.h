@@ -17,7 +17,8 @@ typedef enum {
 } egpu_request_status_t;
 
 /* Sums the egpu counts in tres (NULL or "" -> NONE). A missing count means 1,
- * as in Slurm; k/m/g suffixes multiply by 1024^n like Slurm's parser. */
+ * as in Slurm; k/m/g suffixes multiply by 1024^n like Slurm's parser. A sum
+ * past 64 bits is BAD. */
 egpu_request_status_t egpu_request_units(const char* tres, uint64_t* units);
 
 #ifdef __cplusplus

@@ -33,6 +33,9 @@ TEST(EgpuRequest, IgnoresOtherGresAndSumsEgpuEntries) {
 }
 
 TEST(EgpuRequest, RejectsUnreadableCounts) {
+  // Entries whose sum passes 64 bits: it wrapped to 50 (and 0) before.
+  Units("gres/egpu:9223372036854775808,gres/egpu:9223372036854775858", EGPU_REQUEST_BAD);
+  Units("gres/egpu:a:8589934592g,gres/egpu:b:8589934592g", EGPU_REQUEST_BAD);
   Units("gres/egpu:v100:x", EGPU_REQUEST_BAD);
   Units("gres/egpu:a:b:3", EGPU_REQUEST_BAD);
   Units("gres/egpu:v100:12q", EGPU_REQUEST_BAD);
