@@ -203,32 +203,31 @@ for line in lines:
     assert steps == ["step=%s.0" % raw, "step=%s.batch" % raw], (raw, steps)
 PY
 ok "array job $arr: each of its 3 tasks has its own step 0 and batch records, no other's"
+# `srun` as the user with environment VAR=VALUE... (one step of job NAME-$tag on
+# n1), whose step record must reach that job's own AdminComment; WHAT names
+# the case.
+srun_keeps_record() {
+  local name=$1 what=$2; shift 2
+  as_user env "$@" srun -J "$name-$tag" -w n1 --gres=egpu:10 $(greedy "$name-g-$tag" 1) \
+    >/dev/null 2>&1 || fail "srun with $what failed"
+  local got
+  for _ in $(seq 60); do
+    got=$(sl sacct -n -P -X --name "$name-$tag" -o JobID,State,AdminComment)
+    [[ $got == *"|COMPLETED|egpu step="*".0 node=n1 "* ]] && break
+    sleep 0.5
+  done
+  [[ $got == *"|COMPLETED|egpu step=${got%%|*}.0 node=n1 "* ]] ||
+    fail "a job run with $what lost its record: '$got'"
+  ok "a job run with $what keeps its record"
+}
 # A job started from inside an array task inherits SLURM_ARRAY_JOB_ID and
 # SLURM_ARRAY_TASK_ID, from which slurmstepd takes its steps' array ids: its
 # records still go to it.
-as_user env SLURM_ARRAY_JOB_ID="$arr" SLURM_ARRAY_TASK_ID=0 srun -J "inarr-$tag" -w n1 \
-  --gres=egpu:10 $(greedy "i-$tag" 1) >/dev/null 2>&1 || fail "srun with an array task's environment failed"
-for _ in $(seq 60); do
-  inarr=$(sl sacct -n -P -X --name "inarr-$tag" -o JobID,State,AdminComment)
-  [[ $inarr == *"|COMPLETED|egpu step="*".0 node=n1 "* ]] && break
-  sleep 0.5
-done
-[[ $inarr == *"|COMPLETED|egpu step=${inarr%%|*}.0 node=n1 "* ]] ||
-  fail "a job run with an array task's environment lost its record: '$inarr'"
-ok "a job run with an array task's environment keeps its record"
+srun_keeps_record inarr "an array task's environment" SLURM_ARRAY_JOB_ID="$arr" SLURM_ARRAY_TASK_ID=0
 # SLURM_ARRAY_TASK_ID alone, in a job that is no array: slurmstepd takes the
 # job's own id for the array's, and the records went to a task that does
 # not exist (lost, the step's usage in slurmd's log only).
-as_user env SLURM_ARRAY_TASK_ID=1 srun -J "forged-$tag" -w n1 \
-  --gres=egpu:10 $(greedy "f-$tag" 1) >/dev/null 2>&1 || fail "srun with a forged array task id failed"
-for _ in $(seq 60); do
-  forged=$(sl sacct -n -P -X --name "forged-$tag" -o JobID,State,AdminComment)
-  [[ $forged == *"|COMPLETED|egpu step="*".0 node=n1 "* ]] && break
-  sleep 0.5
-done
-[[ $forged == *"|COMPLETED|egpu step=${forged%%|*}.0 node=n1 "* ]] ||
-  fail "a job run with a forged SLURM_ARRAY_TASK_ID lost its record: '$forged'"
-ok "a job run with a forged SLURM_ARRAY_TASK_ID keeps its record"
+srun_keeps_record forged "a forged SLURM_ARRAY_TASK_ID" SLURM_ARRAY_TASK_ID=1
 
 # Nobody else writes records: the job's owner may not set AdminComment at
 # all, and root's malformed request is refused whole. (No checkpoints from
