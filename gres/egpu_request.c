@@ -61,7 +61,10 @@ static egpu_request_status_t parse_entry(const char* s, size_t len, uint64_t* un
   size_t rest_len = len - name_len - 1;
   const char* colon = memchr(rest, ':', rest_len);
   if (!colon) {
-    if (parse_count(rest, rest_len, units) != 0) *units = 1; /* a type without a count */
+    /* Slurm reads a leading digit as a count, anything else as a type. */
+    if (rest_len > 0 && isdigit((unsigned char)rest[0]))
+      return parse_count(rest, rest_len, units) == 0 ? EGPU_REQUEST_FOUND : EGPU_REQUEST_BAD;
+    *units = 1; /* a type without a count */
     return EGPU_REQUEST_FOUND;
   }
   const char* count = colon + 1;
@@ -74,7 +77,7 @@ static egpu_request_status_t parse_entry(const char* s, size_t len, uint64_t* un
 egpu_request_status_t egpu_request_units(const char* tres, uint64_t* units) {
   *units = 0;
   if (!tres || !tres[0]) return EGPU_REQUEST_NONE;
-  egpu_request_status_t status = EGPU_REQUEST_NONE;
+  int entries = 0;
   const char* p = tres;
   while (*p) {
     const char* comma = strchr(p, ',');
@@ -83,14 +86,12 @@ egpu_request_status_t egpu_request_units(const char* tres, uint64_t* units) {
     egpu_request_status_t st = parse_entry(p, len, &n);
     if (st == EGPU_REQUEST_BAD) return EGPU_REQUEST_BAD;
     if (st == EGPU_REQUEST_FOUND) {
-      /* A sum past 64 bits is no count Slurm reads: unreadable, not wrapped
-       * to a small one that passes the checks. */
-      if (n > UINT64_MAX - *units) return EGPU_REQUEST_BAD;
-      status = EGPU_REQUEST_FOUND;
-      *units += n;
+      entries++;
+      *units = n;
     }
     if (!comma) break;
     p = comma + 1;
   }
-  return status;
+  if (entries == 0) return EGPU_REQUEST_NONE;
+  return entries == 1 ? EGPU_REQUEST_FOUND : EGPU_REQUEST_SEVERAL;
 }

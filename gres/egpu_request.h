@@ -11,14 +11,19 @@ extern "C" {
 #endif
 
 typedef enum {
-  EGPU_REQUEST_NONE = 0,  /* no egpu in the string */
-  EGPU_REQUEST_FOUND = 1, /* *units holds the (summed) count */
-  EGPU_REQUEST_BAD = -1,  /* an egpu entry with an unreadable count */
+  EGPU_REQUEST_NONE = 0,     /* no egpu in the string */
+  EGPU_REQUEST_FOUND = 1,    /* *units holds the count */
+  EGPU_REQUEST_BAD = -1,     /* an egpu entry with an unreadable count */
+  EGPU_REQUEST_SEVERAL = -2, /* egpu named more than once; *units: the last */
 } egpu_request_status_t;
 
-/* Sums the egpu counts in tres (NULL or "" -> NONE). A missing count means 1,
- * as in Slurm; k/m/g suffixes multiply by 1024^n like Slurm's parser. A sum
- * past 64 bits is BAD. */
+/* The egpu count in tres (NULL or "" -> NONE). A missing count means 1, as in
+ * Slurm; k/m/g suffixes multiply by 1024^n like Slurm's parser. Several egpu
+ * entries ("gres/egpu:t4:20,gres/egpu:l40s:80") are SEVERAL: Slurm 22.05 and
+ * 24.11 allocate only the last of them and refuse every step of such a job
+ * ("Invalid generic resource (gres) specification"). BAD comes first: an
+ * unreadable count, and "egpu:30q" or a count past 64 bits, which Slurm
+ * would take for a GPU type no node has. */
 egpu_request_status_t egpu_request_units(const char* tres, uint64_t* units);
 
 #ifdef __cplusplus

@@ -11,10 +11,12 @@
  *    It does so through the exported gres_node_config_unpack(), feeding it one
  *    egpu record flagged shared, the same message a registering slurmd sends.
  * 2. It refuses requests Slurm would accept but never run, with a message:
- *    egpu:0, and more than 100 units per node unless SelectTypeParameters has
- *    MULTIPLE_SHARING_GRES_PJ (24.11), without which a job's units must fit on
- *    one GPU and it would pend forever. It says why Slurm 22.05 refuses egpu
- *    jobs in the seconds after slurmctld starts, before nodes registered.
+ *    egpu:0; egpu named twice in one option (Slurm allocates the last entry
+ *    only and refuses the job's steps); more than 100 units per node unless
+ *    SelectTypeParameters has MULTIPLE_SHARING_GRES_PJ (24.11), without which
+ *    a job's units must fit on one GPU and it would pend forever. It says why
+ *    Slurm 22.05 refuses egpu jobs in the seconds after slurmctld starts,
+ *    before nodes registered.
  * 3. With PackNodes=yes in egpu.conf it keeps node weights following free
  *    egpu units (egpu_node_weights.c).
  * 4. It appends the usage records SPANK sends when a step ends to the job's
@@ -103,6 +105,14 @@ static int check_tres(const char* tres, bool per_node, char** err_msg) {
     xstrfmtcat(*err_msg, "egpu: cannot read the egpu count in '%s'", tres);
     return ESLURM_INVALID_GRES;
   }
+  if (st == EGPU_REQUEST_SEVERAL) {
+    xstrfmtcat(*err_msg,
+               "egpu: '%s' names egpu more than once; Slurm would allocate only the last entry "
+               "and refuse every step of the job. Ask for egpu once, with one GPU type or none "
+               "(e.g. --gres=egpu:30 or --gres=egpu:a100:30)",
+               tres);
+    return ESLURM_INVALID_GRES;
+  }
   if (units == 0) {
     xstrfmtcat(*err_msg,
                "egpu: a request for 0 egpu units is invalid; ask for 1-%d units per GPU (1 unit = "
@@ -136,7 +146,7 @@ static bool asks_for_egpu(const job_desc_msg_t* job_desc) {
                         job_desc->tres_per_task};
   uint64_t units = 0;
   for (size_t i = 0; i < sizeof(tres) / sizeof(tres[0]); i++)
-    if (egpu_request_units(tres[i], &units) == EGPU_REQUEST_FOUND) return true;
+    if (egpu_request_units(tres[i], &units) != EGPU_REQUEST_NONE) return true;
   return false;
 }
 
@@ -213,8 +223,9 @@ static int append_step_records(job_desc_msg_t* job_desc, job_record_t* job_ptr, 
 #else
   /* Built without core/accounting: it cannot merge, and a plain update
    * would replace the comment with the request. */
-  xstrfmtcat(*err_msg, "egpu: job_submit/egpu was built without core/accounting and cannot "
-                       "append step records");
+  xstrfmtcat(*err_msg,
+             "egpu: job_submit/egpu was built without core/accounting and cannot "
+             "append step records");
   return SLURM_ERROR;
 #endif
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Requests that can never be right are refused at submission (sbatch exits
-# non-zero, nothing is queued) with a message that says why: zero units
-# (job_submit/egpu), an unknown --egpu-mode and an --egpu-mem larger than
+# non-zero, nothing is queued) with a message that says why: zero units and
+# egpu named twice (job_submit/egpu), an unknown --egpu-mode and an --egpu-mem larger than
 # any GPU of the cluster (the SPANK plugin, when it is configured).
 source "$(dirname "$0")/lib.sh"
 ensure_testbed
@@ -19,6 +19,10 @@ refused() { # MESSAGE_PATTERN SBATCH_ARGS...
 }
 refused "0 egpu units is invalid" --gres=egpu:0
 ok "egpu:0 refused"
+# Slurm would allocate only the last entry and refuse every srun of the job.
+refused "names egpu more than once; Slurm would allocate only the last entry" --gres=egpu:v100:10,egpu:v100:20
+refused "names egpu more than once" --gres=egpu:10,gpu:1,egpu:20
+ok "egpu named twice in one --gres refused"
 [[ -f $state/plugins/spank_egpu.so ]] || skip "spank_egpu.so not built: --egpu-* options do not exist"
 refused "egpu-mode must be burst, cap or lend, got 'fast'" --gres=egpu:10 --egpu-mode=fast
 refused "egpu-mem=1PB is more than a GPU of this cluster has" --gres=egpu:10 --egpu-mem=1PB
