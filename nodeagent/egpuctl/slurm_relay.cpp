@@ -47,20 +47,24 @@ std::string own_path() {
   return path;
 }
 
-// The environment srun gets: this one without Slurm's job and step options
-// (SLURM_*, SRUN_*, but SLURM_CONF), which inside a job would shape the relay
-// step like the job's own (--cpus-per-task, --mem, --label, ...).
-std::vector<std::string> relay_environment() {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view var(*e);
-    const bool slurm = var.starts_with("SLURM_") || var.starts_with("SRUN_");
-    if (!slurm || var.starts_with("SLURM_CONF=")) env.emplace_back(var);
-  }
-  return env;
-}
-
 }  // namespace
+
+std::vector<std::string> relay_environment(const char* const* env, bool for_another_user) {
+  std::vector<std::string> kept;
+  for (const char* const* e = env; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view var(*e);
+    if (for_another_user) {
+      const bool wanted = var.starts_with("PATH=") || var.starts_with("SLURM_CONF=") ||
+                          var.starts_with("LANG=") || var.starts_with("LANGUAGE=") ||
+                          var.starts_with("LC_") || var.starts_with("TZ=");
+      if (wanted) kept.emplace_back(var);
+      continue;
+    }
+    const bool slurm = var.starts_with("SLURM_") || var.starts_with("SRUN_");
+    if (!slurm || var.starts_with("SLURM_CONF=")) kept.emplace_back(var);
+  }
+  return kept;
+}
 
 std::string NodeOutcome::why() const {
   if (run.ok()) return "";
@@ -138,6 +142,8 @@ std::vector<NodeOutcome> egpuctl_on_nodes(
                           "--nodes=1", "--ntasks=1"}) {
       argv.emplace_back(a);
     }
+    // Root's resource limits are not the owner's to keep.
+    if (as_owner) argv.emplace_back("--propagate=NONE");
     argv.push_back("--jobid=" + std::to_string(job.job));
     argv.push_back("--nodelist=" + node);
     argv.push_back("--");
@@ -146,7 +152,7 @@ std::vector<NodeOutcome> egpuctl_on_nodes(
     argv.insert(argv.end(), args.begin(), args.end());
     commands.push_back(std::move(argv));
   }
-  const std::vector<std::string> env = relay_environment();
+  const std::vector<std::string> env = relay_environment(environ, as_owner);
   std::vector<NodeOutcome> outcomes;
   for (size_t first = 0; first < commands.size(); first += kRelayBatch) {
     const size_t last = std::min(commands.size(), first + kRelayBatch);

@@ -40,6 +40,14 @@ struct NodeOutcome {
   // running there (no answer in time); false when srun could not start it.
   bool may_have_changed() const;
 };
+// The environment srun gets. The caller's own, without Slurm's job and step
+// options (SLURM_*, SRUN_*, but SLURM_CONF), which inside a job would shape
+// the relay step like the job's (--cpus-per-task, --mem, --label, ...). For
+// another user (root relaying as a job's owner) only PATH, SLURM_CONF and the
+// locale: srun exports its environment to the step, whose processes are the
+// owner's, and root's may hold credentials (tokens, proxy passwords).
+std::vector<std::string> relay_environment(const char* const* env, bool for_another_user);
+
 // Runs `egpuctl --local ARGS` on each node, all at once, as a step of the job;
 // args_per_node[i] on nodes[i].
 // Its stderr's control characters are made visible (core/util/printable.h).
