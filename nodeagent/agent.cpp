@@ -21,6 +21,7 @@
 #include "core/protocol/control_client.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
+#include "core/util/trusted_paths.h"
 #include "nodeagent/event_loop.h"
 #include "nodeagent/gpu_inventory.h"
 #include "nodeagent/metrics_server.h"
@@ -54,6 +55,11 @@ Status make_runtime_dir(const std::string& dir) {
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     return Error{"runtime directory " + dir +
                  " must be owned by the agent's user and writable by it alone"};
+  }
+  // Nor may anyone else rename a directory above it and put one of theirs in
+  // its place: the agent creates its pages and sockets here by path.
+  if (Status s = check_trusted_directory(dir, ::geteuid()); !s) {
+    return Error{"runtime directory " + dir + ": " + s.error()};
   }
   // Nobody else lists it: getdents holds the directory's lock while it
   // copies into the caller's buffer, which a user can back with a FUSE file

@@ -14,6 +14,7 @@
 
 #include "core/protocol/messages.h"
 #include "core/util/log.h"
+#include "core/util/trusted_paths.h"
 #include "nodeagent/passed_descriptors.h"
 #include "nodeagent/peer_process.h"
 
@@ -90,6 +91,14 @@ Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
   if (!fd.valid()) return Error{std::string("socket: ") + std::strerror(errno)};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  // Between bind and chmod a user who may rename in the socket's directory
+  // could put a symlink in its place (set_socket_mode refuses it), or
+  // replace the socket itself: such a directory is refused.
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+  if (Status s = check_trusted_directory(dir, ::geteuid()); !s) {
+    return Error{"socket " + path + ": " + s.error()};
+  }
   ::unlink(path.c_str());  // a socket left by a previous agent
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return Error{"bind " + path + ": " + std::strerror(errno)};
@@ -97,7 +106,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
   // Anyone may connect: shims run as the job's user, whoever that is, so no
   // narrower owner or group fits. Every request is authorised from
   // SO_PEERCRED, and what a user can hoard is bounded by the caps above.
-  if (::chmod(path.c_str(), mode) != 0) return Error{"chmod " + path + ": " + std::strerror(errno)};
+  if (Status s = set_socket_mode(path, mode); !s) return Error{s.error()};
   // Accepted sockets inherit it: where the kernel can, senders of
   // descriptors are refused before anything reaches the agent.
   (void)refuse_passed_descriptors(fd.get());

@@ -372,6 +372,34 @@ TEST(AgentConfig, AnUnknownMonitorGroupIsAClearError) {
       << agent.log();
 }
 
+// Between the agent's bind and its chmod, a user who may rename in the
+// socket's directory could put a symlink to /etc/shadow in the socket's
+// place; one who may rename above RuntimeDir could swap it for a directory
+// of theirs. Such directories are refused, named.
+TEST(AgentConfig, DirectoriesOtherUsersMayChangeAreRefused) {
+  AgentProcess agent;
+  const std::string open = agent.dir() + "/open";
+  ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  ASSERT_EQ(mkdir((open + "/run").c_str(), 0755), 0);
+  std::ofstream(agent.config_path()) << "RuntimeDir=" << agent.dir() << "/run\nSocketPath=" << open
+                                     << "/agent.sock\nGpuCount=1\nGpuMemory=1024M\n";
+  EXPECT_FALSE(agent.start());
+  const std::string who = " (owner uid " + std::to_string(geteuid()) + ", group " +
+                          std::to_string(getegid()) + ", mode 0777)";
+  EXPECT_NE(agent.log().find("socket " + open + "/agent.sock: " + open + who +
+                             " can be changed by another user"),
+            std::string::npos)
+      << agent.log();
+  std::ofstream(agent.config_path())
+      << "RuntimeDir=" << open << "/run\nSocketPath=" << agent.socket()
+      << "\nGpuCount=1\nGpuMemory=1024M\n";
+  EXPECT_FALSE(agent.start());
+  EXPECT_NE(agent.log().find("runtime directory " + open + "/run: " + open + who),
+            std::string::npos)
+      << agent.log();
+}
+
 TEST(AgentConfig, MissingGpuMemoryIsAClearError) {
   AgentProcess agent;
   // A topology without memory sizes (no NVML on this node) and no GpuMemory=.

@@ -1,0 +1,75 @@
+#include "core/util/trusted_paths.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/util/unique_fd.h"
+
+namespace egpu {
+namespace {
+
+std::string mode_text(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+Status check_one(const std::string& path, uid_t owner) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return Error{"cannot check " + path + ": " + std::strerror(errno)};
+  }
+  if (!S_ISDIR(st.st_mode)) return Error{path + " is not a directory"};
+  const bool owned = st.st_uid == 0 || st.st_uid == owner;
+  const bool sticky = (st.st_mode & S_ISVTX) != 0;
+  const bool others_write = (st.st_mode & S_IWOTH) != 0;
+  const bool group_write = (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0;
+  if (owned && (sticky || (!others_write && !group_write))) return {};
+  return Error{path + " (owner uid " + std::to_string(st.st_uid) + ", group " +
+               std::to_string(st.st_gid) + ", mode " + mode_text(st.st_mode) +
+               ") can be changed by another user, who could replace what root makes in it"};
+}
+
+}  // namespace
+
+Status check_trusted_directory(const std::string& dir, uid_t owner) {
+  char resolved[PATH_MAX];
+  if (::realpath(dir.c_str(), resolved) == nullptr) {
+    return Error{"cannot resolve " + dir + ": " + std::strerror(errno)};
+  }
+  const std::string path(resolved);
+  // "/", then each prefix ending before a '/', then the whole path.
+  if (Status s = check_one("/", owner); !s) return s;
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    if (Status s = check_one(path.substr(0, slash), owner); !s) return s;
+  }
+  if (path != "/") return check_one(path, owner);
+  return {};
+}
+
+Status set_socket_mode(const std::string& path, mode_t mode) {
+  // O_PATH pins what is at the path now; the mode is set on that inode
+  // through /proc, as glibc's fchmodat(AT_SYMLINK_NOFOLLOW) does.
+  UniqueFd at(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!at.valid()) return Error{"chmod " + path + ": " + std::strerror(errno)};
+  struct stat st {};
+  if (::fstat(at.get(), &st) != 0) return Error{"chmod " + path + ": " + std::strerror(errno)};
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid()) {
+    return Error{"chmod " + path + ": it is no longer the socket this process bound there"};
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(at.get());
+  if (::chmod(self.c_str(), mode) != 0) {
+    return Error{"chmod " + path + ": " + std::strerror(errno)};
+  }
+  return {};
+}
+
+}  // namespace egpu
