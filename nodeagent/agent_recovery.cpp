@@ -14,6 +14,7 @@
 #include "core/util/log.h"
 #include "nodeagent/agent.h"
 #include "nodeagent/page_chores.h"
+#include "nodeagent/peer_process.h"
 
 namespace egpu::agent {
 namespace {
@@ -26,19 +27,20 @@ namespace {
 // process's maps cost its mapping count to read, 34 ms for 65,530, which
 // every forged slot would add to the agent's start). Only on root's page,
 // root's to write, may it be a server that dropped its privileges after
-// attaching: adopted if it maps the page.
-bool adoptable(pid_t pid, const model::Instance& inst, const std::string& runtime_dir,
-               std::optional<uid_t>* foreign) {
+// attaching: adopted if it maps the page. `proc` is what has the pid now.
+bool adoptable(const PinnedProcess& proc, pid_t pid, const model::Instance& inst,
+               const std::string& runtime_dir, std::optional<uid_t>* foreign) {
   if (pid == ::getpid()) return false;  // the agent maps every page itself
-  const auto uid = ProcessTracker::real_uid(pid);
-  if (!uid || *uid == inst.uid) return true;  // gone: the tracker finds out and reclaims it
-  *foreign = uid;
+  if (proc.uid == inst.uid) return true;
+  *foreign = proc.uid;
   if (inst.uid != 0) return false;
   struct stat page {};
   const bool found =
       ::stat(InstanceRuntime::page_path(runtime_dir, inst.id).c_str(), &page) == 0 ||
       ::stat(InstanceRuntime::legacy_page_path(runtime_dir, inst.id).c_str(), &page) == 0;
-  return found && ProcessTracker::maps_file(pid, page.st_dev, page.st_ino);
+  // Read by pid: the pinned process's maps only if it still runs after.
+  return found && ProcessTracker::maps_file(pid, page.st_dev, page.st_ino) &&
+         !has_exited(proc.pidfd.get());
 }
 
 }  // namespace
@@ -130,13 +132,17 @@ Status Agent::recover(uint32_t gpu, const std::vector<model::Instance>& recovere
     for (uint32_t slot = 0; slot < shm::kMaxProcsPerInstance; ++slot) {
       const pid_t pid = arb.process_in_slot(inst.id, slot);
       if (pid <= 0) continue;
+      // Pinned first: checked by pid alone, a pid reused meanwhile would
+      // have another user's process watched as this slot's.
+      auto proc = pin_process(pid);
       std::optional<uid_t> foreign;
-      if (adopted.contains(pid) || !adoptable(pid, inst, config_.runtime_dir, &foreign)) {
+      if (!proc || adopted.contains(pid) ||
+          !adoptable(*proc, pid, inst, config_.runtime_dir, &foreign)) {
         if (foreign && forged++ == 0) first_forged = {pid, *foreign};
-        arb.reclaim(inst.id, slot, pid);
+        arb.reclaim(inst.id, slot, pid);  // gone: the slot is free again
         continue;
       }
-      if (tracker_->track(Attachment{pid, inst.id, gpu, slot})) {
+      if (tracker_->track(Attachment{pid, inst.id, gpu, slot}, std::move(proc->pidfd))) {
         adopted.insert(pid);
         ++alive;
       } else {

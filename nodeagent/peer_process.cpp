@@ -27,16 +27,6 @@
 namespace egpu::agent {
 namespace {
 
-// A pidfd polls readable once its process has exited.
-bool exited(int pidfd) {
-  pollfd p{pidfd, POLLIN, 0};
-  int r = 0;
-  do {
-    r = ::poll(&p, 1, 0);
-  } while (r < 0 && errno == EINTR);
-  return r != 0;  // readable, or a pidfd poll cannot read: no live process either way
-}
-
 Error gone(pid_t pid, const std::string& why) {
   return Error{"process " + std::to_string(pid) + ", which connected, " + why, ESRCH};
 }
@@ -51,6 +41,33 @@ bool out_of_resources(int err) {
 
 }  // namespace
 
+// A pidfd polls readable once its process has exited.
+bool has_exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  int r = 0;
+  do {
+    r = ::poll(&p, 1, 0);
+  } while (r < 0 && errno == EINTR);
+  return r != 0;  // readable, or a pidfd poll cannot read: no live process either way
+}
+
+Result<PinnedProcess> pin_process(pid_t pid) {
+  if (pid <= 0) return Error{"no process " + std::to_string(pid), ESRCH};
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ESRCH) return gone(pid, "has exited");
+    return cannot_watch(pid, err);
+  }
+  PinnedProcess p{UniqueFd(fd), 0};
+  // The pidfd holds one process whatever its pid does next; /proc is read
+  // by pid, so what it says is that process's only if it still runs after.
+  const auto real = ProcessTracker::real_uid(pid);
+  if (!real || has_exited(p.pidfd.get())) return gone(pid, "has exited");
+  p.uid = *real;
+  return p;
+}
+
 Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid) {
 #ifdef SO_PEERPIDFD
   int fd = -1;
@@ -58,7 +75,7 @@ Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid) {
   if (::getsockopt(socket, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0) {
     UniqueFd pidfd(fd);
     // Linux 6.16 and later give a pidfd even for a peer already reaped.
-    if (exited(pidfd.get())) return gone(pid, "has exited");
+    if (has_exited(pidfd.get())) return gone(pid, "has exited");
     return pidfd;
   }
   const int err = errno;
@@ -77,21 +94,15 @@ Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid) {
         "this kernel has no SO_PEERPIDFD (Linux 6.5): attached processes are watched by pid, "
         "checked against their user");
   }
-  const int by_pid = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (by_pid < 0) {
-    const int open_err = errno;
-    if (open_err == ESRCH) return gone(pid, "has exited");
-    return cannot_watch(pid, open_err);
+  auto pinned = pin_process(pid);
+  if (!pinned) {
+    if (pinned.error_code() == ESRCH) return gone(pid, "has exited");
+    return cannot_watch(pid, pinned.error_code());
   }
-  UniqueFd pidfd(by_pid);
-  // The pidfd holds one process whatever its pid does next; /proc is read
-  // by pid, so what it says is that process's only if it still runs after.
-  const auto real = ProcessTracker::real_uid(pid);
-  if (exited(pidfd.get())) return gone(pid, "has exited");
-  if (!real || *real != uid) {
+  if (pinned->uid != uid) {
     return gone(pid, "has exited (its pid belongs to another user's process now)");
   }
-  return pidfd;
+  return std::move(pinned->pidfd);
 }
 
 bool peer_in_group(int socket, gid_t gid, gid_t group) {

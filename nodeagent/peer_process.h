@@ -24,6 +24,19 @@ namespace egpu::agent {
 // another code where the agent could not tell (out of descriptors).
 Result<UniqueFd> peer_pidfd(int socket, pid_t pid, uid_t uid);
 
+// A process named by pid alone (a slot of a page after a restart): a pidfd
+// of the process that has the pid now, with its real uid, read while the
+// pidfd shows it still running (so the pid was not yet another's). An error
+// with code ESRCH where no process has the pid.
+struct PinnedProcess {
+  UniqueFd pidfd;
+  uid_t uid = 0;
+};
+Result<PinnedProcess> pin_process(pid_t pid);
+// Whether the process of `pidfd` has exited (a pid read before is then no
+// longer known to be its).
+bool has_exited(int pidfd);
+
 // Whether the peer of the connected Unix socket `socket`, whose SO_PEERCRED
 // gid is `gid`, is in group `group`: that gid or one of its supplementary
 // groups, as the kernel took them at connect (SO_PEERGROUPS).
