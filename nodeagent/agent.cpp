@@ -130,17 +130,21 @@ Result<std::unique_ptr<Agent>> Agent::create(const config::EgpuConfig& config) {
   return agent;
 }
 
+Result<std::optional<gid_t>> Agent::monitor_gid(const config::EgpuConfig& config) {
+  if (config.monitor_group.empty()) return std::optional<gid_t>();
+  auto gid = group_id(config.monitor_group);
+  if (!gid) return Error{"MonitorGroup=" + config.monitor_group + ": " + gid.error()};
+  return std::optional<gid_t>(*gid);
+}
+
 Status Agent::init() {
   started_ns_ = monotonic_ns();
   epoch_ = random_epoch();
   // Before any page of a job is mapped (see UserPageGuard).
   if (Status s = UserPageGuard::install(); !s) return s;
-  std::optional<gid_t> monitor;
-  if (!config_.monitor_group.empty()) {
-    auto gid = group_id(config_.monitor_group);
-    if (!gid) return Error{"MonitorGroup=" + config_.monitor_group + ": " + gid.error()};
-    monitor = *gid;
-  }
+  auto monitor_or = monitor_gid(config_);
+  if (!monitor_or) return Error{monitor_or.error()};
+  const std::optional<gid_t> monitor = *monitor_or;
   if (Status s = make_runtime_dir(config_.runtime_dir); !s) return s;
   runtime_dir_own_filesystem_ = on_own_filesystem(config_.runtime_dir);
   if (!runtime_dir_own_filesystem_) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -37,6 +38,9 @@ class MetricsServer;
 class Agent {
  public:
   static Result<std::unique_ptr<Agent>> create(const config::EgpuConfig& config);
+  // MonitorGroup's number (nullopt: none), looked up as at start; what
+  // `egpu-agentd --check` asks beyond the file itself.
+  static Result<std::optional<gid_t>> monitor_gid(const config::EgpuConfig& config);
   ~Agent();
 
   // Runs until SIGTERM or SIGINT; returns the exit code.

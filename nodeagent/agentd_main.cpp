@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   egpu::config::EgpuConfig config;
-  if (explicit_path || access(path.c_str(), F_OK) == 0) {
+  const bool from_file = explicit_path || access(path.c_str(), F_OK) == 0;
+  if (from_file) {
     auto loaded = egpu::config::load_egpu_config(path);
     if (!loaded) {
       std::fprintf(stderr, "egpu-agentd: %s\n", loaded.error().c_str());
@@ -79,7 +80,16 @@ int main(int argc, char** argv) {
     config = *loaded;
   }
   if (check_only) {
-    std::printf("%s: ok\n", path.c_str());
+    // What the file cannot say alone: the group must exist on this node.
+    if (auto gid = egpu::agent::Agent::monitor_gid(config); !gid) {
+      std::fprintf(stderr, "egpu-agentd: %s: %s\n", path.c_str(), gid.error().c_str());
+      return 2;
+    }
+    if (from_file) {
+      std::printf("%s: ok\n", path.c_str());
+    } else {
+      std::printf("no %s: the built-in defaults are ok\n", path.c_str());
+    }
     return 0;
   }
   if (check_pages) {

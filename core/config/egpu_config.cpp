@@ -1,6 +1,7 @@
 #include "core/config/egpu_config.h"
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -134,9 +135,11 @@ Setter enum_field(Enum EgpuConfig::*field, std::vector<std::pair<const char*, En
 }
 
 // A group's name as the system takes it (letters, digits, '_', '-', '.',
-// not starting with '-'), or its number; resolved where it is used.
+// not starting with '-'), or its number; resolved where it is used. Empty:
+// none.
 Result<std::string> parse_group_name(std::string_view v) {
-  if (v.empty() || v.size() > 64 || v.front() == '-') {
+  if (v.empty()) return std::string();
+  if (v.size() > 64 || v.front() == '-') {
     return Error{"must be a group name or number, got '" + std::string(v) + "'"};
   }
   for (const char ch : v) {
@@ -149,7 +152,20 @@ Result<std::string> parse_group_name(std::string_view v) {
 
 const std::vector<KeySpec>& key_specs() {
   static const std::vector<KeySpec> specs = {
-      {"SocketPath", path_field(&EgpuConfig::socket_path)},
+      {"SocketPath",
+       [](EgpuConfig& c, std::string_view v) -> Status {
+         auto r = parse_absolute_path(v);
+         if (!r) return Error{r.error()};
+         // A Unix socket's path holds 107 bytes; root's socket beside it
+         // adds ".root".
+         constexpr size_t kMaxBytes = 107 - 5;
+         if (r->size() > kMaxBytes) {
+           return Error{"is " + std::to_string(r->size()) + " bytes long; a socket path may have " +
+                        std::to_string(kMaxBytes) + " (107, less \".root\" for root's socket)"};
+         }
+         c.socket_path = std::move(*r);
+         return {};
+       }},
       {"RuntimeDir", path_field(&EgpuConfig::runtime_dir)},
       {"SliceMs", int_field(&EgpuConfig::slice_ms, 1, 50)},
       {"WindowMs", int_field(&EgpuConfig::window_ms, 100, 60000)},
@@ -164,7 +180,7 @@ const std::vector<KeySpec>& key_specs() {
       {"DefaultMode",
        [](EgpuConfig& c, std::string_view v) -> Status {
          auto m = parse_mode(v);
-         if (!m) return Error{m.error()};
+         if (!m) return Error{"must be burst or cap, got '" + std::string(v) + "'"};
          // Lending gives away share Slurm granted: only its owner may choose it.
          if (*m == Mode::kLend)
            return Error{"lend is each step's own choice (--egpu-mode=lend), not a default"};
@@ -283,8 +299,16 @@ Result<EgpuConfig> parse_egpu_config(std::string_view text, std::string_view sou
 Result<EgpuConfig> load_egpu_config(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Error{"cannot read configuration file " + path + ": " + std::strerror(errno)};
+  // A directory opens and reads as nothing: the defaults, without a word.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Error{"configuration file " + path + " is not a regular file" +
+                 (S_ISDIR(st.st_mode) ? " (a directory)" : "")};
+  }
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad())
+    return Error{"cannot read configuration file " + path + ": " + std::strerror(errno)};
   return parse_egpu_config(text.str(), path);
 }
 

@@ -114,7 +114,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"SliceMsec=5", "unknown key 'SliceMsec'"}, BadCase{"SliceMs=0", "between 1 and 50"},
         BadCase{"SliceMs=51", "between 1 and 50"}, BadCase{"SliceMs=ten", "not an integer"},
         BadCase{"SliceMs=5\nSliceMs=6", "set twice"},
-        BadCase{"DefaultMode=fast", "must be burst, cap or lend"},
+        // lend is no default either (below): not offered as one.
+        BadCase{"DefaultMode=fast", "must be burst or cap, got 'fast'"},
         BadCase{"DefaultMode=lend", "lend is each step's own choice"},
         BadCase{"FailMode=maybe", "open|closed"},
         BadCase{"MetricsAddress=0.0.0.0:9464", "loopback"},
@@ -122,6 +123,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"MetricsAddress=127.0.0.1", "HOST:PORT"},
         BadCase{"MetricsAddress=127.0.0.1:99999", "port"},
         BadCase{"SocketPath=relative/sock", "absolute path"},
+        // What bind would refuse at start (root's socket adds ".root").
+        BadCase{"SocketPath=/run/egpu/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock",
+                "is 103 bytes long; a socket path may have 102"},
         BadCase{"GpuMemory=12XB", "unknown unit"}, BadCase{"GpuMemory=0", "more than 0"},
         BadCase{"HeartbeatMs=500 HeartbeatTimeoutMs=600", "at least twice"},
         BadCase{"PreemptThresholdPct=-1", "between 0 and 100"},
@@ -135,6 +140,30 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"StepRecordInterval=-1", "between 0 and 86400"},
         BadCase{"MonitorGroup=-wheel", "must be a group name or number, got '-wheel'"},
         BadCase{"MonitorGroup=\"a b\"", "must be a group name or number, got 'a b'"}));
+
+// etc/egpu.conf documents "Empty = none", as MetricsAddress= is.
+TEST(EgpuConfig, AnEmptyMonitorGroupIsNone) {
+  auto c = parse_egpu_config("MonitorGroup=\nMetricsAddress=\n", "egpu.conf");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_TRUE(c->monitor_group.empty());
+}
+
+TEST(EgpuConfig, ASocketPathOf102BytesIsAccepted) {
+  const std::string path = "/run/egpu/" + std::string(102 - 15, 'a') + ".sock";
+  ASSERT_EQ(path.size(), 102u);
+  auto c = parse_egpu_config("SocketPath=" + path + "\n", "egpu.conf");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->socket_path, path);
+}
+
+// A directory opens and reads as nothing: the agent started on the defaults.
+TEST(EgpuConfig, LoadFileRefusesADirectory) {
+  auto c = load_egpu_config("/tmp");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("configuration file /tmp is not a regular file (a directory)"),
+            std::string::npos)
+      << c.error();
+}
 
 TEST(EgpuConfig, LoadFileReportsMissingPath) {
   auto c = load_egpu_config("/nonexistent/egpu.conf");
