@@ -1,6 +1,7 @@
 #include "core/protocol/control_client.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -85,6 +86,13 @@ CallResult<ControlClient> ControlClient::connect_to(const std::string& socket_pa
   const Status connected =
       connect_by(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr, deadline);
   if (!connected) {
+    // connect() says "Connection refused" for a file that is no socket.
+    struct stat st {};
+    if (::stat(socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+      return unreachable("cannot reach the egpu agent at " + socket_path + ": it is " +
+                         (S_ISDIR(st.st_mode) ? "a directory" : "a file") +
+                         ", not a socket (is SocketPath or $EGPU_SOCKET right?)");
+    }
     return unreachable("cannot reach the egpu agent at " + socket_path + ": " + connected.error() +
                        " (is egpu-agentd running?)");
   }

@@ -38,6 +38,7 @@ Result<Selector> parse_selector(const std::string& text) {
   Selector s;
   // parse_u64 may write a partial number: parse into a temporary.
   if (uint64_t id = 0; parse_u64(text, id)) {
+    if (id == 0) return Error{"'" + text + "' is not an instance id (ids start at 1)"};
     s.id = id;
     return s;
   }

@@ -4,6 +4,7 @@
 // undoes what the others did.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,6 +34,7 @@ Result<ResizeSpec> parse_spec(const std::string& a) {
   ResizeSpec spec;
   spec.sel = *sel;
   spec.value = a.substr(eq + 1);
+  if (spec.value.empty()) return Error{"'" + a + "' gives neither units nor a mode"};
   std::string units_text = spec.value;
   if (auto colon = spec.value.find(':'); colon != std::string::npos) {
     units_text = spec.value.substr(0, colon);
@@ -57,6 +59,16 @@ std::string step_name(const Selector& s) {
   return std::to_string(s.job) + "." + s.step + (s.gpu >= 0 ? "@" + std::to_string(s.gpu) : "");
 }
 
+// An instance named by two specs would end at whichever the shrinks-first
+// order sends last, not the one the user wrote last: refused.
+Status name_once(std::map<uint64_t, std::string>& named_by, uint64_t id, const ResizeSpec& spec) {
+  const std::string as = spec.sel.id != 0 ? std::to_string(spec.sel.id) : step_name(spec.sel);
+  const auto [it, first] = named_by.emplace(id, as + "=" + spec.value);
+  if (first) return {};
+  return Error{"instance " + std::to_string(id) + " is named twice ('" + it->second + "' and '" +
+               as + "=" + spec.value + "'): give each instance one INSTANCE=UNITS[:MODE]"};
+}
+
 // On this node's agent, shrinks before grows (so a move of share between
 // two steps never passes the job's allocation on the way).
 int resize_local(const Globals& g, const std::vector<ResizeSpec>& specs, bool force) {
@@ -69,10 +81,14 @@ int resize_local(const Globals& g, const std::vector<ResizeSpec>& specs, bool fo
     int delta;
   };
   std::vector<Change> changes;
+  std::map<uint64_t, std::string> named_by;
   for (const auto& s : specs) {
     auto found = resolve(*status, s.sel);
     if (!found) return fail(found.error());
     for (const auto& inst : *found) {
+      if (Status twice = name_once(named_by, inst.value("id", uint64_t{0}), s); !twice) {
+        return fail(twice.error(), 2);
+      }
       const int current = inst.value("units", 0);
       changes.push_back({inst.value("id", uint64_t{0}), s.units, s.mode,
                          s.units == 0 ? 0 : static_cast<int>(s.units) - current});
@@ -118,11 +134,15 @@ Result<std::vector<NodePlan>> plan_nodes(const JobOnSlurm& job,
     const json status = relayed_json(b.run.out);
     if (!status.is_object()) return Error{"on " + b.node + ": egpuctl status gave no JSON object"};
     NodePlan plan{b.node};
+    std::map<uint64_t, std::string> named_by;
     for (size_t i = 0; i < specs.size(); ++i) {
       auto found = resolve(status, specs[i].sel);
       if (!found) continue;
       matched[i] = true;
       for (const auto& inst : *found) {
+        if (Status twice = name_once(named_by, inst.value("id", uint64_t{0}), specs[i]); !twice) {
+          return Error{"on " + b.node + ": " + twice.error()};
+        }
         const std::string id = std::to_string(inst.value("id", uint64_t{0}));
         const std::string units = std::to_string(inst.value("units", 0u));
         const std::string mode = inst.value("mode", std::string());

@@ -50,7 +50,11 @@ int main(int argc, char** argv) {
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; ++i) {
     const std::string a = argv[i];
-    if (a == "--socket" && i + 1 < argc) {
+    if (a == "--socket") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "egpuctl: option '--socket' needs a PATH\n");
+        return 2;
+      }
       g.socket_path = argv[++i];
     } else if (a == "--json") {
       g.json = true;

@@ -24,6 +24,7 @@
 
 #include "core/protocol/codec.h"
 #include "core/shm/pages.h"
+#include "core/util/subprocess.h"
 #include "tests/agent/agent_fixture.h"
 
 namespace egpu::test {
@@ -47,6 +48,44 @@ class AgentControl : public ::testing::Test {
   }
   AgentProcess agent;
 };
+
+// egpuctl sends shrinks before grows: two values for one instance ended at
+// the larger whatever their order ("12=40 12=30" left it at 40).
+TEST_F(AgentControl, EgpuctlRefusesAnInstanceNamedTwiceInOneResize) {
+  const uint64_t a = create(1, 25, 0);
+  const std::string id = std::to_string(a);
+  auto run = run_processes({{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "resize",
+                             id + "=40", id + "=30"}},
+                           10'000)
+                 .front();
+  EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
+  EXPECT_NE(
+      run.err.find("instance " + id + " is named twice ('" + id + "=40' and '" + id + "=30')"),
+      std::string::npos)
+      << run.err;
+  auto st = agent.call(protocol::StatusRequest{0, 0});
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(nlohmann::json::parse(st->text)["gpus"][0]["allocated_units"], 25) << "it changed";
+  // Nothing to change, and no instance 0: refused before the agent is asked.
+  run =
+      run_processes(
+          {{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "resize", id + "="}}, 10'000)
+          .front();
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("'" + id + "=' gives neither units nor a mode"), std::string::npos)
+      << run.err;
+  run = run_processes({{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "show", "0"}},
+                      10'000)
+            .front();
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("'0' is not an instance id (ids start at 1)"), std::string::npos)
+      << run.err;
+  // A socket path that names a directory is said to be one.
+  run = run_processes({{EGPU_EGPUCTL_PATH, "--socket", agent.dir(), "--local", "status"}}, 10'000)
+            .front();
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("it is a directory, not a socket"), std::string::npos) << run.err;
+}
 
 TEST_F(AgentControl, CreateStatusResizeRemove) {
   const uint64_t a = create(1, 70, kAlice);
@@ -398,6 +437,29 @@ TEST(AgentConfig, DirectoriesOtherUsersMayChangeAreRefused) {
   EXPECT_NE(agent.log().find("runtime directory " + open + "/run: " + open + who),
             std::string::npos)
       << agent.log();
+}
+
+// systemd runs `egpu-agentd --check` before the agent (ExecStartPre): what
+// would stop the agent at start fails there, named.
+TEST(AgentConfig, CheckFindsWhatWouldStopTheAgent) {
+  AgentProcess agent;
+  const auto check = [&](const std::string& config) {
+    std::ofstream(agent.config_path()) << config;
+    return run_processes({{EGPU_AGENTD_PATH, "--check", "-f", agent.config_path()}}, 10'000)
+        .front();
+  };
+  auto run = check("MonitorGroup=egpu-no-such-group\n");
+  EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
+  EXPECT_NE(run.err.find(agent.config_path() + ": MonitorGroup=egpu-no-such-group: no such group"),
+            std::string::npos)
+      << run.err;
+  run = check("MonitorGroup=\n");  // empty: none
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, agent.config_path() + ": ok\n");
+  // A directory read as an empty file: the defaults, said to be fine.
+  run = run_processes({{EGPU_AGENTD_PATH, "--check", "-f", agent.dir()}}, 10'000).front();
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("is not a regular file (a directory)"), std::string::npos) << run.err;
 }
 
 TEST(AgentConfig, MissingGpuMemoryIsAClearError) {

@@ -23,7 +23,7 @@ TEST(Selector, IdJobStepAndGpu) {
 }
 
 TEST(Selector, RejectsGarbage) {
-  for (const char* bad : {"", "x", "12.", "12.x", ".0", "1.0@", "1.0@99", "1.0@x"}) {
+  for (const char* bad : {"", "0", "x", "12.", "12.x", ".0", "1.0@", "1.0@99", "1.0@x"}) {
     EXPECT_FALSE(parse_selector(bad).ok()) << bad;
   }
 }
