@@ -22,6 +22,10 @@ struct InstanceState {
 
   // Decayed device time, in the DecayClock's stored frame.
   double used = 0.0;
+  // The part of `used` that join() and resizes credited rather than the
+  // device (stored frame, decayed alike; negative after shrinks): the
+  // scheduler's joined history holds the sum over its instances.
+  double credited = 0.0;
   // 1 / pre_grant_share(): the ordering key is used * order_weight.
   double order_weight = 0.0;
   Nanos waiting_since = 0;  // asking and not holding since (valid while so)

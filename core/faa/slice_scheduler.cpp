@@ -59,8 +59,10 @@ Status SliceScheduler::check_target(double target, double others) const {
 void SliceScheduler::advance(Nanos now) {
   const double factor = clock_.advance(now);
   if (factor == 1.0) return;
-  for (InstanceState& instance : instances_)
+  for (InstanceState& instance : instances_) {
     instance.used *= factor;
+    instance.credited *= factor;
+  }
   busy_ *= factor;
   joined_history_ *= factor;
 }
@@ -92,6 +94,7 @@ Status SliceScheduler::join(InstanceId id, double target, Mode mode, Nanos now) 
   // start inflated by 1 / utilisation on a fresh GPU and set off preemptions
   // between instances that are all at their targets.
   instance.used = target * tau_ * clock_.scale();
+  instance.credited = instance.used;
   joined_history_ += instance.used;
   set_order_weight(instance);
   set_patience(instance);
@@ -110,6 +113,9 @@ Status SliceScheduler::leave(InstanceId id, Nanos now) {
   if (previous_holder_ == index) previous_holder_ = kNone;
   if (sole_ == index) sole_ = kNone;
   allocated_ = std::max(0.0, allocated_ - instances_[index].target);
+  // Its credit goes with it: what it really used stays in busy_. Steps
+  // coming and going must not pile up utilisation nobody had.
+  joined_history_ -= instances_[index].credited;
   index_.erase(id);
   const std::size_t last = instances_.size() - 1;
   if (index != last) {
@@ -140,6 +146,17 @@ Status SliceScheduler::resize(InstanceId id, double target, Mode mode, Nanos now
     instance.bucket = TokenBucket(target, config_.slice, now);
     instance.usage_per_grant = config_.slice;
   }
+  // The deviation (achieved - target) is kept: a resize counts from now on.
+  // Kept as it was, a grown instance got its new share's worth of history
+  // back from its neighbours, which a job flipping units between two of its
+  // own steps could repeat at will; a shrunk one stalled until its history
+  // decayed.
+  const double before = instance.used;
+  instance.used = std::max(0.0, before + (target - instance.target) * tau_ * clock_.scale());
+  const double credit = instance.used - before;
+  instance.credited += credit;
+  joined_history_ += credit;
+  if (sole_ == found.value()) sole_start_used_ += clock_.to_true(credit);
   instance.target = target;
   instance.mode = mode;
   set_order_weight(instance);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "sim/faa_sim.h"
@@ -101,18 +102,58 @@ TEST(Resize, TakesEffectAtTheNextDecision) {
   ASSERT_TRUE(scheduler.set_asking(2, true, 0).ok());
   ASSERT_EQ(scheduler.decide(0).holder, std::optional<InstanceId>(1));
   ASSERT_TRUE(scheduler.charge(1, kSlice, kSlice).ok());
-  // Without the resize 2 would be next; with 1 grown to 90% and 2 shrunk to
-  // 10%, 2's share (~50% - a slice) is far above its target: 1 goes again.
   ASSERT_TRUE(scheduler.resize(2, 0.1, Mode::kBurst, kSlice).ok());
   ASSERT_TRUE(scheduler.resize(1, 0.9, Mode::kBurst, kSlice).ok());
-  EXPECT_EQ(scheduler.decide(kSlice).holder, std::optional<InstanceId>(1));
   const Result<InstanceStats> stats = scheduler.stats(1, kSlice);
   ASSERT_TRUE(stats.ok());
   EXPECT_DOUBLE_EQ(stats.value().target, 0.9);
-  // The usage history is kept, not reset: the joining 50% decayed over one
-  // slice plus the slice it used, over tau.
+  // The deviation is kept: the joining 50% decayed over one slice plus the
+  // slice it used, over tau, now 40 points higher.
   const double decay = std::exp(-static_cast<double>(kSlice) / (500.0 * kMillisecond));
-  EXPECT_NEAR(stats.value().achieved, 0.5 * decay + 0.02, 1e-9);
+  EXPECT_NEAR(stats.value().achieved, 0.5 * decay + 0.02 + 0.4, 1e-9);
+  // From the next decision on, grants go 9:1.
+  std::map<InstanceId, int> grants;
+  for (Nanos now = kSlice; now < 41 * kSlice; now += kSlice) {
+    const auto holder = scheduler.decide(now).holder;
+    ASSERT_TRUE(holder.has_value());
+    ++grants[*holder];
+    ASSERT_TRUE(scheduler.charge(*holder, kSlice, now + kSlice).ok());
+  }
+  EXPECT_NEAR(grants[1], 36, 1);
+  EXPECT_NEAR(grants[2], 4, 1);
+}
+
+// The shares follow the new targets at once, with no echo: kept as it was,
+// the grown instance's history got it its new share's worth back from the
+// other (0.83 of the GPU over the next 300 ms for a 70% target).
+TEST(Resize, NoEchoAfterwards) {
+  sim::FaaSim sim(sim::SimOptions{});
+  const std::vector<std::size_t> ids = add_greedy(sim, {70, 30});
+  sim.run_until(1 * kSecond);
+  sim.resize(ids[0], 0.30, Mode::kBurst);
+  sim.resize(ids[1], 0.70, Mode::kBurst);
+  sim.run_until(1300 * kMillisecond);
+  EXPECT_NEAR(sim.share(ids[0], kSecond, 1300 * kMillisecond), 0.30, 0.02);
+  EXPECT_NEAR(sim.share(ids[1], kSecond, 1300 * kMillisecond), 0.70, 0.02);
+}
+
+// A job may move its units between its own steps at will (egpuctl resize):
+// flipping 49 and 1 units between two greedy steps every 50 ms must not
+// take the neighbour's time. It did: each grown step got its new share's
+// worth of history back from the neighbour, who kept 0.34 of the GPU.
+TEST(Resize, FlippingUnitsBetweenOwnStepsTakesNothingFromANeighbour) {
+  sim::FaaSim sim(sim::SimOptions{});
+  const std::vector<std::size_t> ids = add_greedy(sim, {50, 49, 1});
+  const std::size_t victim = ids[0];
+  bool flipped = false;
+  for (Nanos t = 50 * kMillisecond; t <= 5 * kSecond; t += 50 * kMillisecond) {
+    sim.run_until(t);
+    flipped = !flipped;
+    // Shrink first so the sum never exceeds the GPU.
+    sim.resize(ids[flipped ? 1 : 2], 0.01, Mode::kBurst);
+    sim.resize(ids[flipped ? 2 : 1], 0.49, Mode::kBurst);
+  }
+  EXPECT_GE(sim.share(victim, kSecond, 5 * kSecond), 0.49);
 }
 
 TEST(IdleInstance, ItsShareGoesToTheOthers) {

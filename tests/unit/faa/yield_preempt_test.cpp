@@ -76,6 +76,31 @@ TEST(Preemption, FarBelowTargetTakesTheSliceAfterMinHold) {
   EXPECT_EQ(scheduler.gpu_stats(grant_start + kMillisecond).preemptions, 1U);
 }
 
+// Steps that come and go must not leave the history join() credited them:
+// it counted as GPU time for relative deviations until it decayed, so that
+// every deviation read about -target and an instance far below its target
+// could no longer preempt one far above. Here 2 runs alone for a second,
+// and 100 short steps of 40% come and go 100 ms before 1 asks.
+TEST(Preemption, StepsThatCameAndWentDoNotBlockIt) {
+  SliceScheduler scheduler = make_scheduler();
+  ASSERT_TRUE(scheduler.join(1, 0.3, Mode::kBurst, 0).ok());
+  ASSERT_TRUE(scheduler.join(2, 0.3, Mode::kBurst, 0).ok());
+  ASSERT_TRUE(scheduler.set_asking(2, true, 0).ok());
+  for (Nanos t = 0; t < kSecond; t += kMillisecond) {
+    if (t == 900 * kMillisecond) {
+      for (InstanceId gone = 100; gone < 200; ++gone) {
+        ASSERT_TRUE(scheduler.join(gone, 0.4, Mode::kBurst, t).ok());
+        ASSERT_TRUE(scheduler.leave(gone, t).ok());
+      }
+    }
+    ASSERT_EQ(scheduler.decide(t).holder, std::optional<InstanceId>(2));
+    ASSERT_TRUE(scheduler.charge(2, kMillisecond, t + kMillisecond).ok());
+  }
+  ASSERT_EQ(scheduler.decide(kSecond).holder, std::optional<InstanceId>(2));
+  ASSERT_TRUE(scheduler.set_asking(1, true, kSecond + 200 * kMicrosecond).ok());
+  EXPECT_EQ(scheduler.decide(kSecond + kMillisecond).holder, std::optional<InstanceId>(1));
+}
+
 TEST(Preemption, BurstsOfAnInstanceBelowTargetStartWithinMinHold) {
   sim::FaaSim sim(sim::SimOptions{});
   const std::size_t greedy = sim.add(0.5, Mode::kBurst, sim::Workload::greedy(kTick));
