@@ -210,27 +210,46 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
     if (a.urgency != b.urgency) return a.urgency > b.urgency;
     return inputs[a.index].id < inputs[b.index].id;
   });
+  // Each borrower is first given up to its part of what can be lent, in
+  // proportion to its own units; what parts leave unused goes by urgency.
+  // Urgency alone let one borrower take everything: its latencies are its
+  // own to report, and a forged minute per request put it first for good.
+  uint64_t wanting_units = 0;
+  for (const Want& w : wants)
+    wanting_units += inputs[w.index].units;
+  std::vector<uint32_t> got(wants.size(), 0);
   uint32_t left = lendable;
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t k = 0; k < wants.size(); ++k) {
+      const SloInput& in = inputs[wants[k].index];
+      const uint32_t room = kMaxUnits > in.units ? kMaxUnits - in.units : 0;
+      uint32_t cap = std::min(wants[k].units, room);
+      if (round == 0 && wanting_units > 0) {
+        cap = std::min<uint32_t>(
+            cap, static_cast<uint32_t>(static_cast<uint64_t>(lendable) * in.units / wanting_units));
+      }
+      const uint32_t more = std::min(cap > got[k] ? cap - got[k] : 0, left);
+      got[k] += more;
+      left -= more;
+    }
+  }
   uint32_t lent = 0;
-  for (const Want& w : wants) {
-    const SloInput& in = inputs[w.index];
+  for (std::size_t k = 0; k < wants.size(); ++k) {
+    const SloInput& in = inputs[wants[k].index];
     Memory& t = tracked_[in.id];
-    const uint32_t room = kMaxUnits > in.units ? kMaxUnits - in.units : 0;
-    const uint32_t got = std::min({w.units, left, room});
-    left -= got;
-    lent += got;
-    if (static_cast<int32_t>(got) != t.borrowed) {
-      t.borrowed = static_cast<int32_t>(got);
+    lent += got[k];
+    if (static_cast<int32_t>(got[k]) != t.borrowed) {
+      t.borrowed = static_cast<int32_t>(got[k]);
       t.since_change = 0;
       t.calm = 0;
       t.window.clear();
     }
-    SloState& s = states_[w.index];
-    s.borrowed = t.borrowed;
-    s.effective_units = in.units + got;
-    s.windows_judged = t.windows_judged;
-    s.windows_met = t.windows_met;
-    s.model_points = t.model.points();
+    SloState& st = states_[wants[k].index];
+    st.borrowed = t.borrowed;
+    st.effective_units = in.units + got[k];
+    st.windows_judged = t.windows_judged;
+    st.windows_met = t.windows_met;
+    st.model_points = t.model.points();
   }
 
   // The lenders give `lent` in proportion to what each can lend (largest

@@ -166,7 +166,10 @@ TEST(SloController, GivesBackWhenTheBusiestRecentWindowNeedsLessAndAllWhenIdle) 
   EXPECT_EQ(of(s, 2).effective_units, 80u);
 }
 
-TEST(SloController, LendersGiveInProportionAndTheMostUrgentBorrowsFirst) {
+// Borrowers share what can be lent in proportion to their own units; the
+// most urgent first only for what the others leave. A forged minute per
+// request took all 60 units before, and the honest borrower beside it none.
+TEST(SloController, LendersGiveInProportionAndBorrowersShareByTheirUnits) {
   SloController c;
   std::vector<SloState> s;
   for (int i = 0; i < 40; ++i) {
@@ -174,9 +177,9 @@ TEST(SloController, LendersGiveInProportionAndTheMostUrgentBorrowsFirst) {
                 lender(3, 41, 0.4), lender(4, 21, 0.2), guaranteed(5, 18, 0.18)},
                kPeriod);
   }
-  // 60 lendable units (40 + 20); the one furthest from its objective took them all.
-  EXPECT_EQ(of(s, 1).borrowed, 60);
-  EXPECT_EQ(of(s, 2).borrowed, 0);
+  // 60 lendable units (40 + 20), half each.
+  EXPECT_EQ(of(s, 1).borrowed, 30);
+  EXPECT_EQ(of(s, 2).borrowed, 30);
   EXPECT_EQ(of(s, 3).borrowed, -40);
   EXPECT_EQ(of(s, 4).borrowed, -20);
   EXPECT_EQ(of(s, 5).effective_units, 18u);
@@ -184,6 +187,20 @@ TEST(SloController, LendersGiveInProportionAndTheMostUrgentBorrowsFirst) {
   for (const SloState& st : s)
     total += st.effective_units;
   EXPECT_EQ(total, 100u);
+}
+
+// What a borrower does not want of its part goes to the most urgent.
+TEST(SloController, APartABorrowerLeavesGoesToTheMostUrgent) {
+  SloController c;
+  std::vector<SloState> s;
+  for (int i = 0; i < 40; ++i) {
+    s = c.step({critical(1, 10, 60'000 * kMs, 100, 0.1), critical(2, 30, 10 * kMs, 100, 0.3),
+                lender(3, 61, 0.6)},
+               kPeriod);
+  }
+  // 2 meets its objective and wants nothing: 1 takes all 60.
+  EXPECT_EQ(of(s, 2).borrowed, 0);
+  EXPECT_EQ(of(s, 1).borrowed, 60);
 }
 
 TEST(SloController, ALenderThatLeavesTakesItsLoanBackAtOnce) {
