@@ -234,6 +234,34 @@ const std::vector<KeySpec>& key_specs() {
   return specs;
 }
 
+// The known key nearest to `key` (lower case) by edit distance, if it is
+// within a third of the key's length: a typo's likely meaning.
+std::string nearest_key(const std::string& key) {
+  std::string best;
+  size_t best_distance = key.size() / 3 + 1;
+  for (const auto& spec : key_specs()) {
+    const std::string name = lower(spec.name);
+    std::vector<size_t> row(name.size() + 1);
+    for (size_t j = 0; j <= name.size(); ++j)
+      row[j] = j;
+    for (size_t i = 1; i <= key.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= name.size(); ++j) {
+        const size_t above = row[j];
+        row[j] =
+            std::min({row[j] + 1, row[j - 1] + 1, diagonal + (key[i - 1] == name[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    if (row[name.size()] < best_distance) {
+      best_distance = row[name.size()];
+      best = spec.name;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::string EgpuConfig::metrics_host() const {
@@ -267,7 +295,10 @@ Result<EgpuConfig> parse_egpu_config(std::string_view text, std::string_view sou
       std::string known;
       for (const auto& s : key_specs())
         known += (known.empty() ? "" : ", ") + std::string(s.name);
-      return Error{where + "unknown key '" + kv.key + "' (known keys: " + known + ")"};
+      const std::string near = nearest_key(key);
+      return Error{where + "unknown key '" + kv.key + "'" +
+                   (near.empty() ? "" : "; did you mean " + near + "?") + " (known keys: " + known +
+                   ")"};
     }
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return Error{where + "key '" + kv.key + "' is set twice"};

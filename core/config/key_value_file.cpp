@@ -1,6 +1,7 @@
 #include "core/config/key_value_file.h"
 
 #include <cctype>
+#include <cstdio>
 #include <string>
 
 namespace egpu::config {
@@ -28,10 +29,24 @@ std::string parse_line(std::string_view text, int line, std::vector<KeyValue>& o
     while (i < n && is_key_char(text[i]))
       ++i;
     if (i == key_start) {
-      return "unexpected character '" + std::string(1, text[i]) + "' where a key was expected";
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c >= 0x20 && c < 0x7f) {
+        return "unexpected character '" + std::string(1, text[i]) + "' where a key was expected";
+      }
+      // Not printed as is: a terminal would take it for part of a sequence.
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", c);
+      const bool bom = line == 1 && i == 0 && text.substr(0, 3) == "\xEF\xBB\xBF";
+      return std::string("unexpected byte ") + hex + " where a key was expected" +
+             (bom ? " (a UTF-8 byte order mark: save the file without one)" : "");
     }
     std::string key(text.substr(key_start, i - key_start));
-    if (i >= n || text[i] != '=') return "key '" + key + "' has no '=' and value";
+    if (i >= n || text[i] != '=') {
+      // Pairs are separated by blanks: "SliceMs=10 ms" reads "ms" as a key,
+      // and "Key = Value" reads as three.
+      return "key '" + key + "' has no '=' after it: write Key=Value, no blanks around '=' " +
+             "(pairs are separated by blanks; quote a value that has any)";
+    }
     ++i;  // '='
     std::string value;
     if (i < n && text[i] == '"') {

@@ -31,6 +31,25 @@ TEST(KeyValueFile, RejectsMalformedLinesNamingTheLine) {
   EXPECT_NE(no_eq.error().find("x.conf:2:"), std::string::npos) << no_eq.error();
   EXPECT_NE(no_eq.error().find("no '='"), std::string::npos);
 
+  // Blanks separate pairs: what follows one is read as a key of its own.
+  auto blank = parse_key_values("SliceMs=10 ms\n", "x.conf");
+  ASSERT_FALSE(blank.ok());
+  EXPECT_NE(blank.error().find("key 'ms' has no '=' after it: write Key=Value, no blanks around "
+                               "'=' (pairs are separated by blanks; quote a value that has any)"),
+            std::string::npos)
+      << blank.error();
+  // Bytes no terminal should be sent are named by number; a BOM as a BOM.
+  auto bom = parse_key_values("\xEF\xBB\xBFSliceMs=5\n", "x.conf");
+  ASSERT_FALSE(bom.ok());
+  EXPECT_NE(bom.error().find("x.conf:1: unexpected byte 0xEF where a key was expected (a UTF-8 "
+                             "byte order mark"),
+            std::string::npos)
+      << bom.error();
+  auto esc = parse_key_values("SliceMs=5\n\x1b[2J=1\n", "x.conf");
+  ASSERT_FALSE(esc.ok());
+  EXPECT_NE(esc.error().find("x.conf:2: unexpected byte 0x1B where"), std::string::npos)
+      << esc.error();
+
   auto quote = parse_key_values("A=\"open\n", "x.conf");
   ASSERT_FALSE(quote.ok());
   EXPECT_NE(quote.error().find("unterminated quote"), std::string::npos);
@@ -111,9 +130,10 @@ TEST_P(EgpuConfigRejects, WithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(
     BadInput, EgpuConfigRejects,
     ::testing::Values(
-        BadCase{"SliceMsec=5", "unknown key 'SliceMsec'"}, BadCase{"SliceMs=0", "between 1 and 50"},
-        BadCase{"SliceMs=51", "between 1 and 50"}, BadCase{"SliceMs=ten", "not an integer"},
-        BadCase{"SliceMs=5\nSliceMs=6", "set twice"},
+        BadCase{"SliceMsec=5", "unknown key 'SliceMsec'; did you mean SliceMs?"},
+        BadCase{"MontiorGroup=x", "unknown key 'MontiorGroup'; did you mean MonitorGroup?"},
+        BadCase{"SliceMs=0", "between 1 and 50"}, BadCase{"SliceMs=51", "between 1 and 50"},
+        BadCase{"SliceMs=ten", "not an integer"}, BadCase{"SliceMs=5\nSliceMs=6", "set twice"},
         // lend is no default either (below): not offered as one.
         BadCase{"DefaultMode=fast", "must be burst or cap, got 'fast'"},
         BadCase{"DefaultMode=lend", "lend is each step's own choice"},
