@@ -178,7 +178,15 @@ int fail(const std::string& message, int code) {
 }
 
 int cmd_status(const Globals& g, const std::vector<std::string>& args) {
-  if (args.size() == 2 && args[0] == "--job") return status_of_job(g, args[1]);
+  if (args.size() == 2 && args[0] == "--job") {
+    if (g.local) {
+      return fail(
+          "status --job goes through Slurm to every node of the job; --local is this "
+          "node's agent alone (egpuctl --local status shows all you may see here)",
+          2);
+    }
+    return status_of_job(g, args[1]);
+  }
   if (!args.empty()) return fail("usage: egpuctl status [--job JOB] (got '" + args[0] + "')", 2);
   auto status = fetch_status(g.socket_path);
   if (!status) return fail(status.error());

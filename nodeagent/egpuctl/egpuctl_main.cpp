@@ -35,11 +35,16 @@ void usage(FILE* out) {
       "         [--mode burst|cap|lend] [--mem SIZE] [--umbrella]      (root)\n"
       "  remove --job J [--step S]                                (root)\n"
       "         prints what each removed instance achieved\n"
-      "  topo [--xml FILE] [--gres-conf] [--whole-sockets]\n"
+      "  topo [--xml FILE] [--gres-conf [--whole-sockets] [--file-pattern P]]\n"
+      "                                  the node's GPUs and links; --gres-conf: a\n"
+      "                                  gres.conf for it (P: the device files,\n"
+      "                                  default /dev/nvidia%%d)\n"
       "INSTANCE is an instance id, or JOB.STEP or JOB.STEP@GPU (STEP: a number,\n"
       "batch or interactive).\n"
       "--local: this node's agent only, never through Slurm (also where Slurm's\n"
-      "commands are missing). The socket is $EGPU_SOCKET, else /run/egpu/agent.sock.\n");
+      "commands are missing). The socket is $EGPU_SOCKET, else /run/egpu/agent.sock.\n"
+      "--json: the agent's answer as JSON. Options may also follow COMMAND.\n"
+      "Exit status: 0 done, 1 failed (the message says why), 2 bad usage.\n");
 }
 
 }  // namespace
@@ -75,11 +80,18 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[i++];
   std::vector<std::string> args(argv + i, argv + argc);
-  // --json and --local may follow the command too.
+  // --json, --local and --socket PATH may follow the command too.
   for (auto it = args.begin(); it != args.end();) {
     if (*it == "--json" || *it == "--local") {
       (*it == "--json" ? g.json : g.local) = true;
       it = args.erase(it);
+    } else if (*it == "--socket") {
+      if (it + 1 == args.end()) {
+        std::fprintf(stderr, "egpuctl: option '--socket' needs a PATH\n");
+        return 2;
+      }
+      g.socket_path = *(it + 1);
+      it = args.erase(it, it + 2);
     } else {
       ++it;
     }

@@ -80,11 +80,19 @@ TEST_F(AgentControl, EgpuctlRefusesAnInstanceNamedTwiceInOneResize) {
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("'0' is not an instance id (ids start at 1)"), std::string::npos)
       << run.err;
-  // A socket path that names a directory is said to be one.
-  run = run_processes({{EGPU_EGPUCTL_PATH, "--socket", agent.dir(), "--local", "status"}}, 10'000)
+  // A socket path that names a directory is said to be one (--socket may
+  // follow the command).
+  run = run_processes({{EGPU_EGPUCTL_PATH, "--local", "status", "--socket", agent.dir()}}, 10'000)
             .front();
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find("it is a directory, not a socket"), std::string::npos) << run.err;
+  // --job goes through Slurm: with --local it was ignored.
+  run = run_processes(
+            {{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "status", "--job", "1"}},
+            10'000)
+            .front();
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("status --job goes through Slurm"), std::string::npos) << run.err;
 }
 
 TEST_F(AgentControl, CreateStatusResizeRemove) {
