@@ -30,7 +30,12 @@ Result<std::string> admin_comment(const std::string& job) {
     if (!out.empty()) return out;
   }
   const std::string sacct_failure = runs.front().failure();
+  const bool no_sacct = !runs.front().spawn_error.empty();
   runs = run_processes({{"scontrol", "show", "job", job}}, kSlurmTimeoutMs);
+  if (no_sacct && !runs.front().spawn_error.empty()) {
+    return Error{"usage needs Slurm's sacct or scontrol, and neither can be run here (" +
+                 runs.front().spawn_error + ")"};
+  }
   if (!runs.front().ok()) {
     return Error{"neither sacct (" + (sacct_failure.empty() ? "no record" : sacct_failure) +
                  ") nor scontrol (" + runs.front().failure() + ") knows job " + job};

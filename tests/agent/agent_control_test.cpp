@@ -93,6 +93,13 @@ TEST_F(AgentControl, EgpuctlRefusesAnInstanceNamedTwiceInOneResize) {
             .front();
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("status --job goes through Slurm"), std::string::npos) << run.err;
+  // Without Slurm's commands, usage says so, not that no command knows the job.
+  const std::vector<std::string> no_slurm{"PATH=/nonexistent"};
+  run = run_processes({{EGPU_EGPUCTL_PATH, "usage", "12"}}, 10'000, &no_slurm).front();
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("usage needs Slurm's sacct or scontrol, and neither can be run here"),
+            std::string::npos)
+      << run.err;
 }
 
 TEST_F(AgentControl, CreateStatusResizeRemove) {
