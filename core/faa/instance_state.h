@@ -24,8 +24,12 @@ struct InstanceState {
   double used = 0.0;
   // The part of `used` that join() and resizes credited rather than the
   // device (stored frame, decayed alike; negative after shrinks): the
-  // scheduler's joined history holds the sum over its instances.
+  // scheduler's joined history holds the sum over its instances. `used` is
+  // the scheduler's reckoning of what it had (negative when a shrink left it
+  // owed more than it used); `device` is what it ran (charged, decayed
+  // alike): the achieved share status and metrics show.
   double credited = 0.0;
+  double device = 0.0;
   // 1 / pre_grant_share(): the ordering key is used * order_weight.
   double order_weight = 0.0;
   Nanos waiting_since = 0;  // asking and not holding since (valid while so)

@@ -62,6 +62,7 @@ void SliceScheduler::advance(Nanos now) {
   for (InstanceState& instance : instances_) {
     instance.used *= factor;
     instance.credited *= factor;
+    instance.device *= factor;
   }
   busy_ *= factor;
   joined_history_ *= factor;
@@ -146,14 +147,15 @@ Status SliceScheduler::resize(InstanceId id, double target, Mode mode, Nanos now
     instance.bucket = TokenBucket(target, config_.slice, now);
     instance.usage_per_grant = config_.slice;
   }
-  // The deviation (achieved - target) is kept: a resize counts from now on.
-  // Kept as it was, a grown instance got its new share's worth of history
-  // back from its neighbours, which a job flipping units between two of its
-  // own steps could repeat at will; a shrunk one stalled until its history
-  // decayed.
-  const double before = instance.used;
-  instance.used = std::max(0.0, before + (target - instance.target) * tau_ * clock_.scale());
-  const double credit = instance.used - before;
+  // The deviation (used / tau - target) is kept: a resize counts from now
+  // on. Kept as it was, a grown instance got its new share's worth of
+  // history back from its neighbours, which a job flipping units between
+  // two of its own steps could repeat at will; a shrunk one stalled until
+  // its history decayed. Not clamped at 0: a shrink then a grow (a loan
+  // lent and given back, an umbrella's step come and gone) must leave the
+  // deviation as it was, or an idle instance would gain usage it never had.
+  const double credit = (target - instance.target) * tau_ * clock_.scale();
+  instance.used += credit;
   instance.credited += credit;
   joined_history_ += credit;
   if (sole_ == found.value()) sole_start_used_ += clock_.to_true(credit);
@@ -232,6 +234,7 @@ Status SliceScheduler::charge(InstanceId id, Nanos device_time, Nanos now) {
   InstanceState& instance = instances_[found.value()];
   const double scaled = static_cast<double>(device_time) * clock_.scale();
   instance.used += scaled;
+  instance.device += scaled;
   busy_ += scaled;
   instance.charged_total += device_time;
   instance.usage_this_grant += device_time;

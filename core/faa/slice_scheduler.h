@@ -48,7 +48,8 @@ class SliceScheduler {
   Status join(InstanceId id, double target, Mode mode, Nanos now);
   // Frees the share at once; if it held the slice the next decide() re-decides.
   Status leave(InstanceId id, Nanos now);
-  // New target and mode, used from the next decision on; usage history is kept.
+  // New target and mode, used from the next decision on; the deviation is
+  // kept (the grown or shrunk share counts from now on).
   Status resize(InstanceId id, double target, Mode mode, Nanos now);
   // Whether it has work: submitting, blocked in a launch, the in-flight bound or
   // a synchronize. A holder that stops asking ends its grant at once.
@@ -130,8 +131,9 @@ class SliceScheduler {
   double allocated_ = 0.0;
   // Decayed device time charged to anyone (stored frame): the utilisation.
   double busy_ = 0.0;
-  // Decayed usage join() credited to instances (stored frame), which never ran
-  // on the device: added to busy_ for relative deviations only.
+  // Decayed usage join() and resizes credited to the instances present
+  // (stored frame; the sum of their `credited`), which never ran on the
+  // device: added to busy_ for relative deviations only.
   double joined_history_ = 0.0;
 
   std::size_t holder_ = kNone;

@@ -14,8 +14,8 @@ Result<InstanceStats> SliceScheduler::stats(InstanceId id, Nanos now) const {
   out.id = instance.id;
   out.target = instance.target;
   out.mode = instance.mode;
-  out.achieved = clock_.to_true_at(instance.used, now) / tau_;
-  out.deviation = out.achieved - instance.target;
+  out.achieved = clock_.to_true_at(instance.device, now) / tau_;
+  out.deviation = clock_.to_true_at(instance.used, now) / tau_ - instance.target;
   out.asking = instance.asking;
   out.holding = holder_ == index;
   out.charged = instance.charged_total;

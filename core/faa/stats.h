@@ -14,7 +14,9 @@ struct InstanceStats {
   InstanceId id = 0;
   double target = 0.0;
   Mode mode = Mode::kBurst;
-  // Decayed share of the GPU's time (time constant tau) and achieved - target.
+  // Decayed share of the GPU's time it ran (time constant tau), and its
+  // deviation as the scheduler reckons it: the history join() and resizes
+  // credit it (a newcomer starts at 0, a resize keeps it) less its target.
   double achieved = 0.0;
   double deviation = 0.0;
   bool asking = false;

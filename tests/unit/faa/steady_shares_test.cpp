@@ -107,10 +107,11 @@ TEST(Resize, TakesEffectAtTheNextDecision) {
   const Result<InstanceStats> stats = scheduler.stats(1, kSlice);
   ASSERT_TRUE(stats.ok());
   EXPECT_DOUBLE_EQ(stats.value().target, 0.9);
-  // The deviation is kept: the joining 50% decayed over one slice plus the
-  // slice it used, over tau, now 40 points higher.
+  // The deviation is kept (the joining 50% decayed over one slice plus the
+  // slice it used, over tau, less 50%); what it ran is the slice it used.
   const double decay = std::exp(-static_cast<double>(kSlice) / (500.0 * kMillisecond));
-  EXPECT_NEAR(stats.value().achieved, 0.5 * decay + 0.02 + 0.4, 1e-9);
+  EXPECT_NEAR(stats.value().deviation, 0.5 * decay + 0.02 - 0.5, 1e-9);
+  EXPECT_NEAR(stats.value().achieved, 0.02, 1e-9);
   // From the next decision on, grants go 9:1.
   std::map<InstanceId, int> grants;
   for (Nanos now = kSlice; now < 41 * kSlice; now += kSlice) {
@@ -121,6 +122,20 @@ TEST(Resize, TakesEffectAtTheNextDecision) {
   }
   EXPECT_NEAR(grants[1], 36, 1);
   EXPECT_NEAR(grants[2], 4, 1);
+}
+
+// A loan lent and given back (or an umbrella's step come and gone) leaves an
+// idle instance's deviation as it was: clamped at no usage, the shrink was
+// lost and the grow gave it 40 points it never ran.
+TEST(Resize, AShrinkAndAGrowBackLeaveTheDeviation) {
+  SliceScheduler scheduler = make_scheduler();
+  ASSERT_TRUE(scheduler.join(1, 0.5, Mode::kBurst, 0).ok());
+  const Nanos later = 10 * kSecond;  // 20 tau idle: nothing of its credit left
+  const double before = scheduler.stats(1, later).value().deviation;
+  ASSERT_TRUE(scheduler.resize(1, 0.1, Mode::kBurst, later).ok());
+  ASSERT_TRUE(scheduler.resize(1, 0.5, Mode::kBurst, later).ok());
+  EXPECT_NEAR(scheduler.stats(1, later).value().deviation, before, 1e-9);
+  EXPECT_NEAR(scheduler.stats(1, later).value().achieved, 0.0, 1e-9);
 }
 
 // The shares follow the new targets at once, with no echo: kept as it was,

@@ -46,7 +46,8 @@ TEST(EarlyYield, NextInstanceGetsTheSliceAtOnceAndYielderPaysOnlyItsUse) {
   ASSERT_TRUE(yielder.ok());
   EXPECT_EQ(yielder.value().charged, yield_at);
   const double decay = std::exp(-static_cast<double>(yield_at) / (500.0 * kMillisecond));
-  EXPECT_NEAR(yielder.value().achieved, 0.5 * decay + 3.0 / 500.0, 1e-9);
+  EXPECT_NEAR(yielder.value().achieved, 3.0 / 500.0, 1e-9);
+  EXPECT_NEAR(yielder.value().deviation, 0.5 * decay + 3.0 / 500.0 - 0.5, 1e-9);
 }
 
 TEST(EarlyYield, NoDeviceTimeIsLostWaitingForSliceEnds) {
