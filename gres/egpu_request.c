@@ -61,7 +61,9 @@ static egpu_request_status_t parse_entry(const char* s, size_t len, uint64_t* un
   size_t rest_len = len - name_len - 1;
   const char* colon = memchr(rest, ':', rest_len);
   if (!colon) {
-    /* Slurm reads a leading digit as a count, anything else as a type. */
+    /* A leading digit means a count. One that does not read as one
+     * ("30q", past 64 bits) Slurm would take for a GPU type no node has:
+     * refused here as unreadable. */
     if (rest_len > 0 && isdigit((unsigned char)rest[0]))
       return parse_count(rest, rest_len, units) == 0 ? EGPU_REQUEST_FOUND : EGPU_REQUEST_BAD;
     *units = 1; /* a type without a count */

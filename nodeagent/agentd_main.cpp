@@ -10,6 +10,7 @@
 #include "core/env/egpu_env_names.h"
 #include "core/shm/page_takeover.h"
 #include "core/util/log.h"
+#include "core/util/trusted_paths.h"
 #include "nodeagent/agent.h"
 
 namespace {
@@ -80,10 +81,22 @@ int main(int argc, char** argv) {
     config = *loaded;
   }
   if (check_only) {
-    // What the file cannot say alone: the group must exist on this node.
+    // What the file cannot say alone: the group must exist on this node,
+    // and the directories the agent creates in be root's alone (as far as
+    // they exist: systemd makes RuntimeDir before this runs).
     if (auto gid = egpu::agent::Agent::monitor_gid(config); !gid) {
       std::fprintf(stderr, "egpu-agentd: %s: %s\n", path.c_str(), gid.error().c_str());
       return 2;
+    }
+    for (std::string dir :
+         {config.socket_path.substr(0, config.socket_path.rfind('/')), config.runtime_dir}) {
+      while (dir.size() > 1 && access(dir.c_str(), F_OK) != 0)
+        dir = dir.substr(0, dir.rfind('/'));
+      if (dir.empty()) dir = "/";
+      if (egpu::Status s = egpu::check_trusted_directory(dir, geteuid()); !s) {
+        std::fprintf(stderr, "egpu-agentd: %s: %s\n", path.c_str(), s.error().c_str());
+        return 2;
+      }
     }
     if (from_file) {
       std::printf("%s: ok\n", path.c_str());

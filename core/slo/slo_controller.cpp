@@ -191,7 +191,7 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
   }
 
   // What each latency-critical instance wants, then the lendable units shared
-  // out: the most urgent first (latency over target, then id).
+  // out (below), in the order of urgency (latency over target, then id).
   struct Want {
     std::size_t index;
     uint32_t units;

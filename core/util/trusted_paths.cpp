@@ -40,6 +40,26 @@ Status check_one(const std::string& path, uid_t owner) {
 }  // namespace
 
 Status check_trusted_directory(const std::string& dir, uid_t owner) {
+  // The path as given first: the agent creates by it, so a symlink on the
+  // way must be one nobody else may replace (its directory is checked the
+  // step before); then every directory it leads through (below).
+  if (!dir.empty() && dir.front() == '/') {
+    for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+      const std::string prefix = dir.substr(0, slash);
+      struct stat st {};
+      if (!prefix.empty() && ::lstat(prefix.c_str(), &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+          if (st.st_uid != 0 && st.st_uid != owner) {
+            return Error{prefix + " is a symlink of uid " + std::to_string(st.st_uid) +
+                         ", who could point it elsewhere"};
+          }
+        } else if (Status s = check_one(prefix, owner); !s) {
+          return s;
+        }
+      }
+      if (slash == std::string::npos) break;
+    }
+  }
   char resolved[PATH_MAX];
   if (::realpath(dir.c_str(), resolved) == nullptr) {
     return Error{"cannot resolve " + dir + ": " + std::strerror(errno)};

@@ -12,8 +12,9 @@
 
 namespace egpu {
 
-// OK when every directory from / down to `dir` (symlinks resolved, each
-// resolved directory checked) is owned by root or `owner` and writable by no
+// OK when every directory from / down to `dir` (as given, and with its
+// symlinks resolved; a symlink on the way must be root's or `owner`'s) is
+// owned by root or `owner` and writable by no
 // other user: not by others, by its group only when that group is root's.
 // A sticky directory (/tmp) may be writable by all: nobody but its owner and
 // root can then rename or remove what the agent made there. Otherwise an

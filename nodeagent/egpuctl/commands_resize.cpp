@@ -3,6 +3,7 @@
 // (through Slurm, see slurm_relay.h), all or nothing: a refusal on one node
 // undoes what the others did.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -141,7 +142,7 @@ Result<std::vector<NodePlan>> plan_nodes(const JobOnSlurm& job,
       matched[i] = true;
       for (const auto& inst : *found) {
         if (Status twice = name_once(named_by, inst.value("id", uint64_t{0}), specs[i]); !twice) {
-          return Error{"on " + b.node + ": " + twice.error()};
+          return Error{"on " + b.node + ": " + twice.error(), EINVAL};  // a usage error
         }
         const std::string id = std::to_string(inst.value("id", uint64_t{0}));
         const std::string units = std::to_string(inst.value("units", 0u));
@@ -201,7 +202,8 @@ int resize_through_slurm(const Globals& g, const std::vector<ResizeSpec>& specs,
     }
   }
   auto plans = plan_nodes(*found, nodes, specs);
-  if (!plans) return fail(plans.error() + "; nothing changed");
+  if (!plans)
+    return fail(plans.error() + "; nothing changed", plans.error_code() == EINVAL ? 2 : 1);
 
   std::vector<std::string> plan_nodes_names;
   std::vector<std::vector<std::string>> apply, undo;

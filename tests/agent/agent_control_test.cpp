@@ -468,6 +468,12 @@ TEST(AgentConfig, CheckFindsWhatWouldStopTheAgent) {
   EXPECT_NE(run.err.find(agent.config_path() + ": MonitorGroup=egpu-no-such-group: no such group"),
             std::string::npos)
       << run.err;
+  const std::string open = agent.dir() + "/open";
+  ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  run = check("SocketPath=" + open + "/agent.sock\n");
+  EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
+  EXPECT_NE(run.err.find(open + " (owner uid"), std::string::npos) << run.err;
   run = check("MonitorGroup=\n");  // empty: none
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, agent.config_path() + ": ok\n");

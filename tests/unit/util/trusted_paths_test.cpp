@@ -91,6 +91,19 @@ TEST_F(TrustedDirectory, ASymlinkIsJudgedByWhereItLeads) {
   EXPECT_TRUE(check_trusted_directory(link2, geteuid()).ok());
 }
 
+// The agent creates by the path as configured: a symlink on it that another
+// user owns could be pointed at a directory of theirs after the check.
+TEST_F(TrustedDirectory, ASymlinkOfAnotherUserOnTheWayIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give the symlink to another user";
+  const std::string fine = make("fine", 0755);
+  const std::string link = top_ + "/theirs";
+  ASSERT_EQ(symlink(fine.c_str(), link.c_str()), 0);
+  ASSERT_EQ(lchown(link.c_str(), kNobody, kNobody), 0);
+  const Status s = check_trusted_directory(link, 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find(link + " is a symlink of uid 65534"), std::string::npos) << s.error();
+}
+
 TEST_F(TrustedDirectory, AMissingDirectoryIsAnError) {
   const Status s = check_trusted_directory(top_ + "/none", geteuid());
   ASSERT_FALSE(s.ok());
