@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "core/util/unique_fd.h"
 
@@ -37,41 +38,41 @@ Status check_one(const std::string& path, uid_t owner) {
                ") can be changed by another user, who could replace what root makes in it"};
 }
 
+// "/", each directory on the way, and the absolute `path` itself.
+std::vector<std::string> prefixes(const std::string& path) {
+  std::vector<std::string> out{"/"};
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1))
+    out.push_back(path.substr(0, slash));
+  if (path != "/" && path.back() != '/') out.push_back(path);
+  return out;
+}
+
 }  // namespace
 
 Status check_trusted_directory(const std::string& dir, uid_t owner) {
   // The path as given first: the agent creates by it, so a symlink on the
   // way must be one nobody else may replace (its directory is checked the
-  // step before); then every directory it leads through (below).
+  // step before); then every directory it leads through.
   if (!dir.empty() && dir.front() == '/') {
-    for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
-      const std::string prefix = dir.substr(0, slash);
+    for (const std::string& prefix : prefixes(dir)) {
       struct stat st {};
-      if (!prefix.empty() && ::lstat(prefix.c_str(), &st) == 0) {
-        if (S_ISLNK(st.st_mode)) {
-          if (st.st_uid != 0 && st.st_uid != owner) {
-            return Error{prefix + " is a symlink of uid " + std::to_string(st.st_uid) +
-                         ", who could point it elsewhere"};
-          }
-        } else if (Status s = check_one(prefix, owner); !s) {
-          return s;
-        }
+      if (::lstat(prefix.c_str(), &st) != 0) continue;  // realpath below says why
+      if (!S_ISLNK(st.st_mode)) {
+        if (Status s = check_one(prefix, owner); !s) return s;
+      } else if (st.st_uid != 0 && st.st_uid != owner) {
+        return Error{prefix + " is a symlink of uid " + std::to_string(st.st_uid) +
+                     ", who could point it elsewhere"};
       }
-      if (slash == std::string::npos) break;
     }
   }
   char resolved[PATH_MAX];
   if (::realpath(dir.c_str(), resolved) == nullptr) {
     return Error{"cannot resolve " + dir + ": " + std::strerror(errno)};
   }
-  const std::string path(resolved);
-  // "/", then each prefix ending before a '/', then the whole path.
-  if (Status s = check_one("/", owner); !s) return s;
-  for (size_t slash = path.find('/', 1); slash != std::string::npos;
-       slash = path.find('/', slash + 1)) {
-    if (Status s = check_one(path.substr(0, slash), owner); !s) return s;
+  for (const std::string& prefix : prefixes(resolved)) {
+    if (Status s = check_one(prefix, owner); !s) return s;
   }
-  if (path != "/") return check_one(path, owner);
   return {};
 }
 
