@@ -1,60 +1,121 @@
 #include "shim/capture_state.h"
 
-#include "shim/real_functions.h"
-
 namespace egpu::shim {
 
 namespace {
 
 // A default stream's handle names a different stream per thread (or the
 // legacy stream every thread shares): captures on them are counted for the
-// event rule but their launches are not let through by handle.
+// event rule but their launches are not let through by handle, and only the
+// thread that began one can ask the driver about it.
 bool is_default_stream(CUstream stream) {
   return stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
 }
 
-// The driver's view; NONE when it cannot say (the capture is then over or
-// never was).
-CUstreamCaptureStatus driver_status(CUstream stream) {
-  const auto is_capturing = EGPU_REAL(cuStreamIsCapturing);
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (is_capturing == nullptr || is_capturing(stream, &status) != CUDA_SUCCESS) {
-    return CU_STREAM_CAPTURE_STATUS_NONE;
-  }
-  return status;
+// EndCapture ended the stream's capture (an invalidated one ends too).
+bool ended_a_capture(CUresult rc) {
+  return rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 }
 
 }  // namespace
 
-void CaptureState::begin(CUstream stream, CUstreamCaptureMode mode) noexcept {
+CaptureState::Ticket CaptureState::begin(CUstream stream, CUstreamCaptureMode mode) noexcept {
+  // A full table may hold captures whose context went away.
+  if (open_.load(std::memory_order_relaxed) >= static_cast<int>(kMaxOpen)) revalidate();
   const std::lock_guard lock(mu_);
-  for (Open& o : streams_) {
-    if (!o.used) {
-      o = {stream, mode, true};
-      break;
-    }
-  }
-  if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_.fetch_add(1, std::memory_order_relaxed);
-  if (mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) ++thread_unsafe_;
   open_.fetch_add(1, std::memory_order_relaxed);
-}
-
-void CaptureState::end(CUstream stream) noexcept {
-  if (driver_status(stream) != CU_STREAM_CAPTURE_STATUS_NONE) return;  // still open
-  drop(stream);
-}
-
-void CaptureState::drop(CUstream stream) noexcept {
-  const std::lock_guard lock(mu_);
   for (Open& o : streams_) {
-    if (!o.used || o.stream != stream) continue;
-    if (o.mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_.fetch_sub(1, std::memory_order_relaxed);
-    // Thread-local captures end on the thread that began them (CUDA's rule).
-    if (o.mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && thread_unsafe_ > 0) --thread_unsafe_;
-    o = {};
-    open_.fetch_sub(1, std::memory_order_relaxed);
+    if (o.ticket != 0) continue;
+    o = {stream, mode, pthread_self(), next_ticket_++};
+    if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_.fetch_add(1, std::memory_order_relaxed);
+    if (mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+      thread_local_.fetch_add(1, std::memory_order_relaxed);
+    return o.ticket;
+  }
+  // Not matched by handle later: counted as the strictest mode until a
+  // capture the table does not hold ends.
+  ++untracked_;
+  global_.fetch_add(1, std::memory_order_relaxed);
+  return kUntracked;
+}
+
+void CaptureState::undo(Ticket ticket) noexcept {
+  const std::lock_guard lock(mu_);
+  if (ticket == kUntracked) {
+    release_untracked();
     return;
   }
+  for (Open& o : streams_) {
+    if (o.ticket == ticket) release(o);
+  }
+}
+
+void CaptureState::end(CUstream stream, CUresult rc) noexcept {
+  if (open_.load(std::memory_order_relaxed) == 0) return;
+  if (probe_(stream) != CU_STREAM_CAPTURE_STATUS_NONE) return;  // still open
+  const std::lock_guard lock(mu_);
+  if (Open* o = tracked(stream)) {
+    release(*o);
+  } else if (ended_a_capture(rc)) {
+    release_untracked();
+  }
+}
+
+void CaptureState::forget(CUstream stream) noexcept {
+  if (open_.load(std::memory_order_relaxed) == 0) return;
+  // Asked before taking the lock: the driver is never called under it.
+  const bool capturing = probe_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
+  const std::lock_guard lock(mu_);
+  if (Open* o = tracked(stream)) {
+    release(*o);
+  } else if (capturing) {
+    release_untracked();
+  }
+}
+
+void CaptureState::revalidate() noexcept {
+  if (open_.load(std::memory_order_relaxed) == 0) return;
+  std::array<Open, kMaxOpen> snapshot;
+  {
+    const std::lock_guard lock(mu_);
+    snapshot = streams_;
+  }
+  const pthread_t self = pthread_self();
+  for (Open& o : snapshot) {
+    const bool askable = !is_default_stream(o.stream) || pthread_equal(o.thread, self) != 0;
+    if (o.ticket == 0 || !askable || probe_(o.stream) != CU_STREAM_CAPTURE_STATUS_NONE) {
+      o.ticket = 0;  // kept
+    }
+  }
+  const std::lock_guard lock(mu_);
+  for (const Open& gone : snapshot) {
+    if (gone.ticket == 0) continue;
+    for (Open& o : streams_) {
+      if (o.ticket == gone.ticket) release(o);  // unless it ended meanwhile
+    }
+  }
+}
+
+void CaptureState::release(Open& entry) noexcept {
+  if (entry.mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_.fetch_sub(1, std::memory_order_relaxed);
+  if (entry.mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+    thread_local_.fetch_sub(1, std::memory_order_relaxed);
+  entry = {};
+  open_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+CaptureState::Open* CaptureState::tracked(CUstream stream) noexcept {
+  for (Open& o : streams_) {
+    if (o.ticket != 0 && o.stream == stream) return &o;
+  }
+  return nullptr;
+}
+
+void CaptureState::release_untracked() noexcept {
+  if (untracked_ == 0) return;
+  --untracked_;
+  global_.fetch_sub(1, std::memory_order_relaxed);
+  open_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 bool CaptureState::find(CUstream stream) const noexcept {
@@ -62,20 +123,26 @@ bool CaptureState::find(CUstream stream) const noexcept {
   {
     const std::lock_guard lock(mu_);
     for (const Open& o : streams_) {
-      if (o.used && o.stream == stream) return true;
+      if (o.ticket != 0 && o.stream == stream) return true;
     }
   }
   // A stream that joined a capture (it waited on an event recorded in a
   // capturing stream: fork-join capture) captures too, and an invalidated
   // capture's launches run nothing either; asking the driver is legal
   // during capture, and only done while one is open.
-  return driver_status(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
+  return probe_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-CaptureState& capture_state() noexcept {
-  // Never destroyed: launches may run while the process exits.
-  static auto* state = new CaptureState();
-  return *state;
+bool CaptureState::began_thread_local_here() const noexcept {
+  const pthread_t self = pthread_self();
+  const std::lock_guard lock(mu_);
+  for (const Open& o : streams_) {
+    if (o.ticket != 0 && o.mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+        pthread_equal(o.thread, self) != 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace egpu::shim

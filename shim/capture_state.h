@@ -4,36 +4,55 @@
 // the pacer untouched: recording the shim's timing events there would put
 // them in the user's graph, and its in-flight estimate would count work
 // that never drains. While a capture in global mode is open anywhere in the
-// process (or one in thread-local mode on this thread), CUDA refuses event
-// queries as unsafe and invalidates the capture: the shim then records and
-// queries no events at all, and launches on other streams are gated but not
-// paced until it ends. (A job could keep a capture open to run unpaced; it
-// can as well patch the shim in its own memory: the shim paces cooperating
-// programs, the agent's gate and charges are the boundary.)
+// process (or one in thread-local mode begun by this thread), CUDA refuses
+// event queries as unsafe and invalidates the capture: the shim then records
+// and queries no events at all, and launches on other streams are gated but
+// not paced until it ends. (A job could keep a capture open to run unpaced;
+// it can as well patch the shim in its own memory: the shim paces
+// cooperating programs, the agent's gate and charges are the boundary.)
+//
+// A capture the program never ends must not stop pacing for good: one whose
+// context went away is dropped when the driver no longer knows it
+// (revalidate()), and captures past the table's size are counted as global
+// ones and uncounted when a stream the table does not hold ends one.
 //
 // Every member is noexcept and allocates nothing: it runs inside the C ABI.
 #pragma once
 
 #include "shim/cuda_api.h"
 // after cuda.h:
+#include <pthread.h>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 namespace egpu::shim {
 
 class CaptureState {
  public:
+  // What the driver says of a stream's capture; NONE when it cannot say
+  // (the capture is then over or never was, or the stream is gone).
+  using StatusProbe = CUstreamCaptureStatus (*)(CUstream) noexcept;
+  static constexpr std::size_t kMaxOpen = 64;  // beyond: counted, not matched by handle
+
+  explicit CaptureState(StatusProbe probe) noexcept : probe_(probe) {}
+
   // Called before the driver's BeginCapture, so no thread queries an event
-  // once the capture may be open; undo() if the driver refused it.
-  void begin(CUstream stream, CUstreamCaptureMode mode) noexcept;
-  void undo(CUstream stream) noexcept { drop(stream); }
-  // After the driver's EndCapture: the capture is dropped only if the
-  // stream no longer captures (EndCapture on the wrong thread leaves it open).
-  void end(CUstream stream) noexcept;
-  // The stream was destroyed: whatever capture it had is gone.
-  void forget(CUstream stream) noexcept { drop(stream); }
+  // once the capture may be open; undo(its result) if the driver refused it.
+  using Ticket = uint64_t;
+  Ticket begin(CUstream stream, CUstreamCaptureMode mode) noexcept;
+  void undo(Ticket ticket) noexcept;
+  // After the driver's EndCapture returned `rc`: the capture is dropped only
+  // if the stream no longer captures (EndCapture on the wrong thread leaves
+  // it open).
+  void end(CUstream stream, CUresult rc) noexcept;
+  // Before the driver destroys the stream: whatever capture it had is gone.
+  void forget(CUstream stream) noexcept;
+  // After a context ended: drops the captures the driver no longer knows.
+  void revalidate() noexcept;
 
   // The fast path: one relaxed load while no capture is open.
   bool capturing(CUstream stream) const noexcept {
@@ -41,23 +60,35 @@ class CaptureState {
   }
   bool events_forbidden() const noexcept {
     return open_.load(std::memory_order_relaxed) != 0 &&
-           (global_.load(std::memory_order_relaxed) != 0 || thread_unsafe_ != 0);
+           (global_.load(std::memory_order_relaxed) != 0 ||
+            (thread_local_.load(std::memory_order_relaxed) != 0 && began_thread_local_here()));
   }
 
  private:
   struct Open {
     CUstream stream = nullptr;
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-    bool used = false;
+    pthread_t thread{};  // the thread that began it (thread-local mode's rule)
+    Ticket ticket = 0;   // 0: the slot is free
   };
-  static constexpr std::size_t kMaxOpen = 64;  // beyond: counted, not matched by handle
+  // Tickets of captures the table could not hold (all counted as global).
+  static constexpr Ticket kUntracked = ~Ticket{0};
 
   bool find(CUstream stream) const noexcept;
-  void drop(CUstream stream) noexcept;
+  bool began_thread_local_here() const noexcept;
+  // Under mu_: the entry's counts go and its slot is freed.
+  void release(Open& entry) noexcept;
+  // Under mu_: the tracked entry of `stream`, or null.
+  Open* tracked(CUstream stream) noexcept;
+  // Under mu_: one capture the table did not hold is over.
+  void release_untracked() noexcept;
 
+  StatusProbe probe_;
   std::atomic<int> open_{0};
-  std::atomic<int> global_{0};
-  static inline thread_local constinit int thread_unsafe_ = 0;  // this thread's thread-local ones
+  std::atomic<int> global_{0};        // global-mode captures, untracked ones included
+  std::atomic<int> thread_local_{0};  // thread-local-mode captures
+  int untracked_ = 0;                 // under mu_
+  Ticket next_ticket_ = 1;            // under mu_
   mutable std::mutex mu_;
   std::array<Open, kMaxOpen> streams_{};
 };

@@ -9,20 +9,42 @@ using egpu::shim::capture_state;
 using egpu::shim::note_call;
 using egpu::shim::RealId;
 
+namespace egpu::shim {
+namespace {
+
+CUstreamCaptureStatus driver_status(CUstream stream) noexcept {
+  const auto is_capturing = EGPU_REAL(cuStreamIsCapturing);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (is_capturing == nullptr || is_capturing(stream, &status) != CUDA_SUCCESS) {
+    return CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+  return status;
+}
+
+}  // namespace
+
+CaptureState& capture_state() noexcept {
+  // Never destroyed: launches may run while the process exits.
+  static auto* state = new CaptureState(&driver_status);
+  return *state;
+}
+
+}  // namespace egpu::shim
+
 namespace {
 
 // Registered before the driver opens the capture (no thread may query an
 // event from then on), undone if it refused.
 template <typename Begin>
 CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, Begin&& real_begin) {
-  capture_state().begin(stream, mode);
+  const auto ticket = capture_state().begin(stream, mode);
   const CUresult rc = real_begin();
-  if (rc != CUDA_SUCCESS) capture_state().undo(stream);
+  if (rc != CUDA_SUCCESS) capture_state().undo(ticket);
   return rc;
 }
 
 CUresult ended(CUresult rc, CUstream stream) {
-  capture_state().end(stream);
+  capture_state().end(stream, rc);
   return rc;
 }
 

@@ -62,6 +62,7 @@ CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
   forget_context(-1);
   const CUresult result = real();
   if (result == CUDA_SUCCESS) {
+    capture_state().revalidate();  // its streams' captures went with it
     release_context_limits(ctx);
     release_context_allocations(reinterpret_cast<uintptr_t>(ctx));
   }
@@ -76,6 +77,7 @@ CUresult end_primary(CUdevice dev, bool reset, RealEnd&& real) noexcept {
   forget_context(dev);
   const CUresult result = real();
   if (result != CUDA_SUCCESS) return result;
+  capture_state().revalidate();
   release_primary_limits(dev, reset);
   if (primary != nullptr && (reset || !primary_still_active(dev)))
     release_context_allocations(reinterpret_cast<uintptr_t>(primary));
