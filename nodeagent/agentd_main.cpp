@@ -24,9 +24,32 @@ void usage(FILE* out) {
                "  --check             validate the configuration and exit\n"
                "  --check-pages       exit 0 when this agent can take over the instances a\n"
                "                      running agent holds (its pages in RuntimeDir), 3 when\n"
-               "                      not (another page layout: restart once they ended)\n"
+               "                      not (another page layout: restart once they ended),\n"
+               "                      2 when --check fails (it would not start)\n"
                "  -v, --verbose       debug logging\n"
                "  -h, --help          this text\n");
+}
+
+// What the file cannot say alone: the group must exist on this node, and
+// the directories the agent creates in be root's alone (as far as they
+// exist: systemd makes RuntimeDir before --check runs). 0, or 2 having said
+// why.
+int check_node(const egpu::config::EgpuConfig& config, const std::string& path) {
+  if (auto gid = egpu::agent::Agent::monitor_gid(config); !gid) {
+    std::fprintf(stderr, "egpu-agentd: %s: %s\n", path.c_str(), gid.error().c_str());
+    return 2;
+  }
+  for (std::string dir :
+       {config.socket_path.substr(0, config.socket_path.rfind('/')), config.runtime_dir}) {
+    while (dir.size() > 1 && access(dir.c_str(), F_OK) != 0)
+      dir = dir.substr(0, dir.rfind('/'));
+    if (dir.empty()) dir = "/";
+    if (egpu::Status s = egpu::check_trusted_directory(dir, geteuid()); !s) {
+      std::fprintf(stderr, "egpu-agentd: %s: %s\n", path.c_str(), s.error().c_str());
+      return 2;
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -80,24 +103,12 @@ int main(int argc, char** argv) {
     }
     config = *loaded;
   }
+  if (check_only || check_pages) {
+    // --check-pages answers "may the running agent be replaced by this
+    // one?": not when this one would not start (2) either.
+    if (const int rc = check_node(config, path); rc != 0) return rc;
+  }
   if (check_only) {
-    // What the file cannot say alone: the group must exist on this node,
-    // and the directories the agent creates in be root's alone (as far as
-    // they exist: systemd makes RuntimeDir before this runs).
-    if (auto gid = egpu::agent::Agent::monitor_gid(config); !gid) {
-      std::fprintf(stderr, "egpu-agentd: %s: %s\n", path.c_str(), gid.error().c_str());
-      return 2;
-    }
-    for (std::string dir :
-         {config.socket_path.substr(0, config.socket_path.rfind('/')), config.runtime_dir}) {
-      while (dir.size() > 1 && access(dir.c_str(), F_OK) != 0)
-        dir = dir.substr(0, dir.rfind('/'));
-      if (dir.empty()) dir = "/";
-      if (egpu::Status s = egpu::check_trusted_directory(dir, geteuid()); !s) {
-        std::fprintf(stderr, "egpu-agentd: %s: %s\n", path.c_str(), s.error().c_str());
-        return 2;
-      }
-    }
     if (from_file) {
       std::printf("%s: ok\n", path.c_str());
     } else {

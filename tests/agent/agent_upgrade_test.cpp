@@ -32,6 +32,24 @@ ino_t inode_of(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
+// postinst replaces a running agent only when --check-pages says yes: not
+// when the new agent would not start (its unit's --check), whatever the
+// pages (the working agent would be stopped for none).
+TEST(AgentUpgrade, CheckPagesSaysNoWhenTheNewAgentWouldNotStart) {
+  AgentProcess agent;
+  ASSERT_TRUE(agent.start()) << agent.log();
+  ASSERT_EQ(agent.call(create_request(1, 40, 4242))->status, ReplyStatus::kOk);
+  auto check =
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  ASSERT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
+  std::ofstream(agent.config_path(), std::ios::app) << "MonitorGroup=egpu-no-such-group\n";
+  check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  EXPECT_EQ(check.front().exit_code, 2) << check.front().out << check.front().err;
+  EXPECT_NE(check.front().err.find("MonitorGroup=egpu-no-such-group: no such group"),
+            std::string::npos)
+      << check.front().err;
+}
+
 TEST(AgentUpgrade, PagesOfAnotherLayoutAreLeftToTheirShimsNotTakenOver) {
   AgentProcess agent;
   ASSERT_TRUE(agent.start()) << agent.log();
