@@ -307,7 +307,7 @@ TEST_F(AgentControl, AttachHandsOutPagesAndReclaimsADeadProcess) {
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   bool reclaimed = false;
-  for (int i = 0; i < 100 && !reclaimed; ++i) {
+  for (int i = 0; i < 3000 && !reclaimed; ++i) {  // 30 s
     usleep(10000);
     shown = nlohmann::json::parse(agent.call(protocol::ShowRequest{a})->text);
     reclaimed = shown["processes"] == 0 && shown["memory_used_bytes"] == 0;

@@ -128,7 +128,9 @@ bool AgentProcess::start() {
     execl(agent_binary().c_str(), "egpu-agentd", "-f", config_.c_str(), nullptr);
     _exit(127);
   }
-  for (int i = 0; i < 200; ++i) {
+  // Until it answers or exits; a loaded machine may take its time.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
     if (auto c = protocol::ControlClient::connect(socket_, 200)) {
       if (c->call(protocol::StatusRequest{0, 0})) return true;
     }

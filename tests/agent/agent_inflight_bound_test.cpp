@@ -36,9 +36,9 @@ class PublishedBound {
   }
   bool ok() const { return page_ != nullptr; }
   int64_t now() const { return page_->inflight_limit_ns.load(); }
-  // Waits up to 2 s for `want` (a reclaim follows the process's exit).
+  // Waits up to 30 s for `want` (a reclaim follows the process's exit).
   int64_t becomes(int64_t want) const {
-    for (int i = 0; i < 200 && now() != want; ++i)
+    for (int i = 0; i < 3000 && now() != want; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return now();
   }

@@ -56,7 +56,7 @@ int instances(const AgentProcess& agent) {
 }
 
 bool wait_for_instances(const AgentProcess& agent, int want) {
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 1200; ++i) {  // 30 s
     if (instances(agent) == want) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }

@@ -32,7 +32,7 @@ ok "new egpu:60 on GPU ${gn%%:*}"
 # with the cluster's state: the jobs run on, on the same GPUs.
 # (`status` exits 1 while a daemon is down: read its output, not its status.)
 sl scontrol shutdown slurmctld >/dev/null
-for _ in $(seq 100); do
+for _ in $(seq 600); do
   st=$(tb status 2>&1 || true)
   grep -q '^slurmctld: stopped' <<<"$st" && break
   sleep 0.1

@@ -26,9 +26,11 @@ wait_node_instances() { # NODE JOB EXPECTED
   fail "job $2 on $1: '$(node_instances "$1" "$2")', expected '$3'"
 }
 
-# Step 0 on both nodes, then step 1 on n2 only: 40 + 50 of the job's 100 there.
+# Step 0 on both nodes, then (once step 0 exists, so the numbers hold) step 1
+# on n2 only: 40 + 50 of the job's 100 there.
 j=$(submit_as_user -N2 --gres=egpu:100 --wrap "srun -N2 --ntasks-per-node=1 --gres=egpu:40 sleep 300 &
-sleep 1; srun --overlap -w n2 -N1 -n1 --gres=egpu:50 sleep 300 & wait")
+until scontrol show step \$SLURM_JOB_ID.0 >/dev/null 2>&1; do sleep 0.2; done
+srun --overlap -w n2 -N1 -n1 --gres=egpu:50 sleep 300 & wait")
 wait_state "$j" RUNNING
 wait_node_instances n1 "$j" "0:40:100 batch:100:100"
 wait_node_instances n2 "$j" "0:40:100 1:50:100"

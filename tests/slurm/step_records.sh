@@ -188,7 +188,7 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 [[ $states == COMPLETED ]] || fail "array job $arr: $(sl sacct -n -P -X -j "$arr" -o JobID,State)"
-for _ in $(seq 20); do
+for _ in $(seq 120); do
   tasks=$(sl sacct -n -P -X -j "$arr" -o JobIDRaw,AdminComment)
   [[ $(grep -c 'batch node=' <<<"$tasks") == 3 ]] && break
   sleep 0.5

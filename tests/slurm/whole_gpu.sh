@@ -20,17 +20,17 @@ for j in "${whole[@]}"; do
   [[ $g != "$eg" ]] || fail "gpu:1 job $j placed on GPU $g, which runs an egpu job"
   [[ -z ${seen[$g]:-} ]] || fail "GPU $g given to two gpu:1 jobs"
   seen[$g]=1
-  for _ in $(seq 20); do [[ -s $out_dir/$j.out ]] && break; sleep 0.5; done
+  for _ in $(seq 120); do [[ -s $out_dir/$j.out ]] && break; sleep 0.5; done
   cvd=$(sed -n 's/^CVD=//p' "$out_dir/$j.out")
   [[ $cvd == "$g" ]] || fail "gpu:1 job $j on GPU $g has CUDA_VISIBLE_DEVICES='$cvd'"
 done
 ok "$((gpus - 1)) gpu:1 jobs on the GPUs without egpu jobs, each with its CUDA_VISIBLE_DEVICES"
 last=$(hold_job --gres=gpu:1)
-wait_pending_reason "$last" Resources 10
+wait_pending_reason "$last" Resources 60
 ok "the next gpu:1 pends (only GPU $eg is left and it runs egpu jobs)"
 sl scancel "$last" # out of the queue, so the egpu jobs below are not behind it
 big=$(hold_job --gres=egpu:95)
-wait_pending_reason "$big" Resources 10
+wait_pending_reason "$big" Resources 60
 sl scancel "$big"
 small=$(hold_job --gres=egpu:20)
 wait_state "$small" RUNNING

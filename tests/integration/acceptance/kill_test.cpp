@@ -2,6 +2,7 @@
 // device, does not stall the processes sharing the device with it.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -21,9 +22,8 @@ namespace {
 using std::chrono::milliseconds;
 
 // The victim sleeps this long in its first launch, holding the device lock; it
-// is killed well inside that time (its start-up takes a small part of a second).
-constexpr int kStallMs = 4000;
-constexpr auto kKillAfter = milliseconds(1000);
+// is killed as soon as the stall begins (simgpu marks it with a file).
+constexpr int kStallMs = 60'000;
 
 // The context of `label` in the latest sample, if any.
 std::optional<ContextUsage> context_of(const ShareSampler& sampler, const std::string& label) {
@@ -43,8 +43,17 @@ TEST(KillInDriver, SurvivorKeepsRunningAndFinishes) {
 
   WorkloadOptions victim_options = greedy_workload("victim", 0);
   victim_options.extra_env["SIMGPU_DEBUG_STALL_IN_DRIVER_MS"] = std::to_string(kStallMs);
+  const std::string marker = "/tmp/egpu-kill-test-stall-" + std::to_string(getpid());
+  std::remove(marker.c_str());
+  victim_options.extra_env["SIMGPU_DEBUG_STALL_MARKER"] = marker;
   auto victim = start_workload(gpu, victim_options);
-  std::this_thread::sleep_for(kKillAfter);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (access(marker.c_str(), F_OK) != 0 && victim->running() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(access(marker.c_str(), F_OK), 0) << "the victim never stalled in its first launch";
+  std::remove(marker.c_str());
   ASSERT_TRUE(victim->running()) << "the victim ended before it could be killed";
   victim->kill(SIGKILL);
   const auto killed_at = std::chrono::steady_clock::now();

@@ -33,8 +33,10 @@ TEST(StallMonitor, OverlapCountsTheAftermathButNothingBefore) {
 // the monitor in a child stopped for 60 ms must record a stall that long.
 TEST(StallMonitor, RecordsATimeItsProcessDidNotRun) {
   int ready[2];
+  int resumed[2];
   int result[2];
   ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(resumed), 0);
   ASSERT_EQ(pipe(result), 0);
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -43,12 +45,18 @@ TEST(StallMonitor, RecordsATimeItsProcessDidNotRun) {
     {
       StallMonitor monitor;
       std::this_thread::sleep_for(milliseconds(20));
-      const char go = 'r';
+      char go = 'r';
       (void)!write(ready[1], &go, 1);
-      std::this_thread::sleep_for(milliseconds(300));
-      for (const Stall& s : monitor.stalls()) {
-        longest_ms =
-            std::max(longest_ms, std::chrono::duration<double, std::milli>(s.to - s.from).count());
+      (void)!read(resumed[0], &go, 1);  // stopped and continued meanwhile
+      // Until the monitor has seen it (bounded: a monitor that never does
+      // fails the case), however late its thread runs.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (longest_ms < 50.0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(milliseconds(10));
+        for (const Stall& s : monitor.stalls()) {
+          longest_ms = std::max(longest_ms,
+                                std::chrono::duration<double, std::milli>(s.to - s.from).count());
+        }
       }
     }
     (void)!write(result[1], &longest_ms, sizeof longest_ms);
@@ -56,17 +64,17 @@ TEST(StallMonitor, RecordsATimeItsProcessDidNotRun) {
   }
   char go = 0;
   ASSERT_EQ(read(ready[0], &go, 1), 1);
-  std::this_thread::sleep_for(milliseconds(50));
   ASSERT_EQ(kill(child, SIGSTOP), 0);
   std::this_thread::sleep_for(milliseconds(60));
   ASSERT_EQ(kill(child, SIGCONT), 0);
+  ASSERT_EQ(write(resumed[1], &go, 1), 1);
   double longest_ms = 0;
   ASSERT_EQ(read(result[0], &longest_ms, sizeof longest_ms),
             static_cast<ssize_t>(sizeof longest_ms));
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_GE(longest_ms, 50.0);
-  for (int fd : {ready[0], ready[1], result[0], result[1]})
+  for (int fd : {ready[0], ready[1], resumed[0], resumed[1], result[0], result[1]})
     close(fd);
 }
 

@@ -1,5 +1,8 @@
 #include "driver/driver_state.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +48,7 @@ CUresult Driver::initialise_locked() {
     stall_ms_ = static_cast<uint32_t>(std::strtoul(stall, nullptr, 10));
     stall_pending_.store(stall_ms_ > 0);
   }
+  if (const char* marker = std::getenv("SIMGPU_DEBUG_STALL_MARKER")) stall_marker_ = marker;
   return visible_.empty() ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
@@ -100,6 +104,10 @@ bool Driver::take_stall(uint32_t* stall_ms) {
   if (!stall_pending_.load(std::memory_order_relaxed)) return false;
   if (!stall_pending_.exchange(false)) return false;
   *stall_ms = stall_ms_;
+  if (!stall_marker_.empty()) {
+    const int fd = ::open(stall_marker_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+  }
   return true;
 }
 

@@ -41,7 +41,9 @@ class Driver {
   const std::string& label() const { return label_; }
   int32_t pid() const { return self_.pid; }
 
-  // SIMGPU_DEBUG_STALL_IN_DRIVER_MS: true exactly once, for the first launch.
+  // SIMGPU_DEBUG_STALL_IN_DRIVER_MS: true exactly once, for the first
+  // launch; then the file SIMGPU_DEBUG_STALL_MARKER names (if set) is
+  // created, so a test knows the stall began.
   bool take_stall(uint32_t* stall_ms);
 
   uint64_t next_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
@@ -60,6 +62,7 @@ class Driver {
   ProcessIdentity self_{};
   std::string label_;
   uint32_t stall_ms_ = 0;
+  std::string stall_marker_;
   std::atomic<bool> stall_pending_{false};
   std::atomic<uint64_t> next_id_{1};
 };

@@ -3,6 +3,7 @@
 // LD_LIBRARY_PATH pointing at simgpu). Shares are measured in device time.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -220,10 +221,18 @@ TEST_F(MultiProcess, KilledProcessesMemoryIsFreed) {
 }
 
 TEST_F(MultiProcess, ProcessKilledInsideTheDriverDoesNotStallOthers) {
+  const std::string marker = "/tmp/egpu-simgpu-stall-" + std::to_string(::getpid());
+  std::remove(marker.c_str());
   auto victim = spawn("sim_memory", {"stall", "1500"},
-                      {{"SIMGPU_DEBUG_STALL_IN_DRIVER_MS", "60000"}, {"SIMGPU_LABEL", "victim"}});
+                      {{"SIMGPU_DEBUG_STALL_IN_DRIVER_MS", "60000"},
+                       {"SIMGPU_DEBUG_STALL_MARKER", marker},
+                       {"SIMGPU_LABEL", "victim"}});
   ASSERT_EQ(victim->read_line(10s), "launching");
-  std::this_thread::sleep_for(200ms);  // now asleep holding the device lock
+  // Until it is asleep holding the device lock.
+  for (int i = 0; i < 6000 && ::access(marker.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(::access(marker.c_str(), F_OK), 0) << "the victim never stalled in the driver";
+  std::remove(marker.c_str());
   auto probe = spawn("sim_memory", {"probe"});
   // The probe needs the device lock, so it waits for the victim.
   EXPECT_FALSE(probe->read_line(500ms).has_value());

@@ -237,7 +237,7 @@ TEST(ProcessIdentity, ZombiesAndReusedPidsAreDead) {
   if (child == 0) ::_exit(0);
   const ProcessIdentity zombie{static_cast<int32_t>(child), 0, 0};
   bool dead = false;
-  for (int i = 0; i < 1000 && !dead; ++i) {  // until it has exited (not yet reaped)
+  for (int i = 0; i < 30'000 && !dead; ++i) {  // until it has exited (not yet reaped)
     dead = !process_alive(zombie);
     if (!dead) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

@@ -35,7 +35,7 @@ TEST(Stats, SampleAdvancesTheDeviceAndReportsContexts) {
     ASSERT_GE(slot, 0);
     Op op{};
     op.kind = static_cast<uint32_t>(OpKind::kKernel);
-    op.remaining_ns = 50'000'000;
+    op.remaining_ns = 60'000'000'000;  // still running at the second sample, however late
     enqueue_op(dev.timeline, static_cast<uint32_t>(slot), op);
   }
   auto reader = StatsReader::open(name.name(), &error);

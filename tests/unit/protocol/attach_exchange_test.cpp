@@ -27,6 +27,7 @@ namespace {
 using test::read_request;
 using test::ScriptedAgent;
 using test::send_with_fds;
+using test::wait_for_close;
 
 const AttachRequest kRequest{77, 0, 0};
 
@@ -104,12 +105,12 @@ TEST(RequestAttach, RefusalCarriesTheAgentsText) {
 TEST(RequestAttach, SilentAgentTimesOut) {
   ScriptedAgent agent([](int conn) {
     read_request(conn);
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    wait_for_close(conn);
   });
   const Outcome o = attach(agent.path(), 200);
   expect_failure(o, CallFailure::kUnreachable, "timed out");
-  EXPECT_GE(o.elapsed_ms, 200);  // at the deadline, not before it
-  EXPECT_LT(o.elapsed_ms, 500);
+  EXPECT_GE(o.elapsed_ms, 200);    // at the deadline, not before it
+  EXPECT_LT(o.elapsed_ms, 3'000);  // nor long after (a loaded machine may be late)
 }
 
 TEST(RequestAttach, OkWithoutDescriptorsIsRejected) {

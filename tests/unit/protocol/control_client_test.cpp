@@ -28,6 +28,7 @@ using std::chrono::milliseconds;
 using test::read_request;
 using test::ScriptedAgent;
 using test::send_with_fds;
+using test::wait_for_close;
 
 const Request kStatus = StatusRequest{0, 0};
 
@@ -95,7 +96,7 @@ TEST(ControlClient, ListenerThatNeverAcceptsTimesOutAtTheDeadline) {
   EXPECT_EQ(c.failure(), CallFailure::kUnreachable);
   EXPECT_TRUE(contains(c.error(), "timed out")) << c.error();
   EXPECT_GE(elapsed_ms, 300);
-  EXPECT_LT(elapsed_ms, 800);
+  EXPECT_LT(elapsed_ms, 3'000);  // not waiting for the backlog to clear
 }
 
 TEST(ControlClient, AgentGoneBeforeTheRequestIsAnErrorNotSigpipe) {
@@ -110,7 +111,8 @@ TEST(ControlClient, AgentGoneBeforeTheRequestIsAnErrorNotSigpipe) {
 }
 
 // Calls `agent` on a connection with `timeout_ms` per call: the call must fail
-// at its deadline, neither before it nor much after.
+// at its deadline, not before it, nor long after (a loaded machine may run
+// the client late, so "long" is seconds).
 void expect_call_times_out(const ScriptedAgent& agent, int timeout_ms) {
   auto c = ControlClient::connect(agent.path(), timeout_ms);
   ASSERT_TRUE(c.ok()) << c.error();
@@ -121,13 +123,13 @@ void expect_call_times_out(const ScriptedAgent& agent, int timeout_ms) {
   EXPECT_EQ(r.failure(), CallFailure::kUnreachable);
   EXPECT_TRUE(contains(r.error(), "timed out")) << r.error();
   EXPECT_GE(elapsed_ms, timeout_ms);
-  EXPECT_LT(elapsed_ms, timeout_ms + 500);
+  EXPECT_LT(elapsed_ms, timeout_ms + 2'500);
 }
 
 TEST(ControlClient, SilentAgentTimesOutAtTheDeadline) {
   ScriptedAgent agent([](int conn) {
     read_request(conn);
-    std::this_thread::sleep_for(milliseconds(900));
+    wait_for_close(conn);
   });
   expect_call_times_out(agent, 300);
 }

@@ -1,6 +1,7 @@
 #include "tests/unit/protocol/scripted_agent.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -58,6 +59,13 @@ uint32_t read_request(int conn) {
   if (n <= 0) return 0;
   auto decoded = protocol::decode_request(std::span<const uint8_t>(buf, static_cast<size_t>(n)));
   return decoded ? decoded->request_id : 0;
+}
+
+void wait_for_close(int conn) {
+  pollfd p{conn, POLLIN, 0};
+  uint8_t buf[protocol::kMaxRequestSize];
+  while (poll(&p, 1, 60'000) > 0 && recv(conn, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
 }
 
 bool send_with_fds(int conn, const std::vector<uint8_t>& bytes, const std::vector<int>& fds) {

@@ -32,6 +32,9 @@ class ScriptedAgent {
 
 // Reads one request and returns its id (0 if unreadable).
 uint32_t read_request(int conn);
+// Stays silent until the client closes the connection (or 60 s pass): a
+// client that times out is then never answered, however late it runs.
+void wait_for_close(int conn);
 // Sends `bytes` as one message with `fds` (SCM_RIGHTS, at most 8); MSG_NOSIGNAL,
 // so a client that gave up is a failed send, not a SIGPIPE. True when all was sent.
 bool send_with_fds(int conn, const std::vector<uint8_t>& bytes, const std::vector<int>& fds = {});

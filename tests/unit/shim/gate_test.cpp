@@ -27,10 +27,15 @@ constexpr uint32_t kSlot = 3;
 using test::thread_asleep;
 constexpr int64_t kMs = 1'000'000;
 
+// The agent's heartbeat timeout where a test is not about it: long enough
+// that no delay of a loaded machine makes the agent look dead.
+constexpr int64_t kLongTimeout = 60'000 * kMs;
+
 struct Pages {
-  Pages() : gpu(std::make_unique<shm::GpuPage>()), instance(std::make_unique<shm::InstancePage>()) {
+  explicit Pages(int64_t heartbeat_timeout = kLongTimeout)
+      : gpu(std::make_unique<shm::GpuPage>()), instance(std::make_unique<shm::InstancePage>()) {
     gpu->agent_epoch.store(7);
-    gpu->heartbeat_timeout_ns.store(200 * kMs);
+    gpu->heartbeat_timeout_ns.store(heartbeat_timeout);
     gpu->heartbeat_ns.store(monotonic_ns());
     gpu->holder.store(shm::kNoHolder);
     a.gpu = gpu.get();
@@ -226,7 +231,6 @@ TEST(Gate, AWaitEndsWhenTheInstanceIsRemoved) {
   Pages p;
   p.a.instance_id = 42;
   p.gpu->slots[kSlot].instance_id.store(42);
-  p.gpu->heartbeat_timeout_ns.store(60'000 * kMs);  // the heartbeat ends nothing here
   std::atomic<pid_t> tid{0};
   SliceWait outcome = SliceWait::kGranted;
   std::thread waiter([&] {
@@ -243,21 +247,21 @@ TEST(Gate, AWaitEndsWhenTheInstanceIsRemoved) {
 }
 
 TEST(Gate, StaleHeartbeatEndsTheWaitWithinTheTimeout) {
-  Pages p;
+  Pages p(200 * kMs);
   const int64_t start = monotonic_ns();
   EXPECT_EQ(wait_for_slice(p.a), SliceWait::kAgentDead);
   const int64_t waited = monotonic_ns() - start;
   EXPECT_GE(waited, 150 * kMs);
-  EXPECT_LT(waited, 400 * kMs);
+  EXPECT_LT(waited, 3'000 * kMs);  // not forever (a loaded machine may be late)
   EXPECT_EQ(p.instance->procs[0].busy.load(), 0u);
 }
 
 TEST(Gate, AlreadyDeadAgentIsSeenAtOnce) {
-  Pages p;
+  Pages p(2'000 * kMs);
   p.gpu->heartbeat_ns.store(monotonic_ns() - 10 * p.gpu->heartbeat_timeout_ns.load());
   const int64_t start = monotonic_ns();
   EXPECT_EQ(wait_for_slice(p.a), SliceWait::kAgentDead);
-  EXPECT_LT(monotonic_ns() - start, 20 * kMs);
+  EXPECT_LT(monotonic_ns() - start, 1'000 * kMs);  // it did not wait out a timeout
   EXPECT_FALSE(shm::agent_alive(*p.gpu, monotonic_ns()));
 }
 
