@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include "core/config/byte_size.h"
@@ -285,7 +286,7 @@ Result<EgpuConfig> parse_egpu_config(std::string_view text, std::string_view sou
   auto pairs = parse_key_values(text, source);
   if (!pairs) return Error{pairs.error()};
   EgpuConfig config;
-  std::vector<std::string> seen;
+  std::map<std::string, int> line_of;  // by lower-case key
   for (const auto& kv : *pairs) {
     const std::string where = std::string(source) + ":" + std::to_string(kv.line) + ": ";
     const std::string key = lower(kv.key);
@@ -300,29 +301,32 @@ Result<EgpuConfig> parse_egpu_config(std::string_view text, std::string_view sou
                    (near.empty() ? "" : "; did you mean " + near + "?") + " (known keys: " + known +
                    ")"};
     }
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+    if (!line_of.emplace(key, kv.line).second) {
       return Error{where + "key '" + kv.key + "' is set twice"};
     }
-    seen.push_back(key);
     if (Status s = spec->set(config, kv.value); !s) {
       return Error{where + spec->name + "=" + kv.value + ": " + s.error()};
     }
   }
+  // Rules between two keys: each is named with its line, or as a default.
+  const auto setting = [&](std::string_view name, long long value) {
+    const auto it = line_of.find(lower(name));
+    return std::string(name) + "=" + std::to_string(value) +
+           (it == line_of.end() ? " (the default)" : " (line " + std::to_string(it->second) + ")");
+  };
+  const std::string where = std::string(source) + ": ";
   if (config.heartbeat_timeout_ms < 2 * config.heartbeat_ms) {
-    return Error{std::string(source) + ": HeartbeatTimeoutMs (" +
-                 std::to_string(config.heartbeat_timeout_ms) +
-                 ") must be at least twice HeartbeatMs (" + std::to_string(config.heartbeat_ms) +
-                 ")"};
+    return Error{where + setting("HeartbeatTimeoutMs", config.heartbeat_timeout_ms) +
+                 " must be at least twice " + setting("HeartbeatMs", config.heartbeat_ms)};
   }
   if (config.gang_period_ms != 0 && config.gang_period_ms * 1000 < 2 * config.inflight_us) {
-    return Error{std::string(source) + ": GangPeriodMs (" + std::to_string(config.gang_period_ms) +
-                 ") must be 0 or at least twice InflightUs (" + std::to_string(config.inflight_us) +
-                 " us): a window's boundaries are kept by the in-flight bound"};
+    return Error{where + setting("GangPeriodMs", config.gang_period_ms) +
+                 " must be 0 or at least twice " + setting("InflightUs", config.inflight_us) +
+                 ": a window's boundaries are kept by the in-flight bound"};
   }
   if (config.inflight_alone_us != 0 && config.inflight_alone_us < config.inflight_us) {
-    return Error{std::string(source) + ": InflightAloneUs (" +
-                 std::to_string(config.inflight_alone_us) + ") must be 0 or at least InflightUs (" +
-                 std::to_string(config.inflight_us) + ")"};
+    return Error{where + setting("InflightAloneUs", config.inflight_alone_us) +
+                 " must be 0 or at least " + setting("InflightUs", config.inflight_us)};
   }
   return config;
 }

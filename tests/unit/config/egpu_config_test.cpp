@@ -163,6 +163,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"MonitorGroup=-wheel", "must be a group name or number, got '-wheel'"},
         BadCase{"MonitorGroup=\"a b\"", "must be a group name or number, got 'a b'"}));
 
+// A rule between two keys names where each was set, or that it was not.
+TEST(EgpuConfig, ARuleBetweenTwoKeysNamesTheirLines) {
+  auto c = parse_egpu_config("# timing\nHeartbeatMs=500\n\nHeartbeatTimeoutMs=600\n", "egpu.conf");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(),
+            "egpu.conf: HeartbeatTimeoutMs=600 (line 4) must be at least twice HeartbeatMs=500 "
+            "(line 2)");
+  c = parse_egpu_config("GangPeriodMs=3\n", "egpu.conf");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("GangPeriodMs=3 (line 1) must be 0 or at least twice InflightUs="),
+            std::string::npos)
+      << c.error();
+  EXPECT_NE(c.error().find(" (the default): "), std::string::npos) << c.error();
+}
+
 // etc/egpu.conf documents "Empty = none", as MetricsAddress= is.
 TEST(EgpuConfig, AnEmptyMonitorGroupIsNone) {
   auto c = parse_egpu_config("MonitorGroup=\nMetricsAddress=\n", "egpu.conf");
