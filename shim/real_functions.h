@@ -46,6 +46,36 @@
   X(cuMemcpyDtoD_v2_ptds)                 \
   X(cuMemcpy)                             \
   X(cuMemcpy_ptds)                        \
+  X(cuMemsetD8)                           \
+  X(cuMemsetD8_v2)                        \
+  X(cuMemsetD8_v2_ptds)                   \
+  X(cuMemsetD8Async)                      \
+  X(cuMemsetD8Async_ptsz)                 \
+  X(cuMemsetD16)                          \
+  X(cuMemsetD16_v2)                       \
+  X(cuMemsetD16_v2_ptds)                  \
+  X(cuMemsetD16Async)                     \
+  X(cuMemsetD16Async_ptsz)                \
+  X(cuMemsetD32)                          \
+  X(cuMemsetD32_v2)                       \
+  X(cuMemsetD32_v2_ptds)                  \
+  X(cuMemsetD32Async)                     \
+  X(cuMemsetD32Async_ptsz)                \
+  X(cuMemsetD2D8)                         \
+  X(cuMemsetD2D8_v2)                      \
+  X(cuMemsetD2D8_v2_ptds)                 \
+  X(cuMemsetD2D8Async)                    \
+  X(cuMemsetD2D8Async_ptsz)               \
+  X(cuMemsetD2D16)                        \
+  X(cuMemsetD2D16_v2)                     \
+  X(cuMemsetD2D16_v2_ptds)                \
+  X(cuMemsetD2D16Async)                   \
+  X(cuMemsetD2D16Async_ptsz)              \
+  X(cuMemsetD2D32)                        \
+  X(cuMemsetD2D32_v2)                     \
+  X(cuMemsetD2D32_v2_ptds)                \
+  X(cuMemsetD2D32Async)                   \
+  X(cuMemsetD2D32Async_ptsz)              \
   X(cuStreamDestroy)                      \
   X(cuStreamDestroy_v2)                   \
   X(cuCtxDestroy)                         \

@@ -182,6 +182,16 @@ TEST(Behaviour, GraphReplayIsGatedAndChargedWhatItUses) {
   EXPECT_GE(run.utilisation, 0.8);  // its CPU phases idle the GPU while it holds the slice
 }
 
+// Memsets queue device work like kernels (a GPU may run them on its SMs):
+// a job that only sets memory waits at the gate and is charged what it used,
+// instead of running beside every slice holder on nobody's account.
+TEST(Behaviour, MemsetsAreGatedAndChargedLikeKernels) {
+  const Scenario& c = memset_scenario();
+  const ScenarioRun run = run_scenario(c, ScenarioTiming{});
+  expect_charged_what_each_used(c, run);
+  EXPECT_GE(run.utilisation, 0.85);
+}
+
 TEST(Behaviour, RuntimeResizeWithEgpuctlTakesEffectWithinASecond) {
   EnforcedNode node("resize");
   const uint64_t a = node.create(1, 70);

@@ -40,6 +40,9 @@ const Scenario& gemm_training_scenario();
 // A training loop replayed as a CUDA graph (captured under the shim) against
 // a greedy job, 50/50 (behaviour_test.cpp asserts on it).
 const Scenario& graph_training_scenario();
+// A job that only sets memory (cuMemsetD32Async, which a GPU may run as a
+// kernel) against a greedy job, 30/70 (behaviour_test.cpp asserts on it).
+const Scenario& memset_scenario();
 // The precision cases, the sync case, the GEMM case and the graph case, in
 // the bench's order.
 std::vector<Scenario> bench_scenarios();

@@ -220,6 +220,16 @@ TEST_F(ShimProcess, CaptureThroughProcAddressReachesTheShimAndTheGraphReplays) {
   EXPECT_EQ(summary.value("cuLaunchKernel", -1LL), kLaunches) << summary.dump();
 }
 
+// Memsets reached the runtime's way (cuGetProcAddress, with either default
+// stream) go through the shim's wrappers, which pace and charge them.
+TEST_F(ShimProcess, MemsetsThroughProcAddressReachTheShim) {
+  auto env = base_env();
+  env.push_back("EGPU_DEBUG=1");
+  const auto summary = run_probe("dlsym-launch", env, true, nullptr, {"--memset", "1"});
+  EXPECT_EQ(summary.value("cuMemsetD32Async", -1LL), 1) << summary.dump();
+  EXPECT_EQ(summary.value("cuMemsetD8_v2_ptds", -1LL), 1) << summary.dump();
+}
+
 TEST_F(ShimProcess, WithoutTheShimNothingIsCounted) {
   // The control: the same program without LD_PRELOAD has no shim to count.
   const auto summary = run_probe("dlsym-launch", base_env(/*preload=*/false), true);

@@ -46,6 +46,14 @@ void Stream::synchronize() const {
   cuda_check(cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  cuda_check(cuMemAlloc(&pointer_, bytes), "cuMemAlloc");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  cuMemFree(pointer_);
+}
+
 Event::Event(bool timing) {
   unsigned flags = CU_EVENT_BLOCKING_SYNC;
   if (!timing) flags |= CU_EVENT_DISABLE_TIMING;

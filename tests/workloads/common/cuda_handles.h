@@ -1,5 +1,6 @@
 // RAII owners of driver objects: the device's primary context, a module, a
-// stream and an event. Each releases its object in the destructor.
+// stream, an event and device memory. Each releases its object in the
+// destructor.
 #pragma once
 
 #include <cuda.h>
@@ -61,6 +62,21 @@ class Event {
 
  private:
   CUevent event_ = nullptr;
+};
+
+// Device memory of the current context (cuMemAlloc).
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CUdeviceptr get() const { return pointer_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  CUdeviceptr pointer_ = 0;
+  size_t bytes_;
 };
 
 // Device milliseconds between two recorded, completed timing events.

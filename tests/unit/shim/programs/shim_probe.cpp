@@ -11,6 +11,8 @@
 // fork a child that calls into the driver API and exits; report its status.
 // --capture 1: the launches are captured into a CUDA graph (capture reached
 // through cuGetProcAddress, as the runtime does), which is then replayed twice.
+// --memset 1: memsets reached the runtime's way (cuGetProcAddress, default and
+// per-thread default stream), one of each, on a small buffer.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -57,12 +59,14 @@ int main(int argc, char** argv) {
   unsigned long long alloc_mb = 0;
   bool fork_child = false;
   bool capture = false;
+  bool memset = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--path") == 0) path = argv[i + 1];
     if (std::strcmp(argv[i], "--launches") == 0) launches = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--alloc-mb") == 0) alloc_mb = std::strtoull(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--fork") == 0) fork_child = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--capture") == 0) capture = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--memset") == 0) memset = std::atoi(argv[i + 1]) != 0;
   }
   g_driver = dlopen("libcuda.so.1", RTLD_NOW);
   if (g_driver == nullptr) {
@@ -178,6 +182,22 @@ int main(int argc, char** argv) {
     check(graph_launch(exec, stream), "cuGraphLaunch");
     check(graph_launch(exec, stream), "cuGraphLaunch");
   }
+  if (memset) {
+    const auto gpa = lookup<decltype(&cuGetProcAddress_v2)>("cuGetProcAddress_v2");
+    void* fn = nullptr;
+    CUdeviceptr buffer = 0;
+    check(mem_alloc(&buffer, 1 << 20), "cuMemAlloc_v2");
+    check(gpa("cuMemsetD32Async", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status),
+          "cuGetProcAddress_v2(cuMemsetD32Async)");
+    check(reinterpret_cast<decltype(&cuMemsetD32Async)>(fn)(buffer, 7, 1 << 18, stream),
+          "cuMemsetD32Async");
+    check(gpa("cuMemsetD8", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+              &status),
+          "cuGetProcAddress_v2(cuMemsetD8, per-thread)");
+    check(reinterpret_cast<decltype(&cuMemsetD8_v2)>(fn)(buffer, 1, 1 << 20), "cuMemsetD8");
+    check(ctx_sync(), "cuCtxSynchronize");
+    check(mem_free(buffer), "cuMemFree_v2");
+  }
   check(ctx_sync(), "cuCtxSynchronize");
 
   size_t free_bytes = 0, total_bytes = 0;
@@ -208,10 +228,11 @@ int main(int argc, char** argv) {
       "{\"path\":\"%s\",\"launches\":%d,\"cuLaunchKernel\":%lld,"
       "\"cuLaunchKernel_ptsz\":%lld,\"cuGetProcAddress_v2\":%lld,\"cuGetProcAddress\":%lld,"
       "\"cuStreamBeginCapture_v2\":%lld,\"cuStreamEndCapture\":%lld,\"cuGraphLaunch\":%lld,"
-      "\"total\":%llu}\n",
+      "\"cuMemsetD32Async\":%lld,\"cuMemsetD8_v2_ptds\":%lld,\"total\":%llu}\n",
       path.c_str(), launches, wrapper_calls("cuLaunchKernel"), wrapper_calls("cuLaunchKernel_ptsz"),
       wrapper_calls("cuGetProcAddress_v2"), wrapper_calls("cuGetProcAddress"),
       wrapper_calls("cuStreamBeginCapture_v2"), wrapper_calls("cuStreamEndCapture"),
-      wrapper_calls("cuGraphLaunch"), static_cast<unsigned long long>(total_bytes));
+      wrapper_calls("cuGraphLaunch"), wrapper_calls("cuMemsetD32Async"),
+      wrapper_calls("cuMemsetD8_v2_ptds"), static_cast<unsigned long long>(total_bytes));
   return 0;
 }
