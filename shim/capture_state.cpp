@@ -7,26 +7,29 @@ namespace {
 // A default stream's handle names a different stream per thread (or the
 // legacy stream every thread shares): captures on them are counted for the
 // event rule but their launches are not let through by handle, and only the
-// thread that began one can ask the driver about it.
+// thread that began one can match it or ask the driver about it.
 bool is_default_stream(CUstream stream) {
   return stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
 }
 
-// EndCapture ended the stream's capture (an invalidated one ends too).
+// EndCapture left the stream out of capture mode: it ended the capture,
+// unless it refused the call (no capture there, or not a stream at all).
 bool ended_a_capture(CUresult rc) {
-  return rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  return rc != CUDA_ERROR_ILLEGAL_STATE && rc != CUDA_ERROR_INVALID_VALUE &&
+         rc != CUDA_ERROR_INVALID_HANDLE;
 }
 
 }  // namespace
 
 CaptureState::Ticket CaptureState::begin(CUstream stream, CUstreamCaptureMode mode) noexcept {
-  // A full table may hold captures whose context went away.
+  // A full table may hold captures whose stream the driver no longer knows.
   if (open_.load(std::memory_order_relaxed) >= static_cast<int>(kMaxOpen)) revalidate();
+  const CUcontext context = context_(stream);  // the driver is never called under mu_
   const std::lock_guard lock(mu_);
   open_.fetch_add(1, std::memory_order_relaxed);
   for (Open& o : streams_) {
     if (o.ticket != 0) continue;
-    o = {stream, mode, pthread_self(), next_ticket_++};
+    o = {stream, context, mode, pthread_self(), next_ticket_++, false};
     if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_.fetch_add(1, std::memory_order_relaxed);
     if (mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
       thread_local_.fetch_add(1, std::memory_order_relaxed);
@@ -37,6 +40,13 @@ CaptureState::Ticket CaptureState::begin(CUstream stream, CUstreamCaptureMode mo
   ++untracked_;
   global_.fetch_add(1, std::memory_order_relaxed);
   return kUntracked;
+}
+
+void CaptureState::confirm(Ticket ticket) noexcept {
+  const std::lock_guard lock(mu_);
+  for (Open& o : streams_) {
+    if (o.ticket == ticket) o.confirmed = true;
+  }
 }
 
 void CaptureState::undo(Ticket ticket) noexcept {
@@ -52,7 +62,7 @@ void CaptureState::undo(Ticket ticket) noexcept {
 
 void CaptureState::end(CUstream stream, CUresult rc) noexcept {
   if (open_.load(std::memory_order_relaxed) == 0) return;
-  if (probe_(stream) != CU_STREAM_CAPTURE_STATUS_NONE) return;  // still open
+  if (status_(stream) != CU_STREAM_CAPTURE_STATUS_NONE) return;  // still open
   const std::lock_guard lock(mu_);
   if (Open* o = tracked(stream)) {
     release(*o);
@@ -64,7 +74,7 @@ void CaptureState::end(CUstream stream, CUresult rc) noexcept {
 void CaptureState::forget(CUstream stream) noexcept {
   if (open_.load(std::memory_order_relaxed) == 0) return;
   // Asked before taking the lock: the driver is never called under it.
-  const bool capturing = probe_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
+  const bool capturing = status_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
   const std::lock_guard lock(mu_);
   if (Open* o = tracked(stream)) {
     release(*o);
@@ -73,8 +83,15 @@ void CaptureState::forget(CUstream stream) noexcept {
   }
 }
 
+void CaptureState::forget_context(CUcontext context) noexcept {
+  if (context == nullptr || open_.load(std::memory_order_relaxed) == 0) return;
+  const std::lock_guard lock(mu_);
+  for (Open& o : streams_) {
+    if (o.ticket != 0 && o.context == context) release(o);
+  }
+}
+
 void CaptureState::revalidate() noexcept {
-  if (open_.load(std::memory_order_relaxed) == 0) return;
   std::array<Open, kMaxOpen> snapshot;
   {
     const std::lock_guard lock(mu_);
@@ -82,8 +99,11 @@ void CaptureState::revalidate() noexcept {
   }
   const pthread_t self = pthread_self();
   for (Open& o : snapshot) {
-    const bool askable = !is_default_stream(o.stream) || pthread_equal(o.thread, self) != 0;
-    if (o.ticket == 0 || !askable || probe_(o.stream) != CU_STREAM_CAPTURE_STATUS_NONE) {
+    // Not yet opened (the driver would not know it yet), or a default
+    // stream of another thread: kept.
+    const bool askable =
+        o.confirmed && (!is_default_stream(o.stream) || pthread_equal(o.thread, self) != 0);
+    if (o.ticket == 0 || !askable || status_(o.stream) != CU_STREAM_CAPTURE_STATUS_NONE) {
       o.ticket = 0;  // kept
     }
   }
@@ -105,8 +125,11 @@ void CaptureState::release(Open& entry) noexcept {
 }
 
 CaptureState::Open* CaptureState::tracked(CUstream stream) noexcept {
+  const bool per_thread = is_default_stream(stream);
+  const pthread_t self = pthread_self();
   for (Open& o : streams_) {
-    if (o.ticket != 0 && o.stream == stream) return &o;
+    if (o.ticket != 0 && o.stream == stream && (!per_thread || pthread_equal(o.thread, self) != 0))
+      return &o;
   }
   return nullptr;
 }
@@ -119,7 +142,15 @@ void CaptureState::release_untracked() noexcept {
 }
 
 bool CaptureState::find(CUstream stream) const noexcept {
-  if (is_default_stream(stream)) return false;
+  if (is_default_stream(stream)) {
+    // This thread's own capture on its per-thread default stream.
+    const pthread_t self = pthread_self();
+    const std::lock_guard lock(mu_);
+    for (const Open& o : streams_) {
+      if (o.ticket != 0 && o.stream == stream && pthread_equal(o.thread, self) != 0) return true;
+    }
+    return false;
+  }
   {
     const std::lock_guard lock(mu_);
     for (const Open& o : streams_) {
@@ -130,7 +161,7 @@ bool CaptureState::find(CUstream stream) const noexcept {
   // capturing stream: fork-join capture) captures too, and an invalidated
   // capture's launches run nothing either; asking the driver is legal
   // during capture, and only done while one is open.
-  return probe_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
+  return status_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 bool CaptureState::began_thread_local_here() const noexcept {

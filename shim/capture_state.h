@@ -12,9 +12,12 @@
 // cooperating programs, the agent's gate and charges are the boundary.)
 //
 // A capture the program never ends must not stop pacing for good: one whose
-// context went away is dropped when the driver no longer knows it
-// (revalidate()), and captures past the table's size are counted as global
-// ones and uncounted when a stream the table does not hold ends one.
+// context was destroyed goes with it (forget_context(): the driver is not
+// asked about a destroyed context's streams), a full table drops the
+// captures the driver no longer knows, and captures past the table's size
+// are counted as global ones and uncounted when a stream the table does not
+// hold ends one. A default stream's handle names the calling thread's
+// stream: such captures are matched to the thread that began them.
 //
 // Every member is noexcept and allocates nothing: it runs inside the C ABI.
 #pragma once
@@ -34,16 +37,22 @@ namespace egpu::shim {
 class CaptureState {
  public:
   // What the driver says of a stream's capture; NONE when it cannot say
-  // (the capture is then over or never was, or the stream is gone).
+  // (the capture is then over or never was).
   using StatusProbe = CUstreamCaptureStatus (*)(CUstream) noexcept;
+  // The stream's context; null when the driver cannot say.
+  using ContextProbe = CUcontext (*)(CUstream) noexcept;
   static constexpr std::size_t kMaxOpen = 64;  // beyond: counted, not matched by handle
 
-  explicit CaptureState(StatusProbe probe) noexcept : probe_(probe) {}
+  CaptureState(StatusProbe status, ContextProbe context) noexcept
+      : status_(status), context_(context) {}
 
   // Called before the driver's BeginCapture, so no thread queries an event
-  // once the capture may be open; undo(its result) if the driver refused it.
+  // once the capture may be open; then confirm(its result) if the driver
+  // opened it, undo(its result) if it refused. (A per-thread default stream
+  // is CU_STREAM_PER_THREAD here, whatever handle the caller used.)
   using Ticket = uint64_t;
   Ticket begin(CUstream stream, CUstreamCaptureMode mode) noexcept;
+  void confirm(Ticket ticket) noexcept;
   void undo(Ticket ticket) noexcept;
   // After the driver's EndCapture returned `rc`: the capture is dropped only
   // if the stream no longer captures (EndCapture on the wrong thread leaves
@@ -51,8 +60,8 @@ class CaptureState {
   void end(CUstream stream, CUresult rc) noexcept;
   // Before the driver destroys the stream: whatever capture it had is gone.
   void forget(CUstream stream) noexcept;
-  // After a context ended: drops the captures the driver no longer knows.
-  void revalidate() noexcept;
+  // The context was destroyed: its streams' captures went with it.
+  void forget_context(CUcontext context) noexcept;
 
   // The fast path: one relaxed load while no capture is open.
   bool capturing(CUstream stream) const noexcept {
@@ -67,15 +76,19 @@ class CaptureState {
  private:
   struct Open {
     CUstream stream = nullptr;
+    CUcontext context = nullptr;
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-    pthread_t thread{};  // the thread that began it (thread-local mode's rule)
-    Ticket ticket = 0;   // 0: the slot is free
+    pthread_t thread{};      // the thread that began it (thread-local mode's rule)
+    Ticket ticket = 0;       // 0: the slot is free
+    bool confirmed = false;  // the driver opened it (until then it may not know it)
   };
   // Tickets of captures the table could not hold (all counted as global).
   static constexpr Ticket kUntracked = ~Ticket{0};
 
   bool find(CUstream stream) const noexcept;
   bool began_thread_local_here() const noexcept;
+  // Drops the confirmed captures the driver no longer knows (a full table).
+  void revalidate() noexcept;
   // Under mu_: the entry's counts go and its slot is freed.
   void release(Open& entry) noexcept;
   // Under mu_: the tracked entry of `stream`, or null.
@@ -83,7 +96,8 @@ class CaptureState {
   // Under mu_: one capture the table did not hold is over.
   void release_untracked() noexcept;
 
-  StatusProbe probe_;
+  StatusProbe status_;
+  ContextProbe context_;
   std::atomic<int> open_{0};
   std::atomic<int> global_{0};        // global-mode captures, untracked ones included
   std::atomic<int> thread_local_{0};  // thread-local-mode captures

@@ -21,11 +21,18 @@ CUstreamCaptureStatus driver_status(CUstream stream) noexcept {
   return status;
 }
 
+CUcontext stream_context(CUstream stream) noexcept {
+  const auto get_ctx = EGPU_REAL(cuStreamGetCtx);
+  CUcontext context = nullptr;
+  if (get_ctx == nullptr || get_ctx(stream, &context) != CUDA_SUCCESS) return nullptr;
+  return context;
+}
+
 }  // namespace
 
 CaptureState& capture_state() noexcept {
   // Never destroyed: launches may run while the process exits.
-  static auto* state = new CaptureState(&driver_status);
+  static auto* state = new CaptureState(&driver_status, &stream_context);
   return *state;
 }
 
@@ -39,13 +46,22 @@ template <typename Begin>
 CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, Begin&& real_begin) {
   const auto ticket = capture_state().begin(stream, mode);
   const CUresult rc = real_begin();
-  if (rc != CUDA_SUCCESS) capture_state().undo(ticket);
+  if (rc == CUDA_SUCCESS) {
+    capture_state().confirm(ticket);
+  } else {
+    capture_state().undo(ticket);
+  }
   return rc;
 }
 
 CUresult ended(CUresult rc, CUstream stream) {
   capture_state().end(stream, rc);
   return rc;
+}
+
+// In a _ptsz call the null stream is the thread's per-thread default stream.
+CUstream per_thread(CUstream stream) {
+  return stream == nullptr ? CU_STREAM_PER_THREAD : stream;
 }
 
 }  // namespace
@@ -61,7 +77,8 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream) {
 CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCapture_ptsz);
   note_call(RealId::cuStreamBeginCapture_ptsz);
-  return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, [&] { return real(hStream); });
+  return begin_capture(per_thread(hStream), CU_STREAM_CAPTURE_MODE_GLOBAL,
+                       [&] { return real(hStream); });
 }
 
 CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
@@ -73,7 +90,7 @@ CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode m
 CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCapture_v2_ptsz);
   note_call(RealId::cuStreamBeginCapture_v2_ptsz);
-  return begin_capture(hStream, mode, [&] { return real(hStream, mode); });
+  return begin_capture(per_thread(hStream), mode, [&] { return real(hStream, mode); });
 }
 
 CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
@@ -94,7 +111,7 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
                                                   CUstreamCaptureMode mode) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCaptureToGraph_ptsz);
   note_call(RealId::cuStreamBeginCaptureToGraph_ptsz);
-  return begin_capture(hStream, mode, [&] {
+  return begin_capture(per_thread(hStream), mode, [&] {
     return real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
   });
 }
@@ -108,7 +125,7 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
 CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
   EGPU_REAL_OR_RETURN(cuStreamEndCapture_ptsz);
   note_call(RealId::cuStreamEndCapture_ptsz);
-  return ended(real(hStream, phGraph), hStream);
+  return ended(real(hStream, phGraph), per_thread(hStream));
 }
 
 }  // extern "C"

@@ -62,7 +62,7 @@ CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
   forget_context(-1);
   const CUresult result = real();
   if (result == CUDA_SUCCESS) {
-    capture_state().revalidate();  // its streams' captures went with it
+    capture_state().forget_context(ctx);  // its streams' captures went with it
     release_context_limits(ctx);
     release_context_allocations(reinterpret_cast<uintptr_t>(ctx));
   }
@@ -77,10 +77,11 @@ CUresult end_primary(CUdevice dev, bool reset, RealEnd&& real) noexcept {
   forget_context(dev);
   const CUresult result = real();
   if (result != CUDA_SUCCESS) return result;
-  capture_state().revalidate();
   release_primary_limits(dev, reset);
-  if (primary != nullptr && (reset || !primary_still_active(dev)))
+  if (primary != nullptr && (reset || !primary_still_active(dev))) {
+    capture_state().forget_context(primary);
     release_context_allocations(reinterpret_cast<uintptr_t>(primary));
+  }
   return result;
 }
 

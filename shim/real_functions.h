@@ -129,6 +129,7 @@
   X(cuEventElapsedTime)          \
   X(cuEventElapsedTime_v2)       \
   X(cuStreamIsCapturing)         \
+  X(cuStreamGetCtx)              \
   X(cuCtxGetCurrent)             \
   X(cuCtxGetDevice)              \
   X(cuCtxGetLimit)               \
