@@ -41,6 +41,7 @@ TEST(StallMonitor, RecordsATimeItsProcessDidNotRun) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    close(resumed[1]);  // a parent gone early ends the wait below
     double longest_ms = 0;
     {
       StallMonitor monitor;
@@ -62,6 +63,16 @@ TEST(StallMonitor, RecordsATimeItsProcessDidNotRun) {
     (void)!write(result[1], &longest_ms, sizeof longest_ms);
     _exit(0);
   }
+  // A failed assertion below leaves no child behind.
+  struct Reaper {
+    pid_t pid;
+    bool reaped = false;
+    ~Reaper() {
+      if (reaped) return;
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaper{child};
   char go = 0;
   ASSERT_EQ(read(ready[0], &go, 1), 1);
   ASSERT_EQ(kill(child, SIGSTOP), 0);
@@ -73,6 +84,7 @@ TEST(StallMonitor, RecordsATimeItsProcessDidNotRun) {
             static_cast<ssize_t>(sizeof longest_ms));
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
+  reaper.reaped = true;
   EXPECT_GE(longest_ms, 50.0);
   for (int fd : {ready[0], ready[1], resumed[0], resumed[1], result[0], result[1]})
     close(fd);
