@@ -72,11 +72,15 @@ void print_instance(const json& i) {
 // The status of one agent as text; with only_job, just the GPUs and
 // instances of that job.
 void print_status(const json& s, std::optional<uint64_t> only_job) {
+  // Read with value()/at() only: operator[] of a const object without the
+  // key is undefined behaviour in nlohmann::json, and these answers may
+  // come from another version or, relayed, from another node.
+  const json agent = s.value("agent", json::object());
   std::printf("node %s  agent pid %d  slice %d ms  window %d ms  fail mode %s\n",
-              s.value("node", std::string("?")).c_str(), s["agent"].value("pid", 0),
-              s["agent"].value("slice_ms", 0), s["agent"].value("window_ms", 0),
-              s["agent"].value("fail_mode", std::string("?")).c_str());
-  if (s.contains("clock") && s["agent"].value("gang_period_ms", 0) > 0) {
+              s.value("node", std::string("?")).c_str(), agent.value("pid", 0),
+              agent.value("slice_ms", 0), agent.value("window_ms", 0),
+              agent.value("fail_mode", std::string("?")).c_str());
+  if (s.contains("clock") && agent.value("gang_period_ms", 0) > 0) {
     const json& c = s["clock"];
     // Agents before windows_aligned judged each reading alone.
     const bool aligned = c.value("windows_aligned", c.value("within_tolerance", false));
@@ -85,7 +89,7 @@ void print_status(const json& s, std::optional<uint64_t> only_job) {
                       : c.value("reason", json()).is_string() ? c["reason"].get<std::string>()
                                                               : std::string();
     std::printf("gangs: period %d ms; clock %s, estimated error %.0f us%s%s\n",
-                s["agent"].value("gang_period_ms", 0),
+                agent.value("gang_period_ms", 0),
                 c.value("synchronized", false) ? "synchronized" : "not synchronized",
                 c.value("error_us", 0.0), aligned ? "" : ": multi-node steps not aligned, ",
                 aligned ? "" : why.c_str());
@@ -96,8 +100,9 @@ void print_status(const json& s, std::optional<uint64_t> only_job) {
       if (!only_job || inst.value("job", uint64_t{0}) == *only_job) list.push_back(inst);
     }
     if (only_job && list.empty()) continue;
+    const json holder_id = gpu.value("holder", json());
     const std::string holder =
-        gpu["holder"].is_null() ? "-" : std::to_string(gpu["holder"].get<uint64_t>());
+        holder_id.is_null() ? "-" : std::to_string(holder_id.get<uint64_t>());
     std::printf("\nGPU %u  memory %s  allocated %u/100 units  utilisation %s  holder %s",
                 gpu.value("index", 0u),
                 config::format_byte_size(gpu.value("memory_bytes", uint64_t{0})).c_str(),

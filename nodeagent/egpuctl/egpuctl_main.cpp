@@ -108,7 +108,10 @@ int main(int argc, char** argv) {
     if (cmd == "topo") return egpu::ctl::cmd_topo(g, args);
     if (cmd == "usage") return egpu::ctl::cmd_usage(g, args);
   } catch (const std::exception& e) {
-    return egpu::ctl::fail(std::string("unexpected reply (") + e.what() + ")");
+    return egpu::ctl::fail(
+        std::string("the agent's answer is not what this egpuctl reads (an agent of another "
+                    "version, or not an egpu agent?): ") +
+        e.what());
   }
   if (cmd == "help") {
     usage(stdout);
