@@ -124,10 +124,10 @@ void CaptureState::release(Open& entry) noexcept {
   open_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-CaptureState::Open* CaptureState::tracked(CUstream stream) noexcept {
+const CaptureState::Open* CaptureState::tracked(CUstream stream) const noexcept {
   const bool per_thread = is_default_stream(stream);
   const pthread_t self = pthread_self();
-  for (Open& o : streams_) {
+  for (const Open& o : streams_) {
     if (o.ticket != 0 && o.stream == stream && (!per_thread || pthread_equal(o.thread, self) != 0))
       return &o;
   }
@@ -142,26 +142,17 @@ void CaptureState::release_untracked() noexcept {
 }
 
 bool CaptureState::find(CUstream stream) const noexcept {
-  if (is_default_stream(stream)) {
-    // This thread's own capture on its per-thread default stream.
-    const pthread_t self = pthread_self();
-    const std::lock_guard lock(mu_);
-    for (const Open& o : streams_) {
-      if (o.ticket != 0 && o.stream == stream && pthread_equal(o.thread, self) != 0) return true;
-    }
-    return false;
-  }
+  if (stream == nullptr || stream == CU_STREAM_LEGACY) return false;  // never captures
   {
     const std::lock_guard lock(mu_);
-    for (const Open& o : streams_) {
-      if (o.ticket != 0 && o.stream == stream) return true;
-    }
+    if (tracked(stream) != nullptr) return true;
   }
   // A stream that joined a capture (it waited on an event recorded in a
   // capturing stream: fork-join capture) captures too, and an invalidated
   // capture's launches run nothing either; asking the driver is legal
-  // during capture, and only done while one is open.
-  return status_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
+  // during capture, and only done while one is open. (Not for the
+  // per-thread stream: the driver would answer for this thread's.)
+  return stream != CU_STREAM_PER_THREAD && status_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 bool CaptureState::began_thread_local_here() const noexcept {

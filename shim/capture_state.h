@@ -91,8 +91,12 @@ class CaptureState {
   void revalidate() noexcept;
   // Under mu_: the entry's counts go and its slot is freed.
   void release(Open& entry) noexcept;
-  // Under mu_: the tracked entry of `stream`, or null.
-  Open* tracked(CUstream stream) noexcept;
+  // Under mu_: the tracked entry of `stream` (a default stream's: this
+  // thread's), or null.
+  const Open* tracked(CUstream stream) const noexcept;
+  Open* tracked(CUstream stream) noexcept {
+    return const_cast<Open*>(static_cast<const CaptureState*>(this)->tracked(stream));
+  }
   // Under mu_: one capture the table did not hold is over.
   void release_untracked() noexcept;
 
@@ -108,5 +112,12 @@ class CaptureState {
 };
 
 CaptureState& capture_state() noexcept;
+
+// A stream handle as the table keys it: where a null stream means the
+// calling thread's per-thread default stream (_ptsz/_ptds calls), that is
+// CU_STREAM_PER_THREAD.
+inline CUstream capture_key(CUstream stream, bool null_is_per_thread) noexcept {
+  return stream == nullptr && null_is_per_thread ? CU_STREAM_PER_THREAD : stream;
+}
 
 }  // namespace egpu::shim

@@ -5,6 +5,7 @@
 #include "shim/capture_state.h"
 #include "shim/real_functions.h"
 
+using egpu::shim::capture_key;
 using egpu::shim::capture_state;
 using egpu::shim::note_call;
 using egpu::shim::RealId;
@@ -59,11 +60,6 @@ CUresult ended(CUresult rc, CUstream stream) {
   return rc;
 }
 
-// In a _ptsz call the null stream is the thread's per-thread default stream.
-CUstream per_thread(CUstream stream) {
-  return stream == nullptr ? CU_STREAM_PER_THREAD : stream;
-}
-
 }  // namespace
 
 extern "C" {
@@ -77,7 +73,7 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream) {
 CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCapture_ptsz);
   note_call(RealId::cuStreamBeginCapture_ptsz);
-  return begin_capture(per_thread(hStream), CU_STREAM_CAPTURE_MODE_GLOBAL,
+  return begin_capture(capture_key(hStream, true), CU_STREAM_CAPTURE_MODE_GLOBAL,
                        [&] { return real(hStream); });
 }
 
@@ -90,7 +86,7 @@ CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode m
 CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCapture_v2_ptsz);
   note_call(RealId::cuStreamBeginCapture_v2_ptsz);
-  return begin_capture(per_thread(hStream), mode, [&] { return real(hStream, mode); });
+  return begin_capture(capture_key(hStream, true), mode, [&] { return real(hStream, mode); });
 }
 
 CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
@@ -111,7 +107,7 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
                                                   CUstreamCaptureMode mode) {
   EGPU_REAL_OR_RETURN(cuStreamBeginCaptureToGraph_ptsz);
   note_call(RealId::cuStreamBeginCaptureToGraph_ptsz);
-  return begin_capture(per_thread(hStream), mode, [&] {
+  return begin_capture(capture_key(hStream, true), mode, [&] {
     return real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
   });
 }
@@ -125,7 +121,7 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
 CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
   EGPU_REAL_OR_RETURN(cuStreamEndCapture_ptsz);
   note_call(RealId::cuStreamEndCapture_ptsz);
-  return ended(real(hStream, phGraph), per_thread(hStream));
+  return ended(real(hStream, phGraph), capture_key(hStream, true));
 }
 
 }  // extern "C"

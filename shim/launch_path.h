@@ -21,9 +21,7 @@ CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
   note_call(id);
   if (s == nullptr || !s->usable()) return launch();
   // Into a capturing stream: a graph node, nothing runs (capture_state.h).
-  if (capture_state().capturing(stream == nullptr && zero_means == DefaultStream::kPerThread
-                                    ? CU_STREAM_PER_THREAD
-                                    : stream)) {
+  if (capture_state().capturing(capture_key(stream, zero_means == DefaultStream::kPerThread))) {
     return launch();
   }
   bool launched = false;

@@ -72,9 +72,9 @@ void print_instance(const json& i) {
 // The status of one agent as text; with only_job, just the GPUs and
 // instances of that job.
 void print_status(const json& s, std::optional<uint64_t> only_job) {
-  // Read with value()/at() only: operator[] of a const object without the
-  // key is undefined behaviour in nlohmann::json, and these answers may
-  // come from another version or, relayed, from another node.
+  // operator[] of a const object without the key is undefined behaviour in
+  // nlohmann::json, and these answers may come from another version or,
+  // relayed, from another node: value(), or operator[] after contains().
   const json agent = s.value("agent", json::object());
   std::printf("node %s  agent pid %d  slice %d ms  window %d ms  fail mode %s\n",
               s.value("node", std::string("?")).c_str(), agent.value("pid", 0),

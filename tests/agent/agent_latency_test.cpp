@@ -141,7 +141,7 @@ TEST_F(AgentLatency, AnInstanceAtRiskBorrowsFromItsLendNeighbourOnlyAndGivesBack
   EXPECT_EQ(st["gpus"][0]["allocated_units"], 100);
   const auto in_status = [&](uint64_t id) {
     for (const json& inst : st["gpus"][0]["instances"])
-      if (inst["id"] == id) return inst;
+      if (inst.value("id", uint64_t{0}) == id) return inst;
     ADD_FAILURE() << "instance " << id << " is not in " << st.dump();
     return json::object();
   };
