@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "shim/real_functions.h"
@@ -169,6 +171,26 @@ constexpr Variant kVariants[] = {
     {"cuDeviceTotalMem", "cuDeviceTotalMem", 2000, false},
     {"cuDeviceTotalMem", "cuDeviceTotalMem_v2", 3020, false},
 };
+
+// The two tables must name the same ABI variants: a variant not wrapped
+// would hand cuGetProcAddress's caller nothing, a wrapper without its
+// variant would be missed when the real pointer is not recognised.
+#define EGPU_AS_NAME(name) std::string_view{#name},
+constexpr std::string_view kWrappedNames[] = {EGPU_WRAPPED_FUNCTIONS(EGPU_AS_NAME)};
+#undef EGPU_AS_NAME
+
+constexpr bool every_variant_is_wrapped() {
+  return std::ranges::all_of(kVariants, [](const Variant& v) {
+    return std::ranges::find(kWrappedNames, std::string_view{v.abi}) != std::end(kWrappedNames);
+  });
+}
+constexpr bool every_wrapper_is_a_variant() {
+  return std::ranges::all_of(kWrappedNames, [](std::string_view name) {
+    return std::ranges::any_of(kVariants, [name](const Variant& v) { return name == v.abi; });
+  });
+}
+static_assert(every_variant_is_wrapped(), "kVariants names an ABI variant the shim does not wrap");
+static_assert(every_wrapper_is_a_variant(), "a wrapped function has no entry in kVariants");
 
 }  // namespace
 

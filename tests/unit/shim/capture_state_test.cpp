@@ -43,8 +43,15 @@ void driver_forgets_everything() {
   capturing_streams().clear();
 }
 
+// How many times the table asked the driver about a stream.
+int& status_queries() {
+  static int n = 0;
+  return n;
+}
+
 CUstreamCaptureStatus scripted_status(CUstream stream) noexcept {
   const std::lock_guard lock(driver_mutex());
+  ++status_queries();
   return capturing_streams().contains({stream, owner_of(stream)}) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                                                   : CU_STREAM_CAPTURE_STATUS_NONE;
 }
@@ -123,7 +130,9 @@ TEST_F(CaptureStateTest, CapturesOfADestroyedContextGoWithIt) {
   begin(stream_no(1));
   begin(stream_no(2));
   begin(stream_no(100), CU_STREAM_CAPTURE_MODE_RELAXED);
-  state.forget_context(kContextA);  // the driver would still say "capturing": not asked
+  const int queries_before = status_queries();
+  state.forget_context(kContextA);  // the driver would still say "capturing"
+  EXPECT_EQ(status_queries(), queries_before) << "asked the driver about a destroyed context";
   EXPECT_FALSE(state.events_forbidden());
   EXPECT_TRUE(state.capturing(stream_no(100)));
   state.forget_context(kContextB);
