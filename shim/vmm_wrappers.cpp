@@ -9,6 +9,14 @@
 namespace egpu::shim {
 namespace {
 
+// Pinned host memory made with cuMemCreate (NCCL's proxy buffers, cuMem
+// host allocations): no GPU's memory, so no quota counts it.
+bool host_memory(const CUmemAllocationProp* prop) {
+  return prop != nullptr && (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+                             prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+                             prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
+}
+
 int device_of(const CUmemAllocationProp* prop) {
   if (prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
     return prop->location.id;
@@ -30,7 +38,7 @@ CUresult create(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAl
                 RealCreate&& real) noexcept {
   ProcessState* s = managed_state();
   note_call(RealId::cuMemCreate);
-  if (s == nullptr) return real();
+  if (s == nullptr || host_memory(prop)) return real();
   bool called = false;
   CUresult result = CUDA_ERROR_UNKNOWN;
   try {

@@ -158,6 +158,22 @@ TEST(Memory, MappedAndReleasedVmmMemoryCannotExceedTheQuota) {
   EXPECT_EQ(j["after"]["free"], 4 * kGiB);
 }
 
+// cuMemCreate at a host location (NCCL allocates its proxy buffers so) is
+// pinned host memory: counted against the GPU quota it would refuse NCCL's
+// start-up in an instance smaller than its host buffers, and show the job
+// less device memory than it has.
+TEST(Memory, HostMemoryFromCuMemCreateIsNotCountedAgainstTheGpuQuota) {
+  EnforcedNode node("mem-vmm-host");
+  node.create(1, 20, "burst", 0, 4 * kGiB);
+  const uint64_t quota = 4 * kGiB;
+  auto j = run_probe(node, 1, {"vmm-host", std::to_string(6 * kGiB)});
+  EXPECT_EQ(j["vmm"]["create"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["vmm"]["before"]["free"], quota);
+  EXPECT_EQ(j["vmm"]["mapped"]["free"], quota);
+  EXPECT_EQ(j["vmm"]["after"]["free"], quota);
+  EXPECT_EQ(agent_memory_used(node, 1), 0u);
+}
+
 // Finding 6: cuCtxSetLimit makes the driver allocate the malloc heap and the
 // stack (per thread the device holds: 132 SMs x 2048 threads on simgpu).
 TEST(Memory, ContextLimitsAreCountedAndRefusedOverQuota) {

@@ -9,6 +9,9 @@
 //                                        (PROBE_MARK=FILE written while mapped, then
 //                                        PROBE_HOLD_UNTIL waited for)
 //   memory-probe vmm-fill CHUNK [HOLD_MS] create, map, release CHUNK until refused, hold
+//   memory-probe vmm-host SIZE           cuMemCreate of SIZE at a host location (NCCL's
+//                                        proxy buffers), mapped: info before, while
+//                                        mapped, after release
 //   memory-probe ctx-limit HEAP STACK    cuCtxSetLimit of the heap to HEAP, then of the
 //                                        stack to STACK, then both back: info after each
 //   memory-probe share-export KIND SIZE  ipc|vmm|pool: allocate SIZE and export it to
@@ -222,6 +225,28 @@ json vmm_release_mapped(CUdevice dev, size_t size) {
   return out;
 }
 
+json vmm_host(size_t size) {
+  json out;
+  out["before"] = info();
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle h = 0;
+  const CUresult created = cuMemCreate(&h, size, &prop, 0);
+  out["create"] = name_of(created);
+  if (created != CUDA_SUCCESS) return out;
+  CUdeviceptr va = 0;
+  check(cuMemAddressReserve(&va, size, 0, 0, 0), "cuMemAddressReserve");
+  check(cuMemMap(va, size, 0, h, 0), "cuMemMap");
+  check(cuMemRelease(h), "cuMemRelease");
+  out["mapped"] = info();
+  check(cuMemUnmap(va, size), "cuMemUnmap");
+  check(cuMemAddressFree(va, size), "cuMemAddressFree");
+  out["after"] = info();
+  return out;
+}
+
 json vmm_fill(CUdevice dev, size_t chunk, int hold_ms) {
   json out;
   std::vector<CUdeviceptr> held;
@@ -332,6 +357,8 @@ int main(int argc, char** argv) {
       check(cuMemFree(p), "cuMemFree");
   } else if (cmd == "vmm-release-mapped" && argc >= 3) {
     out["vmm"] = vmm_release_mapped(dev, std::strtoull(argv[2], nullptr, 10));
+  } else if (cmd == "vmm-host" && argc >= 3) {
+    out["vmm"] = vmm_host(std::strtoull(argv[2], nullptr, 10));
   } else if (cmd == "vmm-fill" && argc >= 3) {
     out.update(
         vmm_fill(dev, std::strtoull(argv[2], nullptr, 10), argc >= 4 ? std::atoi(argv[3]) : 0));

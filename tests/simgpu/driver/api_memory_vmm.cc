@@ -64,6 +64,15 @@ bool device_location(const CUmemLocation& location, int* ordinal) {
   return true;
 }
 
+// Host memory made with cuMemCreate (pinned, mapped into the device's
+// address space), as NCCL makes its proxy buffers: the device's memory is
+// not touched.
+bool host_location(const CUmemLocation& location) {
+  return location.type == CU_MEM_LOCATION_TYPE_HOST ||
+         location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+         location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
 CUresult alloc_for_ordinal(CUstream_st* stream, int ordinal, size_t bytes, CUdeviceptr* dptr) {
   CUctx_st* ctx = stream->ctx;
   if (ctx->ordinal != ordinal) {
@@ -122,9 +131,19 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   return guarded([&] {
     if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
     int ordinal = 0;
+    const bool host = prop != nullptr && host_location(prop->location);
     if (handle == nullptr || prop == nullptr || size == 0 || size % kGranularity != 0 ||
-        !device_location(prop->location, &ordinal)) {
+        (!host && !device_location(prop->location, &ordinal))) {
       return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (host) {
+      VmmState& s = vmm();
+      const std::lock_guard lock(s.mutex);
+      PhysicalAllocation physical{-1, 0, size};
+      physical.host = true;
+      physical.handle_types = static_cast<unsigned int>(prop->requestedHandleTypes);
+      *handle = drv::add_handle(s, physical);
+      return CUDA_SUCCESS;
     }
     CUctx_st* ctx = nullptr;
     if (const CUresult rc = drv::context_for_device(ordinal, &ctx); rc != CUDA_SUCCESS) return rc;
@@ -166,8 +185,8 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
     if (physical == nullptr) return CUDA_ERROR_INVALID_VALUE;
     *prop = CUmemAllocationProp{};
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop->location.id = physical->ordinal;
+    prop->location.type = physical->host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = physical->host ? 0 : physical->ordinal;
     prop->requestedHandleTypes = static_cast<CUmemAllocationHandleType>(physical->handle_types);
     return CUDA_SUCCESS;
   });

@@ -30,6 +30,7 @@ PhysicalAllocation* held_handle(VmmState& s, CUmemGenericAllocationHandle handle
 }
 
 CUresult free_physical(const PhysicalAllocation& physical) {
+  if (physical.host) return CUDA_SUCCESS;  // pinned host memory, not the device's
   return release_allocation(physical.address,
                             physical.imported ? AllocationKind::kVmmImport : AllocationKind::kVmm);
 }

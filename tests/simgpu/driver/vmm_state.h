@@ -22,6 +22,7 @@ struct PhysicalAllocation {
   uint64_t address;  // entry in the device's memory table (an import's own entry)
   size_t size;
   bool imported = false;          // cuMemImportFromShareableHandle
+  bool host = false;              // a host location (NCCL's proxy buffers): no device memory
   unsigned int handle_types = 0;  // CUmemAllocationProp::requestedHandleTypes
   uint32_t refs = 1;              // cuMemCreate/import + cuMemRetainAllocationHandle - cuMemRelease
   uint32_t mapped = 0;            // live mappings
