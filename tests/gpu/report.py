@@ -11,12 +11,13 @@
                                       targets and achieved are given, else S
   report.py split SHARES NAME...       "split 69.6/30.4 of 96.6% busy": the shares
                                       of a shares.py result normalised to their sum
-  report.py charged BEFORE AFTER NAME=JOB...
+  report.py charged [--pairs] BEFORE AFTER NAME=JOB...
                                       the device time the agent charged each job's
                                       instance between two `egpuctl --json status`
                                       snapshots, in percent of the time between
                                       them, and its decayed achieved shares at the
-                                      second
+                                      second; --pairs: only "NAME=PCT,..." (the
+                                      form row's --achieved takes, "?" unknown)
   report.py table ROWS [--json OUT] [--env FILE]
                                       prints the table; writes rows (+ the
                                       environment) as JSON to OUT
@@ -86,17 +87,21 @@ def cmd_charged(args):
         before, after = last_json(args.before) or {}, last_json(args.after) or {}
         dt = after["agent"]["uptime_s"] - before["agent"]["uptime_s"]
     except (OSError, KeyError, TypeError):
-        print("?")
+        print(",".join(f"{spec.partition('=')[0]}=?" for spec in args.jobs) if args.pairs else "?")
         return 0
-    charged, achieved = [], []
+    charged, achieved, pairs_out = [], [], []
     for spec in args.jobs:
         name, _, job = spec.partition("=")
         a = instance_field(before, int(job), "device_s")
         b = instance_field(after, int(job), "device_s")
         ok = a is not None and b is not None and dt > 0
         charged.append(f"{name} {(b - a) / dt * 100:.1f}" if ok else f"{name} ?")
+        pairs_out.append(f"{name}={(b - a) / dt * 100:.1f}" if ok else f"{name}=?")
         pct = instance_field(after, int(job), "achieved_pct")
         achieved.append(f"{name} {pct:.1f}" if pct is not None else f"{name} ?")
+    if args.pairs:
+        print(",".join(pairs_out))
+        return 0
     print(f"{' / '.join(charged)} % of wall (its decayed shares {' / '.join(achieved)})")
     return 0
 
@@ -184,6 +189,7 @@ def main():
     p.add_argument("shares")
     p.add_argument("names", nargs="+")
     p = sub.add_parser("charged")
+    p.add_argument("--pairs", action="store_true")
     p.add_argument("before")
     p.add_argument("after")
     p.add_argument("jobs", nargs="+")

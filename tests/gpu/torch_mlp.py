@@ -12,28 +12,12 @@ training step is captured once into a CUDA graph (torch.cuda.graph) and each
 iteration replays it, as torch.compile "reduce-overhead" does.
 """
 import argparse
-import ctypes
 import json
 import os
 import sys
 import time
 
-
-def shim_counters():
-    """The shim's call counters when it is loaded into this process."""
-    try:
-        count = ctypes.CDLL(None).egpu_shim_wrapper_calls
-    except (AttributeError, OSError):
-        return {"loaded": False}
-    count.restype = ctypes.c_uint64
-    count.argtypes = [ctypes.c_char_p]
-    names = ["cuGetProcAddress", "cuGetProcAddress_v2", "cuLaunchKernel", "cuLaunchKernel_ptsz",
-             "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cuMemAlloc_v2", "cuMemAllocAsync",
-             "cuMemGetInfo_v2", "cuGraphLaunch", "cuStreamBeginCapture_v2",
-             "cuStreamEndCapture"]
-    calls = {name: int(count(name.encode())) for name in names}
-    calls["launch_wrappers_total"] = sum(v for k, v in calls.items() if k.startswith("cuLaunch"))
-    return {"loaded": True, "calls": calls}
+import shim_counters  # tests/gpu/shim_counters.py, beside this file
 
 
 def main():
@@ -122,7 +106,7 @@ def main():
         "wall_s": round(wall_s, 4),
         "it_per_s": round(iterations / wall_s, 3) if wall_s > 0 else 0.0,
         "last_loss": loss,
-        "shim": shim_counters(),
+        "shim": shim_counters.read(),
     }
     print(json.dumps(summary), flush=True)
     return 0
