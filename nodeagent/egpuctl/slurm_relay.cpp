@@ -169,7 +169,19 @@ std::vector<NodeOutcome> egpuctl_on_nodes(
 }
 
 nlohmann::json relayed_json(const std::string& out) {
-  nlohmann::json value = nlohmann::json::parse(out, nullptr, false);
+  // The parser is iterative, make_printable is not: a 10^5-deep array (200 KB,
+  // within what the relay reads) would overflow root's stack. An agent's
+  // status nests 6 deep.
+  constexpr int kMaxDepth = 32;
+  bool too_deep = false;
+  nlohmann::json value = nlohmann::json::parse(
+      out,
+      [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kMaxDepth) too_deep = true;
+        return !too_deep;
+      },
+      false);
+  if (too_deep) return nlohmann::json(nlohmann::json::value_t::discarded);
   make_printable(value);
   return value;
 }

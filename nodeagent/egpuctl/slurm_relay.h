@@ -55,8 +55,9 @@ std::vector<NodeOutcome> egpuctl_on_nodes(
     const JobOnSlurm& job, const std::vector<std::string>& nodes,
     const std::vector<std::vector<std::string>>& args_per_node);
 
-// A node's `--json` output, parsed (discarded when not JSON), its strings'
-// control characters made visible: the job's owner's process wrote it.
+// A node's `--json` output, parsed (discarded when not JSON, or nested
+// deeper than an agent's answer ever is), its strings' control characters
+// made visible: the job's owner's process wrote it.
 nlohmann::json relayed_json(const std::string& out);
 
 }  // namespace egpu::ctl

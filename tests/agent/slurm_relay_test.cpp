@@ -48,5 +48,18 @@ TEST(SlurmRelay, TheCallersOwnRelayKeepsAllButSlurmsStepOptions) {
   EXPECT_EQ(env.size(), 7u);
 }
 
+// The relayed answer is the job owner's output: nesting it 10^5 deep (200
+// KB) overflowed root's stack in make_printable. It is refused like text
+// that is not JSON; an agent's own answer still reads.
+TEST(SlurmRelay, AnAnswerNestedPastAnyAgentsIsRefusedNotACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_TRUE(relayed_json(deep).is_discarded());
+  const nlohmann::json agent_like = relayed_json(
+      R"({"gpus":[{"instances":[{"id":1,"usage":{"device_s":1.5}}]}],"note":"a\u001b[2Jb"})");
+  ASSERT_TRUE(agent_like.is_object());
+  EXPECT_EQ(agent_like["gpus"][0]["instances"][0]["usage"]["device_s"], 1.5);
+  EXPECT_EQ(agent_like["note"], "a?[2Jb");
+}
+
 }  // namespace
 }  // namespace egpu::ctl
