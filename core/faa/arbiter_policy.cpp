@@ -177,11 +177,14 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos held_ns,
     // The time it held the slice while others waited is charged if its
     // reports fall short of it, where the policy can justify it: a blocked
     // thread (busy) means work queued on the GPU, a drain is its own tail,
-    // and launches that bring (almost) no device time are a claim. A holder
-    // that launches and reports as it goes, but whose host denies it the CPU
-    // now and then, is not charged for the GPU's idle gaps.
-    const bool claims =
-        a.busy > 0 || drain_until_ns_ != 0 || (a.launched && charges[i] < held_ns / 4);
+    // and a launch says it used its slice. Every one of these is its own
+    // page's word, so none may be believed in part: a holder that launches
+    // while it holds the GPU from others pays for the time it held, however
+    // little it reports (forgiving reports above a quarter let one that
+    // reported half take 1.7 times its share). The GPU's idle gaps while a
+    // busy host denies a holder the CPU are its own, as on any time-sliced
+    // device.
+    const bool claims = a.busy > 0 || drain_until_ns_ != 0 || a.launched;
     const bool held = published_ == id && contended_ && claims;
     // Until it launches, a holder may just not have run yet (see HeldTimeFloor).
     if (published_ != id) m.ran_this_grant = false;

@@ -182,6 +182,33 @@ TEST(PolicyReplay, AnInstanceThatLiesAboutItsWorkGetsNoMoreThanItsShare) {
   check_golden("liar", trace);
 }
 
+// A shim that keeps to the gate and the bound but, while it holds, says no
+// thread is blocked, launches at every look and reports a fraction of its
+// device time: its held time is a claim however much it reports. (Reporting
+// half took 0.34 of the GPU at 0.2, and 0.66 at 0.5, with nothing charged
+// on the floor, while only reports under a quarter of the held time were.)
+TEST(PolicyReplay, AnInstanceThatUnderReportsWhileItHoldsGetsNoMoreThanItsShare) {
+  struct Case {
+    std::vector<double> targets;  // the first is the under-reporter's
+    double reports;
+  };
+  for (const Case& c : {Case{{0.2, 0.8}, 0.5}, Case{{0.5, 0.5}, 0.5}, Case{{0.2, 0.4, 0.4}, 0.5},
+                        Case{{0.2, 0.8}, 0.3}, Case{{0.2, 0.8}, 0.8}}) {
+    std::vector<ProcessScript> scripts;
+    for (const double t : c.targets)
+      scripts.push_back(greedy(t, kMs));
+    scripts[0].reports = c.reports;
+    SCOPED_TRACE("targets from " + std::to_string(c.targets[0]) + ", reports " +
+                 std::to_string(c.reports));
+    PolicyReplay r(agent_defaults(), scripts);
+    r.run_until(6 * kSecond);
+    EXPECT_LE(r.share(0, 2 * kSecond, 6 * kSecond), c.targets[0] / 0.95 + 0.01);
+    for (std::size_t i = 1; i < c.targets.size(); ++i)
+      EXPECT_GE(r.share(i, 2 * kSecond, 6 * kSecond), c.targets[i] - 0.03) << "neighbour " << i;
+    EXPECT_GT(r.policy().floor_charged(0), 0) << "its reports fell short, and status should say so";
+  }
+}
+
 // A shim that holds the slice without working, saying at every look that its
 // last sync has just returned, cannot keep the slice: each idle hint is taken
 // once per launch or blocked thread seen, so its grace runs out as any idle

@@ -297,6 +297,14 @@ void PolicyReplay::tick(uint32_t gpu) {
     a.reported_inflight_ns = a.busy != 0 ? a.inflight_ns : 0;
     a.device_ns = p.script.liar ? 0 : p.reported;
     a.idle_since_ns = p.idle_since;
+    if (p.script.reports < 1.0 && alive) {
+      if (g.holder == static_cast<InstanceId>(i)) {
+        a.busy = 0;
+        a.reported_inflight_ns = 0;
+        a.launched = true;
+      }
+      a.device_ns = static_cast<Nanos>(static_cast<double>(p.reported) * p.script.reports);
+    }
     if (p.script.squatter && alive) {
       const bool holds = g.holder == static_cast<InstanceId>(i);
       a.busy = holds ? 0 : 1;  // at the gate until it holds

@@ -69,6 +69,11 @@ struct ProcessScript {
   // says at every look that its last sync has just returned (the idle hint
   // of a process between a sync and its next launch).
   bool squatter = false;
+  // A hostile shim that under-reports while it holds: it says no thread is
+  // blocked and launches at every look, and reports only this fraction of
+  // its device time (waiting at the gate, it is honest about being blocked).
+  // 1: honest.
+  double reports = 1.0;
   // A busy host: a thread woken from the gate runs only this much later (it
   // still shows as blocked meanwhile, as a thread that has not run cannot
   // say otherwise).
