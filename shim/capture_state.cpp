@@ -143,16 +143,24 @@ void CaptureState::release_untracked() noexcept {
 
 bool CaptureState::find(CUstream stream) const noexcept {
   if (stream == nullptr || stream == CU_STREAM_LEGACY) return false;  // never captures
+  bool being_opened = false;
   {
     const std::lock_guard lock(mu_);
-    if (tracked(stream) != nullptr) return true;
+    if (const Open* o = tracked(stream)) {
+      if (o->confirmed) return true;
+      being_opened = true;  // this thread's own, where a default stream
+    }
   }
-  // A stream that joined a capture (it waited on an event recorded in a
-  // capturing stream: fork-join capture) captures too, and an invalidated
-  // capture's launches run nothing either; asking the driver is legal
-  // during capture, and only done while one is open. (Not for the
+  // A capture being opened is taken on the driver's word: one the driver
+  // refuses (a BeginCapture that fails, however often a program calls it)
+  // must not let the stream's launches past the gate meanwhile. A stream
+  // that joined a capture (it waited on an event recorded in a capturing
+  // stream: fork-join capture) captures too, and an invalidated capture's
+  // launches run nothing either; asking the driver is legal during
+  // capture, and only done while one is open. (Not for another thread's
   // per-thread stream: the driver would answer for this thread's.)
-  return stream != CU_STREAM_PER_THREAD && status_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (stream == CU_STREAM_PER_THREAD && !being_opened) return false;
+  return status_(stream) != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 bool CaptureState::began_thread_local_here() const noexcept {

@@ -124,6 +124,25 @@ TEST_F(CaptureStateTest, AThreadLocalCaptureForbidsEventsOnlyOnTheThreadThatBega
   EXPECT_FALSE(state.events_forbidden());
 }
 
+// Between the table's begin() and the driver's answer, a stream's launches
+// pass the gate only if the driver says it captures: a BeginCapture the
+// driver refuses, called in a loop, must not let launches on that stream
+// run ungated and uncharged.
+TEST_F(CaptureStateTest, ACaptureBeingOpenedIsTakenOnTheDriversWord) {
+  const auto refused = state.begin(stream_no(1), CU_STREAM_CAPTURE_MODE_RELAXED);
+  EXPECT_FALSE(state.capturing(stream_no(1))) << "the driver has not opened it";
+  set_capturing(stream_no(1), true);  // the driver opened it; BeginCapture has not returned
+  EXPECT_TRUE(state.capturing(stream_no(1)));
+  set_capturing(stream_no(1), false);
+  state.undo(refused);
+  const auto mine = state.begin(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_RELAXED);
+  EXPECT_FALSE(state.capturing(CU_STREAM_PER_THREAD));
+  set_capturing(CU_STREAM_PER_THREAD, true);
+  EXPECT_TRUE(state.capturing(CU_STREAM_PER_THREAD));  // this thread's: the driver can say
+  state.confirm(mine);
+  EXPECT_TRUE(state.capturing(CU_STREAM_PER_THREAD));
+}
+
 // The driver is not asked about a destroyed context's streams (their
 // handles are freed): the context's captures go, the others stay.
 TEST_F(CaptureStateTest, CapturesOfADestroyedContextGoWithIt) {
