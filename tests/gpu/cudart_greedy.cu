@@ -11,7 +11,6 @@
 // Prints one JSON object on stdout; with --progress a line
 // "cudart-greedy[pid] t=<s>s launched=<n>" on stderr every second.
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include "shim_counters.h"
 
 namespace {
 
@@ -116,25 +117,6 @@ double calibrate(cudaStream_t s) {
   return static_cast<double>(iters - iters / 8) / (slope_ms * 1000.0);
 }
 
-// The shim's counters, when it is preloaded: calls of each launch-path wrapper.
-std::string shim_json() {
-  using CountFn = uint64_t (*)(const char*);
-  const auto count = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "egpu_shim_wrapper_calls"));
-  if (count == nullptr) return "{\"loaded\":false}";
-  std::string out = "{\"loaded\":true,\"calls\":{";
-  const char* names[] = {"cuGetProcAddress",   "cuGetProcAddress_v2",   "cuLaunchKernel",
-                         "cuLaunchKernel_ptsz", "cuLaunchKernelEx",      "cuLaunchKernelEx_ptsz",
-                         "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuMemAlloc_v2"};
-  uint64_t launches = 0;
-  for (const char* name : names) {
-    const uint64_t n = count(name);
-    if (std::strncmp(name, "cuLaunchKernel", 14) == 0) launches += n;
-    out += "\"" + std::string(name) + "\":" + std::to_string(n) + ",";
-  }
-  out += "\"launch_wrappers_total\":" + std::to_string(launches) + "}}";
-  return out;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -188,6 +170,6 @@ int main(int argc, char** argv) {
       "\"calibration\":\"%s\",\"shim\":%s}\n",
       o.label.c_str(), prop.name, wall_s, launched, o.kernel_us,
       static_cast<double>(launched) * o.kernel_us * 1e-6, iters_per_us,
-      measured ? "measured" : "given", shim_json().c_str());
+      measured ? "measured" : "given", shim_counters_json().c_str());
   return 0;
 }
