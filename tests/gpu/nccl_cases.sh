@@ -23,7 +23,11 @@ nccl_bin=""
 : "${work:?}" "${here:?}" "${seconds:?}" "${simulate:?}" "${nvcc:?}" "${compute_cap:?}" \
   "${cuda:?}" "${greedy:?}" "${torch_ok:?}" "${#pid_of[@]}"
 
-nccl_env=(NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=WARN NCCL_CUMEM_ENABLE=1)
+# CUDA_MODULE_LOADING=EAGER: NCCL's kernels load with the context, before
+# the "before" memory reading (module memory is the driver's, not the
+# shim's to count: loaded lazily it would land between the readings).
+nccl_env=(NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=WARN NCCL_CUMEM_ENABLE=1
+          CUDA_MODULE_LOADING=EAGER)
 nccl_scope="one GPU: each rank its own NCCL_HOSTID, socket transport on loopback; not the same-host P2P/SHM/NVLS paths nor cuMem export/import between ranks"
 
 # nccl_locate: sets nccl_include, nccl_lib and nccl_from, or nccl_missing.
@@ -153,6 +157,9 @@ ddp_ranks() {
 nccl_memory_row() {
   local status=error why=""
   if [[ -z $3 ]]; then
+    # No per-process figure (NVML missing, or this pid not in its list: a
+    # PID namespace): nothing to compare, which is not egpu's error.
+    status=info
     why="the driver's view is missing ($6); "
   elif (($4 == 0)); then
     why="NCCL made no cuMemCreate call (NCCL_CUMEM_ENABLE=1): the VMM path was not exercised; "
@@ -194,7 +201,7 @@ nccl_one_instance() {
   charged=$(sed -n 's/^nccl=\([^,]*\),.*/\1/p' "$work/nf.charged")
   status=error
   (($(calls nf-r0 launch_wrappers_total) > 0 && $(calls nf-r1 launch_wrappers_total) > 0)) &&
-    awk -v c="$charged" 'BEGIN { exit !(c > 0) }' && status=ok
+    awk -v c="$charged" 'BEGIN { exit !(c ~ /^[0-9]+([.][0-9]+)?$/ && c + 0 > 0) }' && status=ok
   row --case "NCCL launches gated and charged (EGPU_DEBUG=1)" --status "$status" \
     --notes "launch wrappers r0 $(calls nf-r0 launch_wrappers_total) / r1 $(calls nf-r1 launch_wrappers_total) (cuLaunchKernelEx $(calls nf-r0 cuLaunchKernelEx)), cuGetProcAddress $(calls nf-r0 proc_address_total); $(cat "$work/nf.agent"); greedy $(pct "$(json_get "$work/nf.shares" programs.greedy.fraction '')")% of the GPU, nccl $(json_get "$work/nf.shares" programs.nccl.rate '?') it/s; $(window_note "$work/nf.shares")"
   # Memory: cuMemGetInfo answers for the instance, both ranks together, so
@@ -275,7 +282,10 @@ ddp_case() {
   greedy_share=$(pct "$(json_get "$work/nd-s.shares" programs.greedy.fraction '')")
   (($(calls nd-s-r0 launch_wrappers_total) > 0 && $(calls nd-s-r1 launch_wrappers_total) > 0)) || status=error
   notes="ddp ${rate:-?} it/s shared vs $alone alone without egpu (share = the ratio); greedy $greedy_share% of the GPU; $(window_note "$work/nd-s.shares"); $(cat "$work/nd-s.agent"); launch wrappers r0 $(calls nd-s-r0 launch_wrappers_total) / r1 $(calls nd-s-r1 launch_wrappers_total), cuMemCreate $(calls nd-s-r0 vmm_creates_total); NCCL $(json_get "$work/nd-s-r0.json" nccl_version '?'); $nccl_scope"
-  row --case "torch DDP (NCCL) vs greedy 50/50" --targets "ddp=50" ${status:+--status "$status"} \
+  # Over loopback sockets DDP waits on the network, and its NCCL kernels run
+  # on while greedy holds the GPU: its rate does not follow its share, so
+  # the row informs; the charges row below judges.
+  row --case "torch DDP (NCCL) vs greedy 50/50" --status "${status:-info}" \
     --achieved "ddp=$(pct "$share")" --notes "$notes"
   row --case "torch DDP (NCCL) vs greedy 50/50: agent's charges vs work done" \
     --targets "ddp=$(pct "$share"),greedy=$greedy_share" --achieved "$(cat "$work/nd-s.charged")" \
@@ -307,7 +317,7 @@ else
   if ((!torch_ok)); then
     # The torch rows already say, as an error, that python3 has no torch.
     row --case "torch DDP (NCCL)" --status skipped --notes "python3 has no torch with CUDA; $(ddp_parses)"
-  elif have_time $((2 * seconds + 40)); then
+  elif have_time $((2 * seconds + 60)); then
     ddp_case
   else
     skip_row "torch DDP (NCCL) vs greedy 50/50"

@@ -122,8 +122,10 @@ def cmd_row(args):
     achieved = pairs(args.achieved)
     status = args.status
     if targets and achieved and status is None:
+        # An unknown figure on either side ("?": a run that failed) makes
+        # the row an error; it never stops the run.
         devs = [abs(achieved[k] - t) for k, t in targets.items()
-                if achieved.get(k) is not None]
+                if t is not None and achieved.get(k) is not None]
         complete = len(devs) == len(targets)
         status = "ok" if complete and max(devs) <= args.tolerance else "off"
         if not complete:

@@ -1,8 +1,9 @@
 // tests/gpu/shim_counters.h: the egpu shim's per-wrapper call counters
 // (EGPU_DEBUG=1) as JSON, for validate's CUDA programs (cudart_greedy.cu,
-// nccl_allreduce.cu); tests/gpu/shim_counters.py is the same for the torch
-// programs, with the same family totals. Every ABI variant of an API is
-// counted: a program may reach the driver through any of them.
+// nccl_allreduce.cu); tests/gpu/shim_counters.py is its Python twin for the
+// torch programs (the family totals validate reads are named alike in both).
+// Every ABI variant of an API is counted: a program may reach the driver
+// through any of them.
 #pragma once
 
 #include <dlfcn.h>

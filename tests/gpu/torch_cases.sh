@@ -96,7 +96,7 @@ else
   # (torch.compile "reduce-overhead"): capture must work under the shim and
   # each replay be gated and charged like the eager step. Its rate alone is
   # the replay's own (graphs launch less, so they run faster alone).
-  if have_time $((2 * seconds + 40)); then
+  if have_time $((2 * seconds + 60)); then
     say "(d') torch MLP as a CUDA graph: alone in its instance, then at 30 vs greedy at 70"
     create 63 50 >/dev/null
     start t-graph-alone 63 EGPU_DEBUG=1 -- python3 "$here/torch_mlp.py" "${torch_args[@]}" \
