@@ -210,6 +210,26 @@ TEST(PolicyReplay, AnInstanceThatUnderReportsWhileItHoldsGetsNoMoreThanItsShare)
   }
 }
 
+// The same shim saying instead, while it holds, that its thread is blocked
+// and has not launched (a thread woken from the gate on a busy host that
+// has not run yet): that time is forgiven out of a credit of half of what
+// it reports, so it buys at most 1.5 times what it pays for.
+TEST(PolicyReplay, AnUnderReporterThatSaysItIsWakingBuysAtMostHalfAgainWhatItPays) {
+  for (const double reports : {0.5, 0.65, 0.8}) {
+    for (const double target : {0.2, 0.5}) {
+      ProcessScript liar = greedy(target, kMs);
+      liar.reports = reports;
+      liar.says_waking = true;
+      PolicyReplay r(agent_defaults(), {liar, greedy(1.0 - target, kMs)});
+      r.run_until(6 * kSecond);
+      const double share = r.share(0, 2 * kSecond, 6 * kSecond);
+      std::printf("says waking, reports %.2f at %.1f: %.3f of the GPU\n", reports, target, share);
+      EXPECT_LE(share, target * 1.5 + 0.01) << "reports " << reports << " at " << target;
+      EXPECT_GE(r.share(1, 2 * kSecond, 6 * kSecond), 1.0 - target * 1.5 - 0.03);
+    }
+  }
+}
+
 // A shim that holds the slice without working, saying at every look that its
 // last sync has just returned, cannot keep the slice: each idle hint is taken
 // once per launch or blocked thread seen, so its grace runs out as any idle

@@ -299,9 +299,9 @@ void PolicyReplay::tick(uint32_t gpu) {
     a.idle_since_ns = p.idle_since;
     if (p.script.reports < 1.0 && alive) {
       if (g.holder == static_cast<InstanceId>(i)) {
-        a.busy = 0;
-        a.reported_inflight_ns = 0;
-        a.launched = true;
+        a.busy = p.script.says_waking ? 1 : 0;
+        a.reported_inflight_ns = p.script.says_waking ? a.inflight_ns : 0;
+        a.launched = !p.script.says_waking;
       }
       a.device_ns = static_cast<Nanos>(static_cast<double>(p.reported) * p.script.reports);
     }

@@ -72,8 +72,11 @@ struct ProcessScript {
   // A hostile shim that under-reports while it holds: it says no thread is
   // blocked and launches at every look, and reports only this fraction of
   // its device time (waiting at the gate, it is honest about being blocked).
-  // 1: honest.
+  // 1: honest. With says_waking it says instead, while it holds, that a
+  // thread is blocked and it has not launched yet (a thread woken from the
+  // gate that has not run: forgiven out of its wake credit).
   double reports = 1.0;
+  bool says_waking = false;
   // A busy host: a thread woken from the gate runs only this much later (it
   // still shows as blocked meanwhile, as a thread that has not run cannot
   // say otherwise).
