@@ -1,12 +1,14 @@
 // CUDA graphs, simulated as one op each: a graph's duration is the sum of its
 // kernel nodes' durations (their first parameter) or of the work a stream
 // capture recorded. Nodes run one after another (conservative: no overlap).
+// Memory nodes allocate from the graph pool at launch (driver/graph_memory.h).
 #include "driver/cuda_api.h"
 // after cuda.h:
 #include <memory>
 
 #include "driver/device_session.h"
 #include "driver/driver_state.h"
+#include "driver/graph_memory.h"
 #include "driver/graphs.h"
 #include "driver/streams.h"
 
@@ -26,24 +28,70 @@ bool capture_if_capturing(CUstream_st* stream, uint64_t duration_ns) {
   return true;
 }
 
-}  // namespace egpu::simgpu::driver
-
-namespace {
-
-CUresult add_node(CUgraphNode* node_out, CUgraph handle, uint64_t duration_ns) {
-  if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
-  if (node_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUgraph_st* graph = registry().find<CUgraph_st>(handle);
-  if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+CUresult add_graph_node(CUgraphNode* node_out, CUgraph_st* graph, CUgraphNodeType type,
+                        uint64_t duration_ns, const GraphAllocation& memory) {
   auto node = std::make_unique<CUgraphNode_st>();
   node->graph = graph;
+  node->type = type;
   node->duration_ns = duration_ns;
+  node->memory = memory;
   CUgraphNode_st* raw = registry().adopt(std::move(node));
   const std::lock_guard lock(graph->mutex);
   graph->nodes.push_back(raw);
   graph->duration_ns += duration_ns;
-  *node_out = raw;
+  if (node_out != nullptr) *node_out = raw;
   return CUDA_SUCCESS;
+}
+
+}  // namespace egpu::simgpu::driver
+
+namespace {
+
+CUresult add_node(CUgraphNode* node_out, CUgraph handle, CUgraphNodeType type,
+                  uint64_t duration_ns) {
+  if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+  if (node_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUgraph_st* graph = registry().find<CUgraph_st>(handle);
+  if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return drv::add_graph_node(node_out, graph, type, duration_ns, {});
+}
+
+// Under graph.mutex: the graph's memory nodes, its child graphs' included.
+void collect_memory_nodes(const CUgraph_st& graph, CUgraphExec_st* exec) {
+  for (const CUgraphNode_st* node : graph.nodes) {
+    if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) exec->allocs.push_back(node->memory);
+    if (node->type == CU_GRAPH_NODE_TYPE_MEM_FREE) exec->frees.push_back(node->memory.address);
+    if (node->child != nullptr) {
+      const std::lock_guard lock(node->child->mutex);
+      collect_memory_nodes(*node->child, exec);
+    }
+  }
+}
+
+// A copy of `graph` (under its mutex), as a child-graph node holds it.
+CUgraph_st* copy_graph(const CUgraph_st& graph) {
+  CUgraph_st* copy = registry().adopt(std::make_unique<CUgraph_st>());
+  for (const CUgraphNode_st* node : graph.nodes) {
+    CUgraphNode out = nullptr;
+    drv::add_graph_node(&out, copy, node->type, node->duration_ns, node->memory);
+    if (node->child != nullptr) {
+      const std::lock_guard lock(node->child->mutex);
+      out->child = copy_graph(*node->child);
+    }
+  }
+  return copy;
+}
+
+void destroy_graph(CUgraph_st* graph) {
+  {
+    const std::lock_guard lock(graph->mutex);
+    for (CUgraphNode_st* node : graph->nodes) {
+      if (node->child != nullptr) destroy_graph(node->child);
+      registry().destroy(node);
+    }
+    graph->nodes.clear();
+  }
+  registry().destroy(graph);
 }
 
 CUresult instantiate(CUgraphExec* exec_out, CUgraph handle) {
@@ -55,6 +103,7 @@ CUresult instantiate(CUgraphExec* exec_out, CUgraph handle) {
   {
     const std::lock_guard lock(graph->mutex);
     exec->duration_ns = graph->duration_ns;
+    collect_memory_nodes(*graph, exec.get());
   }
   *exec_out = registry().adopt(std::move(exec));
   return CUDA_SUCCESS;
@@ -69,7 +118,14 @@ CUresult graph_launch(CUgraphExec handle, CUstream stream_handle, DefaultStream 
       rc != CUDA_SUCCESS) {
     return rc;
   }
+  const bool has_memory = !exec->allocs.empty() || !exec->frees.empty();
+  if (has_memory && stream->capture_graph != nullptr) return CUDA_ERROR_NOT_SUPPORTED;
   if (drv::capture_if_capturing(stream, exec->duration_ns)) return CUDA_SUCCESS;
+  if (has_memory) {
+    if (const CUresult rc = drv::run_graph_memory(stream->ctx, exec, true); rc != CUDA_SUCCESS) {
+      return rc;
+    }
+  }
   drv::SubmitRequest request;
   request.kind = egpu::simgpu::OpKind::kKernel;
   request.duration_ns = exec->duration_ns;
@@ -79,9 +135,14 @@ CUresult graph_launch(CUgraphExec handle, CUstream stream_handle, DefaultStream 
 
 CUresult graph_upload(CUgraphExec handle, CUstream stream_handle, DefaultStream default_stream) {
   if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
-  if (registry().find<CUgraphExec_st>(handle) == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExec_st* exec = registry().find<CUgraphExec_st>(handle);
+  if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* stream = nullptr;
-  return drv::resolve_stream(stream_handle, default_stream, &stream);
+  if (const CUresult rc = drv::resolve_stream(stream_handle, default_stream, &stream);
+      rc != CUDA_SUCCESS) {
+    return rc;
+  }
+  return drv::run_graph_memory(stream->ctx, exec, false);  // maps its memory
 }
 
 CUresult begin_capture(CUstream handle, DefaultStream default_stream) {
@@ -143,13 +204,7 @@ CUresult cuGraphDestroy(CUgraph hGraph) {
   return guarded([&] {
     CUgraph_st* graph = registry().find<CUgraph_st>(hGraph);
     if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    {
-      const std::lock_guard lock(graph->mutex);
-      for (CUgraphNode_st* node : graph->nodes)
-        registry().destroy(node);
-      graph->nodes.clear();
-    }
-    registry().destroy(graph);
+    destroy_graph(graph);
     return CUDA_SUCCESS;
   });
 }
@@ -161,7 +216,7 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
   (void)numDependencies;
   return guarded([&] {
     if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return add_node(phGraphNode, hGraph,
+    return add_node(phGraphNode, hGraph, CU_GRAPH_NODE_TYPE_KERNEL,
                     drv::kernel_duration_ns(nodeParams->kernelParams, nodeParams->extra));
   });
 }
@@ -173,7 +228,7 @@ CUresult cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph,
   (void)numDependencies;
   return guarded([&] {
     if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return add_node(phGraphNode, hGraph,
+    return add_node(phGraphNode, hGraph, CU_GRAPH_NODE_TYPE_KERNEL,
                     drv::kernel_duration_ns(nodeParams->kernelParams, nodeParams->extra));
   });
 }
@@ -182,7 +237,65 @@ CUresult cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
                              const CUgraphNode* dependencies, size_t numDependencies) {
   (void)dependencies;
   (void)numDependencies;
-  return guarded([&] { return add_node(phGraphNode, hGraph, 0); });
+  return guarded([&] { return add_node(phGraphNode, hGraph, CU_GRAPH_NODE_TYPE_EMPTY, 0); });
+}
+
+CUresult cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                  const CUgraphNode* dependencies, size_t numDependencies,
+                                  CUgraph childGraph) {
+  (void)dependencies;
+  (void)numDependencies;
+  return guarded([&] {
+    if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+    CUgraph_st* graph = registry().find<CUgraph_st>(hGraph);
+    CUgraph_st* child = registry().find<CUgraph_st>(childGraph);
+    if (graph == nullptr || child == nullptr || child == graph || phGraphNode == nullptr)
+      return CUDA_ERROR_INVALID_VALUE;
+    CUgraph_st* copy = nullptr;
+    uint64_t duration_ns = 0;
+    {
+      const std::lock_guard lock(child->mutex);
+      copy = copy_graph(*child);
+      duration_ns = child->duration_ns;
+    }
+    const CUresult rc =
+        drv::add_graph_node(phGraphNode, graph, CU_GRAPH_NODE_TYPE_GRAPH, duration_ns, {});
+    if (rc == CUDA_SUCCESS) (*phGraphNode)->child = copy;
+    return rc;
+  });
+}
+
+CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph* phGraph) {
+  return guarded([&] {
+    const CUgraphNode_st* node = registry().find<CUgraphNode_st>(hNode);
+    if (node == nullptr || phGraph == nullptr || node->child == nullptr)
+      return CUDA_ERROR_INVALID_VALUE;
+    *phGraph = node->child;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
+  return guarded([&] {
+    CUgraph_st* graph = registry().find<CUgraph_st>(hGraph);
+    if (graph == nullptr || numNodes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const std::lock_guard lock(graph->mutex);
+    if (nodes != nullptr) {
+      for (size_t i = 0; i < *numNodes; ++i)
+        nodes[i] = i < graph->nodes.size() ? graph->nodes[i] : nullptr;
+    }
+    *numNodes = graph->nodes.size();
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
+  return guarded([&] {
+    const CUgraphNode_st* node = registry().find<CUgraphNode_st>(hNode);
+    if (node == nullptr || type == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *type = node->type;
+    return CUDA_SUCCESS;
+  });
 }
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
@@ -223,7 +336,9 @@ CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* phGraphExec, CUgraph hGr
 
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   return guarded([&] {
-    if (registry().find<CUgraphExec_st>(hGraphExec) == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const CUgraphExec_st* exec = registry().find<CUgraphExec_st>(hGraphExec);
+    if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    drv::forget_graph_exec(exec);
     registry().destroy(hGraphExec);
     return CUDA_SUCCESS;
   });

@@ -12,6 +12,7 @@
 #include "driver/contexts.h"
 #include "driver/device_session.h"
 #include "driver/driver_state.h"
+#include "driver/graph_memory.h"
 #include "driver/memory_accounting.h"
 #include "model/memory_table.h"
 
@@ -184,6 +185,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return guarded([&] {
     if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
     if (dptr == 0) return CUDA_SUCCESS;
+    if (CUresult rc = CUDA_SUCCESS; drv::free_graph_allocation(dptr, &rc)) return rc;
     return drv::release_allocation(dptr);
   });
 }

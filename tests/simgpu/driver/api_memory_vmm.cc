@@ -13,6 +13,8 @@
 
 #include "driver/contexts.h"
 #include "driver/driver_state.h"
+#include "driver/graph_memory.h"
+#include "driver/graphs.h"
 #include "driver/memory_accounting.h"
 #include "driver/streams.h"
 #include "driver/vmm_state.h"
@@ -100,6 +102,12 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, 
       return CUDA_ERROR_INVALID_VALUE;  // imports cannot allocate
     ordinal = pool->ordinal;
   }
+  if (stream->capture_graph != nullptr) {  // captured: the graph's allocation node
+    const drv::GraphAllocation memory{drv::new_graph_address(ordinal, bytes), bytes, ordinal};
+    *dptr = memory.address;
+    return drv::add_graph_node(nullptr, stream->capture_graph, CU_GRAPH_NODE_TYPE_MEM_ALLOC, 0,
+                               memory);
+  }
   return alloc_for_ordinal(stream, ordinal, bytes, dptr);
 }
 
@@ -110,6 +118,15 @@ CUresult free_async(CUdeviceptr dptr, CUstream handle, DefaultStream default_str
       rc != CUDA_SUCCESS) {
     return rc;
   }
+  drv::GraphAllocation memory;
+  const bool graph_memory = drv::find_graph_allocation(dptr, &memory);
+  if (stream->capture_graph != nullptr) {  // captured: a free node, of graph memory only
+    if (!graph_memory) return CUDA_ERROR_INVALID_VALUE;
+    return drv::add_graph_node(nullptr, stream->capture_graph, CU_GRAPH_NODE_TYPE_MEM_FREE, 0,
+                               memory);
+  }
+  CUresult rc = CUDA_SUCCESS;
+  if (drv::free_graph_allocation(dptr, &rc)) return rc;
   return drv::release_allocation(dptr);
 }
 

@@ -14,6 +14,10 @@ namespace egpu::simgpu::driver {
 // returns true; the caller then submits nothing.
 bool capture_if_capturing(CUstream_st* stream, uint64_t duration_ns);
 
+// Appends a node to `graph` (node_out may be null: a captured node).
+CUresult add_graph_node(CUgraphNode* node_out, CUgraph_st* graph, CUgraphNodeType type,
+                        uint64_t duration_ns, const GraphAllocation& memory);
+
 // The duration a kernel launch declares: its first parameter (uint64 ns), from
 // kernelParams or else from a CU_LAUNCH_PARAM_BUFFER_POINTER in `extra`.
 uint64_t kernel_duration_ns(void** kernel_params, void** extra);

@@ -31,6 +31,13 @@ enum class HandleKind {
   kMemPool,
 };
 
+// A graph allocation (driver/graph_memory.h): its fixed address and size.
+struct GraphAllocation {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  int ordinal = 0;
+};
+
 struct HandleBase {
   explicit HandleBase(HandleKind k) : kind(k) {}
   virtual ~HandleBase() = default;
@@ -125,7 +132,10 @@ struct CUgraphNode_st : HandleBase {
   static constexpr HandleKind kKind = HandleKind::kGraphNode;
   CUgraphNode_st() : HandleBase(kKind) {}
   CUgraph_st* graph = nullptr;
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
   uint64_t duration_ns = 0;
+  egpu::simgpu::driver::GraphAllocation memory;  // memory nodes: what is allocated or freed
+  CUgraph_st* child = nullptr;  // a child-graph node: its own copy of the graph (registry-owned)
 };
 
 // A graph runs as one op whose duration is the sum of its kernel nodes (the
@@ -143,6 +153,10 @@ struct CUgraphExec_st : HandleBase {
   static constexpr HandleKind kKind = HandleKind::kGraphExec;
   CUgraphExec_st() : HandleBase(kKind) {}
   uint64_t duration_ns = 0;
+  // The graph's memory nodes: what it allocates, the addresses it frees.
+  std::vector<egpu::simgpu::driver::GraphAllocation> allocs;
+  std::vector<uint64_t> frees;
+  uint64_t mapped_epoch = 0;  // graph_memory.cc's epoch when its memory was mapped (0: never)
 };
 
 struct CUarray_st : HandleBase {

@@ -148,6 +148,7 @@ enum class AllocationKind : uint32_t {
   kIpcImport = 9,    // cuIpcOpenMemHandle, until cuIpcCloseMemHandle
   kPoolImport = 10,  // cuMemPoolImportPointer, until cuMemFree(Async)
   kVmmImport = 11,   // cuMemImportFromShareableHandle, until released and unmapped
+  kGraphPool = 12,   // backing of graph allocations, kept until cuDeviceGraphMemTrim
 };
 
 struct Allocation {
