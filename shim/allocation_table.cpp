@@ -22,6 +22,14 @@ std::optional<LiveAllocation> AllocationTable::take(AllocationKind kind, uint64_
   return found;
 }
 
+std::vector<uint64_t> AllocationTable::keys(AllocationKind kind) const {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> out;
+  for (const auto& [key, allocation] : maps_[static_cast<int>(kind)])
+    out.push_back(key);
+  return out;
+}
+
 std::vector<LiveAllocation> AllocationTable::take_context(uintptr_t context) {
   std::vector<LiveAllocation> taken;
   if (context == 0) return taken;

@@ -1,7 +1,8 @@
 // AllocationTable: the process's live device allocations on managed GPUs, so a
 // free releases exactly what its allocation reserved. Pointers, arrays, VMM
-// allocations (keyed by VmmMappings' serial) and context limits (the driver's
-// heap, stack and printf buffers) are separate key spaces. Thread-safe.
+// allocations (keyed by VmmMappings' serial), context limits (the driver's
+// heap, stack and printf buffers) and graph pools are separate key spaces.
+// Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,14 @@
 
 namespace egpu::shim {
 
-enum class AllocationKind { kPointer, kArray, kMipmappedArray, kVmmHandle, kContextLimit };
+enum class AllocationKind {
+  kPointer,
+  kArray,
+  kMipmappedArray,
+  kVmmHandle,
+  kContextLimit,
+  kGraphPool,  // a device's graph memory pool (graph_memory.h), keyed by ordinal
+};
 
 struct LiveAllocation {
   uint64_t bytes = 0;
@@ -35,12 +43,14 @@ class AllocationTable {
   // Removes and returns every entry of `context` (not 0): the driver freed
   // them when it destroyed the context.
   std::vector<LiveAllocation> take_context(uintptr_t context);
+  // The keys of `kind`'s live entries.
+  std::vector<uint64_t> keys(AllocationKind kind) const;
   // Bytes live on `ordinal` (what a fresh attach must account).
   uint64_t live_bytes(int ordinal) const;
   size_t size() const;
 
  private:
-  static constexpr int kKinds = 5;
+  static constexpr int kKinds = 6;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, LiveAllocation> maps_[kKinds];
 };

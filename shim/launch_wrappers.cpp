@@ -83,16 +83,4 @@ CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launch
                       [&] { return real(launchParamsList, numDevices, flags); });
 }
 
-CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
-  EGPU_REAL_OR_RETURN(cuGraphLaunch);
-  return paced_launch(RealId::cuGraphLaunch, hStream, DefaultStream::kLegacy,
-                      [&] { return real(hGraphExec, hStream); });
-}
-
-CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
-  EGPU_REAL_OR_RETURN(cuGraphLaunch_ptsz);
-  return paced_launch(RealId::cuGraphLaunch_ptsz, hStream, DefaultStream::kPerThread,
-                      [&] { return real(hGraphExec, hStream); });
-}
-
 }  // extern "C"

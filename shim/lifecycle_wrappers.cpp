@@ -5,6 +5,7 @@
 #include "shim/capture_state.h"
 #include "shim/context_devices.h"
 #include "shim/context_limits.h"
+#include "shim/graph_memory.h"
 #include "shim/launch_admission.h"
 #include "shim/log.h"
 #include "shim/memory_accounting.h"
@@ -65,6 +66,7 @@ CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
     capture_state().forget_context(ctx);  // its streams' captures went with it
     release_context_limits(ctx);
     release_context_allocations(reinterpret_cast<uintptr_t>(ctx));
+    settle_graph_pools();  // a graph pool may have gone with it
   }
   return result;
 }
@@ -78,6 +80,7 @@ CUresult end_primary(CUdevice dev, bool reset, RealEnd&& real) noexcept {
   const CUresult result = real();
   if (result != CUDA_SUCCESS) return result;
   release_primary_limits(dev, reset);
+  settle_graph_pool(dev);
   if (primary != nullptr && (reset || !primary_still_active(dev))) {
     capture_state().forget_context(primary);
     release_context_allocations(reinterpret_cast<uintptr_t>(primary));

@@ -1,7 +1,8 @@
 // Allocation and free entry points: device, pitched, managed, stream-ordered
-// and pool allocations, arrays (VMM: vmm_wrappers.cpp). Host allocations are
-// not accounted.
+// and pool allocations, arrays (VMM: vmm_wrappers.cpp; graph memory:
+// graph_wrappers.cpp). Host allocations are not accounted.
 #include "shim/array_bytes.h"
+#include "shim/capture_state.h"
 #include "shim/memory_accounting.h"
 
 using egpu::shim::accounted_alloc;
@@ -65,9 +66,18 @@ CUresult pitched_alloc(RealId id, Ptr* dptr, Size* pitch, Size width, Size heigh
   }
 }
 
+// A stream-ordered allocation or free into a capturing stream is a memory
+// node of the graph: the graph pool accounts it (graph_memory.h).
+bool into_capture(RealId id, CUstream stream, bool per_thread) noexcept {
+  if (!capture_state().capturing(capture_key(stream, per_thread))) return false;
+  note_call(id);
+  return true;
+}
+
 }  // namespace
 }  // namespace egpu::shim
 
+using egpu::shim::into_capture;
 using egpu::shim::key_of;
 
 extern "C" {
@@ -120,6 +130,7 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned 
 
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemAllocAsync);
+  if (into_capture(RealId::cuMemAllocAsync, hStream, false)) return real(dptr, bytesize, hStream);
   return accounted_alloc(
       RealId::cuMemAllocAsync, kCurrentDevice, bytesize, AllocationKind::kPointer,
       [&] { return real(dptr, bytesize, hStream); }, [&] { return key_of(*dptr); });
@@ -127,6 +138,8 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hS
 
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemAllocAsync_ptsz);
+  if (into_capture(RealId::cuMemAllocAsync_ptsz, hStream, true))
+    return real(dptr, bytesize, hStream);
   return accounted_alloc(
       RealId::cuMemAllocAsync_ptsz, kCurrentDevice, bytesize, AllocationKind::kPointer,
       [&] { return real(dptr, bytesize, hStream); }, [&] { return key_of(*dptr); });
@@ -135,6 +148,8 @@ CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstre
 CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                          CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemAllocFromPoolAsync);
+  if (into_capture(RealId::cuMemAllocFromPoolAsync, hStream, false))
+    return real(dptr, bytesize, pool, hStream);
   return accounted_alloc(
       RealId::cuMemAllocFromPoolAsync, kCurrentDevice, bytesize, AllocationKind::kPointer,
       [&] { return real(dptr, bytesize, pool, hStream); }, [&] { return key_of(*dptr); });
@@ -143,6 +158,8 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUm
 CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemAllocFromPoolAsync_ptsz);
+  if (into_capture(RealId::cuMemAllocFromPoolAsync_ptsz, hStream, true))
+    return real(dptr, bytesize, pool, hStream);
   return accounted_alloc(
       RealId::cuMemAllocFromPoolAsync_ptsz, kCurrentDevice, bytesize, AllocationKind::kPointer,
       [&] { return real(dptr, bytesize, pool, hStream); }, [&] { return key_of(*dptr); });
@@ -221,12 +238,14 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
 
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemFreeAsync);
+  if (into_capture(RealId::cuMemFreeAsync, hStream, false)) return real(dptr, hStream);
   return accounted_free(RealId::cuMemFreeAsync, AllocationKind::kPointer, key_of(dptr),
                         [&] { return real(dptr, hStream); });
 }
 
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemFreeAsync_ptsz);
+  if (into_capture(RealId::cuMemFreeAsync_ptsz, hStream, true)) return real(dptr, hStream);
   return accounted_free(RealId::cuMemFreeAsync_ptsz, AllocationKind::kPointer, key_of(dptr),
                         [&] { return real(dptr, hStream); });
 }

@@ -12,6 +12,7 @@
 #include "shim/context_devices.h"
 #include "shim/cuda_event_backend.h"
 #include "shim/gpu_binding.h"
+#include "shim/graph_exec_table.h"
 #include "shim/shim_env.h"
 #include "shim/vmm_mappings.h"
 
@@ -54,6 +55,7 @@ class ProcessState {
   }
 
   AllocationTable& allocations() { return allocations_; }
+  GraphExecTable& graph_execs() { return graph_execs_; }
   VmmMappings& vmm() { return vmm_; }
   ContextDevices& contexts() { return contexts_; }
 
@@ -80,6 +82,7 @@ class ProcessState {
   CudaEventBackend backend_;
   std::vector<std::unique_ptr<GpuBinding>> bindings_;
   AllocationTable allocations_;
+  GraphExecTable graph_execs_;
   VmmMappings vmm_;
   ContextDevices contexts_;
   std::atomic<bool> attached_all_{false};

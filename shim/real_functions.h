@@ -22,6 +22,15 @@
   X(cuLaunchCooperativeKernelMultiDevice) \
   X(cuGraphLaunch)                        \
   X(cuGraphLaunch_ptsz)                   \
+  X(cuGraphUpload)                        \
+  X(cuGraphUpload_ptsz)                   \
+  X(cuGraphInstantiate)                   \
+  X(cuGraphInstantiate_v2)                \
+  X(cuGraphInstantiateWithFlags)          \
+  X(cuGraphInstantiateWithParams)         \
+  X(cuGraphInstantiateWithParams_ptsz)    \
+  X(cuGraphExecDestroy)                   \
+  X(cuDeviceGraphMemTrim)                 \
   X(cuStreamBeginCapture)                 \
   X(cuStreamBeginCapture_ptsz)            \
   X(cuStreamBeginCapture_v2)              \
@@ -121,23 +130,29 @@
   X(cuDeviceTotalMem_v2)
 
 // Functions the shim only calls (events for pacing, context queries).
-#define EGPU_HELPER_FUNCTIONS(X) \
-  X(cuEventCreate)               \
-  X(cuEventDestroy_v2)           \
-  X(cuEventRecord)               \
-  X(cuEventQuery)                \
-  X(cuEventElapsedTime)          \
-  X(cuEventElapsedTime_v2)       \
-  X(cuStreamIsCapturing)         \
-  X(cuStreamGetCtx)              \
-  X(cuCtxGetCurrent)             \
-  X(cuCtxGetDevice)              \
-  X(cuCtxGetLimit)               \
-  X(cuDeviceGetAttribute)        \
-  X(cuDevicePrimaryCtxGetState)  \
-  X(cuDevicePrimaryCtxRetain)    \
-  X(cuMemGetAddressRange_v2)     \
-  X(cuMemGetAllocationPropertiesFromHandle)
+#define EGPU_HELPER_FUNCTIONS(X)            \
+  X(cuEventCreate)                          \
+  X(cuEventDestroy_v2)                      \
+  X(cuEventRecord)                          \
+  X(cuEventQuery)                           \
+  X(cuEventElapsedTime)                     \
+  X(cuEventElapsedTime_v2)                  \
+  X(cuStreamIsCapturing)                    \
+  X(cuStreamGetCtx)                         \
+  X(cuCtxGetCurrent)                        \
+  X(cuCtxGetDevice)                         \
+  X(cuCtxGetLimit)                          \
+  X(cuDeviceGetAttribute)                   \
+  X(cuDevicePrimaryCtxGetState)             \
+  X(cuDevicePrimaryCtxRetain)               \
+  X(cuMemGetAddressRange_v2)                \
+  X(cuMemGetAllocationPropertiesFromHandle) \
+  X(cuDeviceGet)                            \
+  X(cuDeviceGetGraphMemAttribute)           \
+  X(cuGraphGetNodes)                        \
+  X(cuGraphNodeGetType)                     \
+  X(cuGraphMemAllocNodeGetParams)           \
+  X(cuGraphChildGraphNodeGetGraph)
 
 namespace egpu::shim {
 

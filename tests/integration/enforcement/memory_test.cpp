@@ -197,6 +197,44 @@ TEST(Memory, ContextLimitsAreCountedAndRefusedOverQuota) {
   EXPECT_EQ(agent_memory_used(node, 1), 0u);
 }
 
+// Graph memory: the driver maps a graph's allocations at its first launch
+// from the process's graph pool; they stay mapped to the graph across
+// launches, and the pool keeps them after the graph is destroyed, until
+// cuDeviceGraphMemTrim. Counting the captured cuMemAllocAsync and its free
+// would count nothing: the pool is what counts. A launch the quota cannot
+// back is refused before the driver maps anything, nested graphs included;
+// one the pool's free part backs needs no quota.
+TEST(Memory, GraphMemoryCountsThePoolTheDriverKeeps) {
+  EnforcedNode node("mem-graph");
+  node.create(1, 20, "burst", 0, 4 * kGiB);
+  const uint64_t quota = 4 * kGiB;
+  const auto j = run_probe(
+      node, 1, {"graph-pool", std::to_string(3 * kGiB), std::to_string(5 * kGiB)})["graphs"];
+  EXPECT_EQ(j["captured"]["free"], quota);  // a captured allocation is only a node
+  EXPECT_EQ(j["launch"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["reserved"], 3 * kGiB);
+  EXPECT_EQ(j["launched"]["free"], quota - 3 * kGiB);  // freed in the graph, kept by the pool
+  EXPECT_EQ(j["relaunch"], "CUDA_SUCCESS");            // mapped already: nothing more
+  EXPECT_EQ(j["alloc_beside_pool"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["destroyed"]["free"], quota - 3 * kGiB);
+  EXPECT_EQ(j["second_launch"], "CUDA_SUCCESS");  // the pool's free part backs it
+  EXPECT_EQ(j["second_reserved"], 3 * kGiB);
+  EXPECT_EQ(j["trim"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["trimmed"]["free"], quota);
+  EXPECT_EQ(j["alloc_after_trim"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["big_launch"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["big_upload"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["child"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["child_launch"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["big_reserved"], 0u);  // the driver never backed them
+  EXPECT_EQ(j["big"]["free"], quota);
+  EXPECT_EQ(j["last_launch"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["before_reset"]["free"], quota - 3 * kGiB);
+  EXPECT_EQ(j["after_reset"]["free"], quota);  // the pool went with the context
+  EXPECT_EQ(simgpu_memory_used(node), 0u);
+  EXPECT_EQ(agent_memory_used(node, 1), 0u);
+}
+
 // Finding 6: memory imported from another process (an IPC handle, a VMM
 // shareable fd, a pool pointer) is kept allocated by the importer, so it
 // counts against the importer's quota until closed or released. The device

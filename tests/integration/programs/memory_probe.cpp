@@ -19,6 +19,9 @@
 //                                        (memory_probe_share.cpp)
 //   memory-probe ctx-cycle HOW CHUNK N   N contexts ended with memory allocated in them,
 //                                        HOW create|reset|release (memory_probe_contexts.cpp)
+//   memory-probe graph-pool SIZE BIG     graph memory: a captured allocation of SIZE
+//                                        launched, a plain one beside the pool, trim;
+//                                        a graph of BIG (memory_probe_graphs.cpp)
 #include "memory_probe.h"
 
 #include <cuda.h>
@@ -369,6 +372,9 @@ int main(int argc, char** argv) {
   } else if (cmd == "ctx-cycle" && argc >= 5) {
     out["rounds"] =
         ctx_cycle(dev, ctx, argv[2], std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]));
+  } else if (cmd == "graph-pool" && argc >= 4) {
+    out["graphs"] = graph_pool(dev, stream, std::strtoull(argv[2], nullptr, 10),
+                               std::strtoull(argv[3], nullptr, 10));
   } else if (cmd == "ctx-limit" && argc >= 4) {
     out["limits"] =
         ctx_limit(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10));

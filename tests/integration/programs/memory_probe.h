@@ -25,4 +25,7 @@ json share_import(CUdevice dev, const std::string& kind);
 // (memory_probe_contexts.cpp).
 json ctx_cycle(CUdevice dev, CUcontext primary, const std::string& how, size_t chunk, int rounds);
 
+// graph-pool SIZE BIG (memory_probe_graphs.cpp).
+json graph_pool(CUdevice dev, CUstream stream, size_t size, size_t big);
+
 }  // namespace memory_probe

@@ -1,0 +1,194 @@
+#include "shim/graph_memory.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "core/quota/memory_quota.h"
+#include "shim/fast_clock.h"
+#include "shim/real_functions.h"
+
+namespace egpu::shim {
+namespace {
+
+// Child graphs nest; a cycle cannot, but a bound costs nothing.
+constexpr int kMaxNesting = 8;
+
+bool pool_figure(int ordinal, CUgraphMem_attribute attr, uint64_t* out) {
+  const auto get_device = EGPU_REAL(cuDeviceGet);
+  const auto get_attribute = EGPU_REAL(cuDeviceGetGraphMemAttribute);
+  CUdevice dev = 0;
+  cuuint64_t value = 0;
+  if (get_device == nullptr || get_attribute == nullptr ||
+      get_device(&dev, ordinal) != CUDA_SUCCESS ||
+      get_attribute(dev, attr, &value) != CUDA_SUCCESS) {
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+// The instance holds the pool's size on b's device: what the driver reports,
+// or (when it cannot say) what it held plus `extra`, reserved by a ticket.
+void settle(ProcessState& s, GpuBinding& b, uint64_t extra) {
+  const int ordinal = b.ordinal();
+  const auto key = static_cast<uint64_t>(ordinal);
+  // Attached before the entry is taken: a first attach counts the live
+  // allocations, this pool's entry among them.
+  Attachment* a = s.ensure_attached(b, launch_clock_ns());
+  const std::lock_guard lock(s.graph_execs().settle_mutex());
+  uint64_t reserved = 0;
+  const bool known = pool_figure(ordinal, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved);
+  const auto entry = s.allocations().take(AllocationKind::kGraphPool, key);
+  const uint64_t held = (entry ? entry->bytes : 0) + extra;
+  const uint64_t target = known ? reserved : held;
+  if (target > held && a != nullptr) {
+    // The driver backed it already: account it past the quota if need be.
+    quota::add_unchecked(a->instance, a->proc_slot, target - held);
+  } else if (target < held) {
+    release_allocation(s, LiveAllocation{held - target, ordinal});
+  }
+  if (target > 0)
+    s.allocations().insert(AllocationKind::kGraphPool, key, LiveAllocation{target, ordinal});
+}
+
+void settle_ordinal(ProcessState& s, int ordinal, uint64_t extra) {
+  if (GpuBinding* b = s.binding(ordinal)) settle(s, *b, extra);
+}
+
+// Adds `graph`'s memory-alloc nodes (and its child graphs') to `found`:
+// address -> (ordinal, bytes).
+void collect(CUgraph graph, int depth, std::map<CUdeviceptr, std::pair<int, uint64_t>>* found) {
+  const auto get_nodes = EGPU_REAL(cuGraphGetNodes);
+  const auto get_type = EGPU_REAL(cuGraphNodeGetType);
+  const auto get_params = EGPU_REAL(cuGraphMemAllocNodeGetParams);
+  const auto get_child = EGPU_REAL(cuGraphChildGraphNodeGetGraph);
+  if (get_nodes == nullptr || get_type == nullptr || get_params == nullptr || depth > kMaxNesting)
+    return;
+  size_t count = 0;
+  if (get_nodes(graph, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
+  std::vector<CUgraphNode> nodes(count);
+  if (get_nodes(graph, nodes.data(), &count) != CUDA_SUCCESS) return;
+  nodes.resize(std::min(count, nodes.size()));
+  for (CUgraphNode node : nodes) {
+    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+    if (node == nullptr || get_type(node, &type) != CUDA_SUCCESS) continue;
+    if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
+      CUgraph child = nullptr;
+      if (get_child != nullptr && get_child(node, &child) == CUDA_SUCCESS && child != nullptr)
+        collect(child, depth + 1, found);
+      continue;
+    }
+    CUDA_MEM_ALLOC_NODE_PARAMS params{};
+    if (type != CU_GRAPH_NODE_TYPE_MEM_ALLOC || get_params(node, &params) != CUDA_SUCCESS) continue;
+    // The driver may give allocations whose lifetimes do not overlap the
+    // same address: count each address once.
+    auto& [ordinal, bytes] = (*found)[params.dptr];
+    ordinal = params.poolProps.location.id;
+    bytes = std::max<uint64_t>(bytes, params.bytesize);
+  }
+}
+
+}  // namespace
+
+GraphAllocations graph_allocations(CUgraph graph) noexcept {
+  GraphAllocations out;
+  try {
+    std::map<CUdeviceptr, std::pair<int, uint64_t>> found;
+    collect(graph, 0, &found);
+    for (const auto& [address, allocation] : found) {
+      const auto& [ordinal, bytes] = allocation;
+      auto it = std::ranges::find(out, ordinal, &std::pair<int, uint64_t>::first);
+      if (it == out.end()) {
+        out.emplace_back(ordinal, bytes);
+      } else {
+        it->second += bytes;
+      }
+    }
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error reading a graph's memory nodes: charged after its launch");
+    return {};
+  }
+  return out;
+}
+
+bool admit_graph_memory(const GraphAllocations& allocations, bool mapped,
+                        GraphPoolTicket* ticket) noexcept {
+  ProcessState* s = process_state();
+  if (s == nullptr || !s->usable()) return true;
+  try {
+    ticket->ordinals.reserve(allocations.size());
+    ticket->held.reserve(allocations.size());
+    ticket->promised.reserve(allocations.size());
+    for (const auto& [ordinal, bytes] : allocations) {
+      GpuBinding* b = s->binding(ordinal);
+      if (b == nullptr) continue;
+      ticket->ordinals.push_back(ordinal);
+      settle(*s, *b, 0);  // the pool as it is now, whoever grew it
+      if (mapped) continue;
+      uint64_t reserved = 0, used = 0;
+      const uint64_t free_part =
+          pool_figure(ordinal, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
+                  pool_figure(ordinal, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) && reserved > used
+              ? reserved - used
+              : 0;
+      const uint64_t reused = s->graph_execs().promise(ordinal, free_part, bytes);
+      ticket->promised.emplace_back(ordinal, reused);
+      if (bytes == reused) continue;
+      Reservation r;
+      if (reserve_memory(*s, *b, bytes - reused, &r) == Admission::kDenied) {
+        for (const Reservation& held : ticket->held)
+          cancel_reservation(held);
+        for (const auto& [o, promised] : ticket->promised)
+          s->graph_execs().unpromise(o, promised);
+        *ticket = {};
+        return false;
+      }
+      ticket->held.push_back(r);
+    }
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error checking a graph's memory: charged after its launch");
+  }
+  return true;
+}
+
+void settle_graph_memory(const GraphPoolTicket& ticket) noexcept {
+  ProcessState* s = process_state();
+  if (s == nullptr || !s->usable()) return;
+  try {
+    for (const auto& [ordinal, promised] : ticket.promised)
+      s->graph_execs().unpromise(ordinal, promised);
+    for (const int ordinal : ticket.ordinals) {
+      uint64_t extra = 0;
+      for (const Reservation& r : ticket.held) {
+        if (r.ordinal == ordinal && r.attachment != nullptr) extra += r.bytes;
+      }
+      settle_ordinal(*s, ordinal, extra);
+    }
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error settling a graph's memory: accounting may be off");
+  }
+}
+
+void settle_graph_pool(int ordinal) noexcept {
+  ProcessState* s = process_state();
+  if (s == nullptr || !s->usable()) return;
+  try {
+    settle_ordinal(*s, ordinal, 0);
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error settling a graph pool: accounting may be off");
+  }
+}
+
+void settle_graph_pools() noexcept {
+  ProcessState* s = process_state();
+  if (s == nullptr || !s->usable()) return;
+  try {
+    for (const uint64_t key : s->allocations().keys(AllocationKind::kGraphPool))
+      settle_ordinal(*s, static_cast<int>(key), 0);
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error settling graph pools: accounting may be off");
+  }
+}
+
+}  // namespace egpu::shim
