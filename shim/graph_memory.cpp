@@ -29,13 +29,21 @@ bool pool_figure(int ordinal, CUgraphMem_attribute attr, uint64_t* out) {
 }
 
 // The instance holds the pool's size on b's device: what the driver reports,
-// or (when it cannot say) what it held plus `extra`, reserved by a ticket.
-void settle(ProcessState& s, GpuBinding& b, uint64_t extra) {
+// or (when it cannot say) what it held plus what `ticket` reserved for it.
+void settle(ProcessState& s, GpuBinding& b, const GraphPoolTicket* ticket) {
   const int ordinal = b.ordinal();
   const auto key = static_cast<uint64_t>(ordinal);
   // Attached before the entry is taken: a first attach counts the live
   // allocations, this pool's entry among them.
   Attachment* a = s.ensure_attached(b, launch_clock_ns());
+  uint64_t extra = 0;
+  if (ticket != nullptr) {
+    for (const Reservation& r : ticket->held) {
+      // One reserved on an attachment replaced since (the agent restarted)
+      // is not in the new one's count.
+      if (r.ordinal == ordinal && r.attachment != nullptr && r.attachment == a) extra += r.bytes;
+    }
+  }
   const std::lock_guard lock(s.graph_execs().settle_mutex());
   uint64_t reserved = 0;
   const bool known = pool_figure(ordinal, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved);
@@ -52,8 +60,8 @@ void settle(ProcessState& s, GpuBinding& b, uint64_t extra) {
     s.allocations().insert(AllocationKind::kGraphPool, key, LiveAllocation{target, ordinal});
 }
 
-void settle_ordinal(ProcessState& s, int ordinal, uint64_t extra) {
-  if (GpuBinding* b = s.binding(ordinal)) settle(s, *b, extra);
+void settle_ordinal(ProcessState& s, int ordinal, const GraphPoolTicket* ticket) {
+  if (GpuBinding* b = s.binding(ordinal)) settle(s, *b, ticket);
 }
 
 // Adds `graph`'s memory-alloc nodes (and its child graphs') to `found`:
@@ -124,7 +132,7 @@ bool admit_graph_memory(const GraphAllocations& allocations, bool mapped,
       GpuBinding* b = s->binding(ordinal);
       if (b == nullptr) continue;
       ticket->ordinals.push_back(ordinal);
-      settle(*s, *b, 0);  // the pool as it is now, whoever grew it
+      settle(*s, *b, nullptr);  // the pool as it is now, whoever grew it
       if (mapped) continue;
       uint64_t reserved = 0, used = 0;
       const uint64_t free_part =
@@ -158,13 +166,8 @@ void settle_graph_memory(const GraphPoolTicket& ticket) noexcept {
   try {
     for (const auto& [ordinal, promised] : ticket.promised)
       s->graph_execs().unpromise(ordinal, promised);
-    for (const int ordinal : ticket.ordinals) {
-      uint64_t extra = 0;
-      for (const Reservation& r : ticket.held) {
-        if (r.ordinal == ordinal && r.attachment != nullptr) extra += r.bytes;
-      }
-      settle_ordinal(*s, ordinal, extra);
-    }
+    for (const int ordinal : ticket.ordinals)
+      settle_ordinal(*s, ordinal, &ticket);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling a graph's memory: accounting may be off");
   }
@@ -174,7 +177,7 @@ void settle_graph_pool(int ordinal) noexcept {
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return;
   try {
-    settle_ordinal(*s, ordinal, 0);
+    settle_ordinal(*s, ordinal, nullptr);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling a graph pool: accounting may be off");
   }
@@ -185,7 +188,7 @@ void settle_graph_pools() noexcept {
   if (s == nullptr || !s->usable()) return;
   try {
     for (const uint64_t key : s->allocations().keys(AllocationKind::kGraphPool))
-      settle_ordinal(*s, static_cast<int>(key), 0);
+      settle_ordinal(*s, static_cast<int>(key), nullptr);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling graph pools: accounting may be off");
   }
