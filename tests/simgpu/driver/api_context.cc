@@ -5,6 +5,7 @@
 #include "driver/device_session.h"
 #include "driver/driver_state.h"
 #include "driver/memory_accounting.h"
+#include "driver/pool_cache.h"
 
 using egpu::simgpu::driver::Driver;
 using egpu::simgpu::driver::guarded;
@@ -161,11 +162,19 @@ CUresult cuCtxGetDevice(CUdevice* device) {
 }
 
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
-  return guarded([&] { return synchronize(ctx); });
+  return guarded([&] {
+    const CUresult rc = synchronize(ctx);
+    drv::release_pool_excess();  // pools give back what is above their thresholds
+    return rc;
+  });
 }
 
 CUresult cuCtxSynchronize(void) {
-  return guarded([&] { return synchronize(nullptr); });
+  return guarded([&] {
+    const CUresult rc = synchronize(nullptr);
+    drv::release_pool_excess();  // pools give back what is above their thresholds
+    return rc;
+  });
 }
 
 CUresult cuCtxGetFlags(unsigned int* flags) {

@@ -7,6 +7,7 @@
 #include "driver/contexts.h"
 #include "driver/device_session.h"
 #include "driver/driver_state.h"
+#include "driver/pool_cache.h"
 #include "driver/streams.h"
 
 using egpu::simgpu::driver::DefaultStream;
@@ -125,7 +126,9 @@ CUresult cuEventSynchronize(CUevent hEvent) {
     if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
     CUevent_st* event = registry().find<CUevent_st>(hEvent);
     if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    return drv::wait_for_seq(event->ctx, event->recorded_seq.load());
+    const CUresult rc = drv::wait_for_seq(event->ctx, event->recorded_seq.load());
+    drv::release_pool_excess();  // pools give back what is above their thresholds
+    return rc;
   });
 }
 

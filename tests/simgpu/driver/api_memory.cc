@@ -14,6 +14,7 @@
 #include "driver/driver_state.h"
 #include "driver/graph_memory.h"
 #include "driver/memory_accounting.h"
+#include "driver/pool_cache.h"
 #include "model/memory_table.h"
 
 using egpu::simgpu::AllocationKind;
@@ -185,7 +186,10 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return guarded([&] {
     if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
     if (dptr == 0) return CUDA_SUCCESS;
-    if (CUresult rc = CUDA_SUCCESS; drv::free_graph_allocation(dptr, &rc)) return rc;
+    if (CUresult rc = CUDA_SUCCESS;
+        drv::free_graph_allocation(dptr, &rc) || drv::pool_free(dptr, &rc)) {
+      return rc;
+    }
     return drv::release_allocation(dptr);
   });
 }

@@ -3,7 +3,8 @@
 // driver, freed at the last of cuMemRelease (every reference, retained ones
 // included) and cuMemUnmap (every mapping of it); address reservations and
 // mappings are otherwise bookkeeping only.
-// Pool allocations are accounted at once (no caching in the pool).
+// Pools keep what is freed until a synchronisation gives back what is above
+// their release threshold (driver/pool_cache.h).
 #include "driver/cuda_api.h"
 // after cuda.h:
 #include <memory>
@@ -16,6 +17,7 @@
 #include "driver/graph_memory.h"
 #include "driver/graphs.h"
 #include "driver/memory_accounting.h"
+#include "driver/pool_cache.h"
 #include "driver/streams.h"
 #include "driver/vmm_state.h"
 
@@ -75,15 +77,25 @@ bool host_location(const CUmemLocation& location) {
          location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
 }
 
-CUresult alloc_for_ordinal(CUstream_st* stream, int ordinal, size_t bytes, CUdeviceptr* dptr) {
+CUresult alloc_from_pool(CUstream_st* stream, CUmemPoolHandle_st* pool, size_t bytes,
+                         CUdeviceptr* dptr) {
   CUctx_st* ctx = stream->ctx;
-  if (ctx->ordinal != ordinal) {
-    if (const CUresult rc = drv::context_for_device(ordinal, &ctx); rc != CUDA_SUCCESS) return rc;
+  if (ctx->ordinal != pool->ordinal) {
+    if (const CUresult rc = drv::context_for_device(pool->ordinal, &ctx); rc != CUDA_SUCCESS)
+      return rc;
   }
   uint64_t address = 0;
-  const CUresult rc = drv::account_allocation(ctx, bytes, AllocationKind::kAsync, &address);
+  const CUresult rc = drv::pool_allocate(ctx, pool, bytes, &address);
   if (rc == CUDA_SUCCESS) *dptr = address;
   return rc;
+}
+
+// The pool cuMemAllocAsync uses on `ordinal` (cuDeviceSetMemPool's).
+CUmemPoolHandle_st* current_pool(int ordinal) {
+  default_pool(ordinal);
+  VmmState& s = vmm();
+  const std::lock_guard lock(s.mutex);
+  return s.current_pools[static_cast<size_t>(ordinal)];
 }
 
 CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, CUstream handle,
@@ -95,20 +107,20 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, 
       rc != CUDA_SUCCESS) {
     return rc;
   }
-  int ordinal = stream->ctx->ordinal;
+  CUmemPoolHandle_st* pool = current_pool(stream->ctx->ordinal);
   if (pool_handle != nullptr) {
-    CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
+    pool = registry().find<CUmemPoolHandle_st>(pool_handle);
     if (pool == nullptr || pool->imported)
       return CUDA_ERROR_INVALID_VALUE;  // imports cannot allocate
-    ordinal = pool->ordinal;
   }
+  const int ordinal = pool->ordinal;
   if (stream->capture_graph != nullptr) {  // captured: the graph's allocation node
     const drv::GraphAllocation memory{drv::new_graph_address(ordinal, bytes), bytes, ordinal};
     *dptr = memory.address;
     return drv::add_graph_node(nullptr, stream->capture_graph, CU_GRAPH_NODE_TYPE_MEM_ALLOC, 0,
                                memory);
   }
-  return alloc_for_ordinal(stream, ordinal, bytes, dptr);
+  return alloc_from_pool(stream, pool, bytes, dptr);
 }
 
 CUresult free_async(CUdeviceptr dptr, CUstream handle, DefaultStream default_stream) {
@@ -126,7 +138,7 @@ CUresult free_async(CUdeviceptr dptr, CUstream handle, DefaultStream default_str
                                memory);
   }
   CUresult rc = CUDA_SUCCESS;
-  if (drv::free_graph_allocation(dptr, &rc)) return rc;
+  if (drv::free_graph_allocation(dptr, &rc) || drv::pool_free(dptr, &rc)) return rc;
   return drv::release_allocation(dptr);
 }
 
@@ -373,14 +385,19 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool_handle) {
         if (s.current_pools[i] == pool) s.current_pools[i] = s.default_pools[i];
       }
     }
+    drv::forget_pool(pool);
     registry().destroy(pool);
     return CUDA_SUCCESS;
   });
 }
 
-CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
-  (void)minBytesToKeep;
-  return registry().contains(pool, HandleKind::kMemPool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+CUresult cuMemPoolTrimTo(CUmemoryPool pool_handle, size_t minBytesToKeep) {
+  return guarded([&] {
+    CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    drv::trim_pool(pool, minBytesToKeep);
+    return CUDA_SUCCESS;
+  });
 }
 
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool_handle, CUmemPool_attribute attr, void* value) {
@@ -389,6 +406,9 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool_handle, CUmemPool_attribute att
     if (pool == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
       pool->release_threshold = *static_cast<cuuint64_t*>(value);
+    } else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
+      if (*static_cast<cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;
+      drv::reset_pool_memory_high(pool, attr);
     }
     return CUDA_SUCCESS;
   });
@@ -407,9 +427,12 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool_handle, CUmemPool_attribute att
       case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
         *static_cast<cuuint64_t*>(value) = pool->release_threshold;
         break;
-      default:  // reserved/used counters: the pool caches nothing
-        *static_cast<cuuint64_t*>(value) = 0;
+      default: {  // reserved/used figures (pool_cache.h)
+        uint64_t figure = 0;
+        drv::pool_memory_figure(pool, attr, &figure);
+        *static_cast<cuuint64_t*>(value) = figure;
         break;
+      }
     }
     return CUDA_SUCCESS;
   });

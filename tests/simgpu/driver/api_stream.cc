@@ -8,6 +8,7 @@
 #include "driver/contexts.h"
 #include "driver/device_session.h"
 #include "driver/driver_state.h"
+#include "driver/pool_cache.h"
 #include "driver/streams.h"
 
 using egpu::simgpu::driver::DefaultStream;
@@ -143,11 +144,19 @@ CUresult cuStreamDestroy(CUstream hStream) {
 }
 
 CUresult cuStreamSynchronize(CUstream hStream) {
-  return guarded([&] { return synchronize(hStream, DefaultStream::kLegacy); });
+  return guarded([&] {
+    const CUresult rc = synchronize(hStream, DefaultStream::kLegacy);
+    drv::release_pool_excess();  // pools give back what is above their thresholds
+    return rc;
+  });
 }
 
 CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
-  return guarded([&] { return synchronize(hStream, DefaultStream::kPerThread); });
+  return guarded([&] {
+    const CUresult rc = synchronize(hStream, DefaultStream::kPerThread);
+    drv::release_pool_excess();  // pools give back what is above their thresholds
+    return rc;
+  });
 }
 
 CUresult cuStreamQuery(CUstream hStream) {

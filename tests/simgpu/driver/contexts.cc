@@ -8,6 +8,7 @@
 #include "driver/device_session.h"
 #include "driver/driver_state.h"
 #include "driver/graph_memory.h"
+#include "driver/pool_cache.h"
 #include "model/timeline.h"
 
 namespace egpu::simgpu::driver {
@@ -129,6 +130,7 @@ CUresult destroy_context(CUctx_st* ctx) {
     return CUDA_SUCCESS;
   });
   forget_graph_memory(ctx);
+  forget_pool_memory(ctx);
   {
     ProcessContexts& pc = process_contexts();
     const std::lock_guard lock(pc.mutex);

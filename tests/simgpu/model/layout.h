@@ -149,6 +149,7 @@ enum class AllocationKind : uint32_t {
   kPoolImport = 10,  // cuMemPoolImportPointer, until cuMemFree(Async)
   kVmmImport = 11,   // cuMemImportFromShareableHandle, until released and unmapped
   kGraphPool = 12,   // backing of graph allocations, kept until cuDeviceGraphMemTrim
+  kPoolCache = 13,   // what a memory pool keeps of freed allocations (driver/pool_cache.h)
 };
 
 struct Allocation {

@@ -167,6 +167,7 @@ TEST_F(ApiTest, CapturedStreamOrderedAllocationsBecomeMemoryNodes) {
   EXPECT_EQ(cuGraphDestroy(graph), CUDA_SUCCESS);
   EXPECT_EQ(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
   EXPECT_EQ(cuMemFreeAsync(outside, stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
   EXPECT_EQ(free_memory(), kTotal);
   cuStreamDestroy(stream);
 }

@@ -95,6 +95,47 @@ TEST_F(ApiTest, AsyncAndPoolAllocationsCount) {
   cuStreamDestroy(stream);
 }
 
+uint64_t pool_figure(CUmemoryPool pool, CUmemPool_attribute attr) {
+  cuuint64_t value = ~cuuint64_t{0};
+  EXPECT_EQ(cuMemPoolGetAttribute(pool, attr, &value), CUDA_SUCCESS);
+  return value;
+}
+
+// A pool keeps what is freed for its next allocations; a synchronisation
+// gives back what is above its release threshold, cuMemPoolTrimTo the rest.
+TEST_F(ApiTest, PoolsKeepFreedMemoryUpToTheirReleaseThreshold) {
+  CUstream stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuDeviceGetMemPool(&pool, 0), CUDA_SUCCESS);
+  CUdeviceptr a = 0;
+  ASSERT_EQ(cuMemAllocAsync(&a, 100 * kMiB, stream), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(a, stream), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 100 * kMiB);  // kept
+  EXPECT_EQ(pool_figure(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 100 * kMiB);
+  EXPECT_EQ(pool_figure(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0u);
+  ASSERT_EQ(cuMemAllocAsync(&a, 60 * kMiB, stream), CUDA_SUCCESS);  // from what it kept
+  EXPECT_EQ(free_memory(), kTotal - 100 * kMiB);
+  EXPECT_EQ(pool_figure(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 100 * kMiB);
+  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);  // threshold 0: all it keeps goes
+  EXPECT_EQ(free_memory(), kTotal - 60 * kMiB);
+  cuuint64_t threshold = 1024 * kMiB;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+            CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(a, stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 60 * kMiB);  // under the threshold: kept
+  EXPECT_EQ(cuMemPoolTrimTo(pool, 20 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal - 20 * kMiB);
+  EXPECT_EQ(pool_figure(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 100 * kMiB);
+  EXPECT_EQ(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal);
+  threshold = 0;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+            CUDA_SUCCESS);
+  cuStreamDestroy(stream);
+}
+
 TEST_F(ApiTest, VirtualMemoryManagementCountsPhysicalAllocations) {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;

@@ -224,6 +224,8 @@ TEST_F(ApiShareTest, PoolPointerImportIsFreedByCuMemFree) {
   EXPECT_EQ(child.next().rc, CUDA_SUCCESS);
   EXPECT_EQ(free_memory(), before - 16 * kMiB);  // the exporter's own allocation
   EXPECT_EQ(cuMemFreeAsync(p, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), before - 16 * kMiB);  // the pool keeps it until a synchronisation
+  EXPECT_EQ(cuStreamSynchronize(nullptr), CUDA_SUCCESS);
   EXPECT_EQ(free_memory(), before);
   EXPECT_EQ(cuMemPoolDestroy(pool), CUDA_SUCCESS);
 }
