@@ -1,7 +1,8 @@
 // AllocationTable: the process's live device allocations on managed GPUs, so a
 // free releases exactly what its allocation reserved. Pointers, arrays, VMM
 // allocations (keyed by VmmMappings' serial), context limits (the driver's
-// heap, stack and printf buffers) and graph pools are separate key spaces.
+// heap, stack and printf buffers), graph pools and memory pools are
+// separate key spaces.
 // Thread-safe.
 #pragma once
 
@@ -20,6 +21,7 @@ enum class AllocationKind {
   kVmmHandle,
   kContextLimit,
   kGraphPool,  // a device's graph memory pool (graph_memory.h), keyed by ordinal
+  kMemPool,    // a stream-ordered memory pool (pool_memory.h), keyed by CUmemoryPool
 };
 
 struct LiveAllocation {
@@ -50,7 +52,7 @@ class AllocationTable {
   size_t size() const;
 
  private:
-  static constexpr int kKinds = 6;
+  static constexpr int kKinds = 7;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, LiveAllocation> maps_[kKinds];
 };

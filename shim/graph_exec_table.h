@@ -1,20 +1,20 @@
 // GraphExecTable: the process's instantiated graphs that have memory nodes
 // (graph_memory.h): what each allocates per device, and whether the driver
 // has mapped that memory to it yet (it stays mapped to the graph across
-// launches, until the graph is destroyed). Also the part of each device's
-// graph pool that admissions in flight count on, so that two threads never
-// both count on the same free memory. Thread-safe; no CUDA types, so that it
-// is tested on its own.
+// launches, until the graph is destroyed), and the part of each device's
+// graph pool that admissions in flight count on. Thread-safe; no CUDA
+// types, so that it is tested on its own.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "shim/free_part_promises.h"
 
 namespace egpu::shim {
 
@@ -37,11 +37,8 @@ class GraphExecTable {
   // One load: true while no graph with memory nodes is known.
   bool empty() const { return size_.load(std::memory_order_relaxed) == 0; }
 
-  // Of `free_part` bytes free in `ordinal`'s pool, what one more admission
-  // may count on (what no other admission in flight counts on), up to
-  // `want`; counted until unpromise().
-  uint64_t promise(int ordinal, uint64_t free_part, uint64_t want);
-  void unpromise(int ordinal, uint64_t bytes);
+  // The graph pools' free parts counted on, by device ordinal.
+  FreePartPromises& promises() { return promises_; }
 
   // Held while a device's pool entry in the AllocationTable is settled.
   std::mutex& settle_mutex() { return settle_mu_; }
@@ -49,7 +46,7 @@ class GraphExecTable {
  private:
   mutable std::mutex mu_;
   std::unordered_map<const void*, Entry> execs_;
-  std::map<int, uint64_t> promised_;
+  FreePartPromises promises_;
   std::atomic<size_t> size_{0};
   std::mutex settle_mu_;
 };

@@ -4,8 +4,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/quota/memory_quota.h"
-#include "shim/fast_clock.h"
+#include "shim/pool_charge.h"
 #include "shim/real_functions.h"
 
 namespace egpu::shim {
@@ -28,40 +27,21 @@ bool pool_figure(int ordinal, CUgraphMem_attribute attr, uint64_t* out) {
   return true;
 }
 
-// The instance holds the pool's size on b's device: what the driver reports,
-// or (when it cannot say) what it held plus what `ticket` reserved for it.
-void settle(ProcessState& s, GpuBinding& b, const GraphPoolTicket* ticket) {
-  const int ordinal = b.ordinal();
-  const auto key = static_cast<uint64_t>(ordinal);
-  // Attached before the entry is taken: a first attach counts the live
-  // allocations, this pool's entry among them.
-  Attachment* a = s.ensure_attached(b, launch_clock_ns());
-  uint64_t extra = 0;
-  if (ticket != nullptr) {
-    for (const Reservation& r : ticket->held) {
-      // One reserved on an attachment replaced since (the agent restarted)
-      // is not in the new one's count.
-      if (r.ordinal == ordinal && r.attachment != nullptr && r.attachment == a) extra += r.bytes;
-    }
-  }
-  const std::lock_guard lock(s.graph_execs().settle_mutex());
-  uint64_t reserved = 0;
-  const bool known = pool_figure(ordinal, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved);
-  const auto entry = s.allocations().take(AllocationKind::kGraphPool, key);
-  const uint64_t held = (entry ? entry->bytes : 0) + extra;
-  const uint64_t target = known ? reserved : held;
-  if (target > held && a != nullptr) {
-    // The driver backed it already: account it past the quota if need be.
-    quota::add_unchecked(a->instance, a->proc_slot, target - held);
-  } else if (target < held) {
-    release_allocation(s, LiveAllocation{held - target, ordinal});
-  }
-  if (target > 0)
-    s.allocations().insert(AllocationKind::kGraphPool, key, LiveAllocation{target, ordinal});
+bool graph_pool_reserved(uint64_t ordinal, uint64_t* bytes) {
+  return pool_figure(static_cast<int>(ordinal), CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, bytes);
 }
 
-void settle_ordinal(ProcessState& s, int ordinal, const GraphPoolTicket* ticket) {
-  if (GpuBinding* b = s.binding(ordinal)) settle(s, *b, ticket);
+bool graph_pool_used(uint64_t ordinal, uint64_t* bytes) {
+  return pool_figure(static_cast<int>(ordinal), CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, bytes);
+}
+
+constexpr PoolKind kGraphPool{AllocationKind::kGraphPool, &graph_pool_reserved, &graph_pool_used};
+
+void settle_ordinal(ProcessState& s, int ordinal, const PoolTicket* ticket) {
+  if (GpuBinding* b = s.binding(ordinal)) {
+    settle_pool_charge(s, *b, kGraphPool, static_cast<uint64_t>(ordinal),
+                       s.graph_execs().settle_mutex(), ticket);
+  }
 }
 
 // Adds `graph`'s memory-alloc nodes (and its child graphs') to `found`:
@@ -121,38 +101,24 @@ GraphAllocations graph_allocations(CUgraph graph) noexcept {
 }
 
 bool admit_graph_memory(const GraphAllocations& allocations, bool mapped,
-                        GraphPoolTicket* ticket) noexcept {
+                        PoolTicket* ticket) noexcept {
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return true;
+  FreePartPromises& promises = s->graph_execs().promises();
   try {
-    ticket->ordinals.reserve(allocations.size());
-    ticket->held.reserve(allocations.size());
-    ticket->promised.reserve(allocations.size());
     for (const auto& [ordinal, bytes] : allocations) {
       GpuBinding* b = s->binding(ordinal);
       if (b == nullptr) continue;
-      ticket->ordinals.push_back(ordinal);
-      settle(*s, *b, nullptr);  // the pool as it is now, whoever grew it
-      if (mapped) continue;
-      uint64_t reserved = 0, used = 0;
-      const uint64_t free_part =
-          pool_figure(ordinal, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
-                  pool_figure(ordinal, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) && reserved > used
-              ? reserved - used
-              : 0;
-      const uint64_t reused = s->graph_execs().promise(ordinal, free_part, bytes);
-      ticket->promised.emplace_back(ordinal, reused);
-      if (bytes == reused) continue;
-      Reservation r;
-      if (reserve_memory(*s, *b, bytes - reused, &r) == Admission::kDenied) {
-        for (const Reservation& held : ticket->held)
-          cancel_reservation(held);
-        for (const auto& [o, promised] : ticket->promised)
-          s->graph_execs().unpromise(o, promised);
-        *ticket = {};
+      settle_ordinal(*s, ordinal, nullptr);  // the pool as it is now, whoever grew it
+      if (mapped) {
+        ticket->pools.emplace_back(static_cast<uint64_t>(ordinal), ordinal);
+        continue;
+      }
+      if (!admit_to_pool(*s, *b, kGraphPool, static_cast<uint64_t>(ordinal), promises, bytes,
+                         ticket)) {
+        cancel_pool_ticket(promises, ticket);
         return false;
       }
-      ticket->held.push_back(r);
     }
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error checking a graph's memory: charged after its launch");
@@ -160,13 +126,13 @@ bool admit_graph_memory(const GraphAllocations& allocations, bool mapped,
   return true;
 }
 
-void settle_graph_memory(const GraphPoolTicket& ticket) noexcept {
+void settle_graph_memory(const PoolTicket& ticket) noexcept {
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return;
   try {
-    for (const auto& [ordinal, promised] : ticket.promised)
-      s->graph_execs().unpromise(ordinal, promised);
-    for (const int ordinal : ticket.ordinals)
+    for (const auto& [key, promised] : ticket.promised)
+      s->graph_execs().promises().unpromise(key, promised);
+    for (const auto& [key, ordinal] : ticket.pools)
       settle_ordinal(*s, ordinal, &ticket);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling a graph's memory: accounting may be off");

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "shim/graph_exec_table.h"
-#include "shim/memory_accounting.h"
+#include "shim/pool_charge.h"
 
 namespace egpu::shim {
 
@@ -30,19 +30,12 @@ namespace egpu::shim {
 // none or if the driver cannot say).
 GraphAllocations graph_allocations(CUgraph graph) noexcept;
 
-// Held between the check before a launch or upload and the settling after.
-struct GraphPoolTicket {
-  std::vector<int> ordinals;                       // the pools to settle
-  std::vector<Reservation> held;                   // quota reserved for growth
-  std::vector<std::pair<int, uint64_t>> promised;  // free pool counted on
-};
-
 // Before the driver maps `allocations` (`mapped`: they are mapped already
 // and need nothing new): false, with nothing held, when they do not fit.
 bool admit_graph_memory(const GraphAllocations& allocations, bool mapped,
-                        GraphPoolTicket* ticket) noexcept;
+                        PoolTicket* ticket) noexcept;
 // After the driver's call, whatever it returned.
-void settle_graph_memory(const GraphPoolTicket& ticket) noexcept;
+void settle_graph_memory(const PoolTicket& ticket) noexcept;
 // The pool on `ordinal` may have changed (a trim, a primary context's end).
 void settle_graph_pool(int ordinal) noexcept;
 // Every pool the instance holds memory for (a context was destroyed).

@@ -16,7 +16,7 @@ namespace {
 template <typename Call>
 CUresult backing_graph_memory(const void* exec, const GraphAllocations& allocations, bool mapped,
                               Call&& call) noexcept {
-  GraphPoolTicket ticket;
+  PoolTicket ticket;
   if (!admit_graph_memory(allocations, mapped, &ticket)) return CUDA_ERROR_OUT_OF_MEMORY;
   const CUresult rc = call();
   settle_graph_memory(ticket);

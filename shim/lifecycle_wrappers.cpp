@@ -9,6 +9,7 @@
 #include "shim/launch_admission.h"
 #include "shim/log.h"
 #include "shim/memory_accounting.h"
+#include "shim/pool_memory.h"
 #include "shim/process_state.h"
 #include "shim/stream_lookup.h"
 
@@ -67,6 +68,7 @@ CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
     release_context_limits(ctx);
     release_context_allocations(reinterpret_cast<uintptr_t>(ctx));
     settle_graph_pools();  // a graph pool may have gone with it
+    settle_mem_pools();
   }
   return result;
 }
@@ -81,6 +83,7 @@ CUresult end_primary(CUdevice dev, bool reset, RealEnd&& real) noexcept {
   if (result != CUDA_SUCCESS) return result;
   release_primary_limits(dev, reset);
   settle_graph_pool(dev);
+  settle_mem_pools();
   if (primary != nullptr && (reset || !primary_still_active(dev))) {
     capture_state().forget_context(primary);
     release_context_allocations(reinterpret_cast<uintptr_t>(primary));

@@ -4,6 +4,7 @@
 #include "shim/array_bytes.h"
 #include "shim/capture_state.h"
 #include "shim/memory_accounting.h"
+#include "shim/pool_memory.h"
 
 using egpu::shim::accounted_alloc;
 using egpu::shim::accounted_free;
@@ -74,11 +75,46 @@ bool into_capture(RealId id, CUstream stream, bool per_thread) noexcept {
   return true;
 }
 
+// A stream-ordered allocation: counted as its pool's size (pool_memory.h),
+// or as itself when the pool is unknown.
+template <typename Alloc, typename KeyOf>
+CUresult pooled_alloc(RealId id, CUmemoryPool pool, uint64_t bytes, Alloc&& alloc,
+                      KeyOf&& key_of) noexcept {
+  PoolTicket ticket;
+  switch (admit_pool_allocation(pool, bytes, &ticket)) {
+    case PoolAdmission::kPassThrough:
+      note_call(id);
+      return alloc();
+    case PoolAdmission::kPerPointer:
+      return accounted_alloc(id, kCurrentDevice, bytes, AllocationKind::kPointer, alloc, key_of);
+    case PoolAdmission::kDenied:
+      note_call(id);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    case PoolAdmission::kAdmitted:
+      break;
+  }
+  note_call(id);
+  const CUresult rc = alloc();
+  settle_pool_allocation(ticket);
+  return rc;
+}
+
+// A free of a device pointer: one the shim counted itself is released; one
+// it did not may be a pool's, whose charge follows.
+template <typename RealFree>
+CUresult pointer_free(RealId id, uint64_t key, RealFree&& free_fn) noexcept {
+  const CUresult rc = accounted_free(id, AllocationKind::kPointer, key, free_fn);
+  settle_mem_pools();
+  return rc;
+}
+
 }  // namespace
 }  // namespace egpu::shim
 
 using egpu::shim::into_capture;
 using egpu::shim::key_of;
+using egpu::shim::pointer_free;
+using egpu::shim::pooled_alloc;
 
 extern "C" {
 
@@ -131,17 +167,17 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned 
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemAllocAsync);
   if (into_capture(RealId::cuMemAllocAsync, hStream, false)) return real(dptr, bytesize, hStream);
-  return accounted_alloc(
-      RealId::cuMemAllocAsync, kCurrentDevice, bytesize, AllocationKind::kPointer,
-      [&] { return real(dptr, bytesize, hStream); }, [&] { return key_of(*dptr); });
+  return pooled_alloc(
+      RealId::cuMemAllocAsync, nullptr, bytesize, [&] { return real(dptr, bytesize, hStream); },
+      [&] { return key_of(*dptr); });
 }
 
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemAllocAsync_ptsz);
   if (into_capture(RealId::cuMemAllocAsync_ptsz, hStream, true))
     return real(dptr, bytesize, hStream);
-  return accounted_alloc(
-      RealId::cuMemAllocAsync_ptsz, kCurrentDevice, bytesize, AllocationKind::kPointer,
+  return pooled_alloc(
+      RealId::cuMemAllocAsync_ptsz, nullptr, bytesize,
       [&] { return real(dptr, bytesize, hStream); }, [&] { return key_of(*dptr); });
 }
 
@@ -150,8 +186,8 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUm
   EGPU_REAL_OR_RETURN(cuMemAllocFromPoolAsync);
   if (into_capture(RealId::cuMemAllocFromPoolAsync, hStream, false))
     return real(dptr, bytesize, pool, hStream);
-  return accounted_alloc(
-      RealId::cuMemAllocFromPoolAsync, kCurrentDevice, bytesize, AllocationKind::kPointer,
+  return pooled_alloc(
+      RealId::cuMemAllocFromPoolAsync, pool, bytesize,
       [&] { return real(dptr, bytesize, pool, hStream); }, [&] { return key_of(*dptr); });
 }
 
@@ -160,8 +196,8 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize
   EGPU_REAL_OR_RETURN(cuMemAllocFromPoolAsync_ptsz);
   if (into_capture(RealId::cuMemAllocFromPoolAsync_ptsz, hStream, true))
     return real(dptr, bytesize, pool, hStream);
-  return accounted_alloc(
-      RealId::cuMemAllocFromPoolAsync_ptsz, kCurrentDevice, bytesize, AllocationKind::kPointer,
+  return pooled_alloc(
+      RealId::cuMemAllocFromPoolAsync_ptsz, pool, bytesize,
       [&] { return real(dptr, bytesize, pool, hStream); }, [&] { return key_of(*dptr); });
 }
 
@@ -226,28 +262,25 @@ CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr) {
   EGPU_REAL_OR_RETURN(cuMemFree);
-  return accounted_free(RealId::cuMemFree, AllocationKind::kPointer, key_of(dptr),
-                        [&] { return real(dptr); });
+  return pointer_free(RealId::cuMemFree, key_of(dptr), [&] { return real(dptr); });
 }
 
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   EGPU_REAL_OR_RETURN(cuMemFree_v2);
-  return accounted_free(RealId::cuMemFree_v2, AllocationKind::kPointer, key_of(dptr),
-                        [&] { return real(dptr); });
+  return pointer_free(RealId::cuMemFree_v2, key_of(dptr), [&] { return real(dptr); });
 }
 
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemFreeAsync);
   if (into_capture(RealId::cuMemFreeAsync, hStream, false)) return real(dptr, hStream);
-  return accounted_free(RealId::cuMemFreeAsync, AllocationKind::kPointer, key_of(dptr),
-                        [&] { return real(dptr, hStream); });
+  return pointer_free(RealId::cuMemFreeAsync, key_of(dptr), [&] { return real(dptr, hStream); });
 }
 
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemFreeAsync_ptsz);
   if (into_capture(RealId::cuMemFreeAsync_ptsz, hStream, true)) return real(dptr, hStream);
-  return accounted_free(RealId::cuMemFreeAsync_ptsz, AllocationKind::kPointer, key_of(dptr),
-                        [&] { return real(dptr, hStream); });
+  return pointer_free(RealId::cuMemFreeAsync_ptsz, key_of(dptr),
+                      [&] { return real(dptr, hStream); });
 }
 
 }  // extern "C"

@@ -13,6 +13,7 @@
 #include "shim/cuda_event_backend.h"
 #include "shim/gpu_binding.h"
 #include "shim/graph_exec_table.h"
+#include "shim/mem_pool_table.h"
 #include "shim/shim_env.h"
 #include "shim/vmm_mappings.h"
 
@@ -56,6 +57,7 @@ class ProcessState {
 
   AllocationTable& allocations() { return allocations_; }
   GraphExecTable& graph_execs() { return graph_execs_; }
+  MemPoolTable& mem_pools() { return mem_pools_; }
   VmmMappings& vmm() { return vmm_; }
   ContextDevices& contexts() { return contexts_; }
 
@@ -83,6 +85,7 @@ class ProcessState {
   std::vector<std::unique_ptr<GpuBinding>> bindings_;
   AllocationTable allocations_;
   GraphExecTable graph_execs_;
+  MemPoolTable mem_pools_;
   VmmMappings vmm_;
   ContextDevices contexts_;
   std::atomic<bool> attached_all_{false};

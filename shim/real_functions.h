@@ -31,6 +31,8 @@
   X(cuGraphInstantiateWithParams_ptsz)    \
   X(cuGraphExecDestroy)                   \
   X(cuDeviceGraphMemTrim)                 \
+  X(cuMemPoolTrimTo)                      \
+  X(cuMemPoolDestroy)                     \
   X(cuStreamBeginCapture)                 \
   X(cuStreamBeginCapture_ptsz)            \
   X(cuStreamBeginCapture_v2)              \
@@ -152,7 +154,9 @@
   X(cuGraphGetNodes)                        \
   X(cuGraphNodeGetType)                     \
   X(cuGraphMemAllocNodeGetParams)           \
-  X(cuGraphChildGraphNodeGetGraph)
+  X(cuGraphChildGraphNodeGetGraph)          \
+  X(cuDeviceGetMemPool)                     \
+  X(cuMemPoolGetAttribute)
 
 namespace egpu::shim {
 

@@ -1,5 +1,6 @@
 // Synchronising entry points: a process blocked in one is still asking for the
 // GPU, and its streams' device time is measured across them.
+#include "shim/pool_memory.h"
 #include "shim/sync_path.h"
 
 using egpu::shim::DefaultStream;
@@ -8,34 +9,46 @@ using egpu::shim::paced_sync;
 using egpu::shim::RealId;
 using egpu::shim::stream_scope;
 
+namespace {
+
+// A synchronisation is where memory pools give back what is above their
+// release thresholds: their charges follow (pool_memory.h).
+CUresult synced(CUresult rc) noexcept {
+  egpu::shim::settle_mem_pools();
+  return rc;
+}
+
+}  // namespace
+
 extern "C" {
 
 CUresult CUDAAPI cuCtxSynchronize(void) {
   EGPU_REAL_OR_RETURN(cuCtxSynchronize);
-  return paced_sync(RealId::cuCtxSynchronize, device_scope(), [&] { return real(); });
+  return paced_sync(RealId::cuCtxSynchronize, device_scope(), [&] { return synced(real()); });
 }
 
 CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   EGPU_REAL_OR_RETURN(cuCtxSynchronize_v2);
-  return paced_sync(RealId::cuCtxSynchronize_v2, device_scope(), [&] { return real(ctx); });
+  return paced_sync(RealId::cuCtxSynchronize_v2, device_scope(), [&] { return synced(real(ctx)); });
 }
 
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamSynchronize);
   return paced_sync(RealId::cuStreamSynchronize, stream_scope(hStream, DefaultStream::kLegacy),
-                    [&] { return real(hStream); });
+                    [&] { return synced(real(hStream)); });
 }
 
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuStreamSynchronize_ptsz);
   return paced_sync(RealId::cuStreamSynchronize_ptsz,
                     stream_scope(hStream, DefaultStream::kPerThread),
-                    [&] { return real(hStream); });
+                    [&] { return synced(real(hStream)); });
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   EGPU_REAL_OR_RETURN(cuEventSynchronize);
-  return paced_sync(RealId::cuEventSynchronize, device_scope(), [&] { return real(hEvent); });
+  return paced_sync(RealId::cuEventSynchronize, device_scope(),
+                    [&] { return synced(real(hEvent)); });
 }
 
 // Synchronous copies wait for the device like a synchronize does.

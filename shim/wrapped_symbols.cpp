@@ -83,6 +83,8 @@ constexpr Variant kVariants[] = {
     {"cuGraphInstantiateWithParams", "cuGraphInstantiateWithParams_ptsz", 12000, true},
     {"cuGraphExecDestroy", "cuGraphExecDestroy", 10000, false},
     {"cuDeviceGraphMemTrim", "cuDeviceGraphMemTrim", 11040, false},
+    {"cuMemPoolTrimTo", "cuMemPoolTrimTo", 11020, false},
+    {"cuMemPoolDestroy", "cuMemPoolDestroy", 11020, false},
     {"cuStreamBeginCapture", "cuStreamBeginCapture", 10000, false},
     {"cuStreamBeginCapture", "cuStreamBeginCapture_ptsz", 10000, true},
     {"cuStreamBeginCapture", "cuStreamBeginCapture_v2", 10010, false},

@@ -235,6 +235,36 @@ TEST(Memory, GraphMemoryCountsThePoolTheDriverKeeps) {
   EXPECT_EQ(agent_memory_used(node, 1), 0u);
 }
 
+// A stream-ordered pool keeps freed memory up to its release threshold
+// (PyTorch's cudaMallocAsync backend: all of it) until trimmed, and at
+// threshold 0 until a synchronisation: the pool's size is what counts, not
+// its live allocations, and an allocation from what it keeps needs no quota.
+TEST(Memory, MemoryPoolsCountWhatTheyKeep) {
+  EnforcedNode node("mem-pool");
+  node.create(1, 20, "burst", 0, 4 * kGiB);
+  const uint64_t quota = 4 * kGiB;
+  const auto j = run_probe(
+      node, 1, {"pool-keep", std::to_string(3 * kGiB), std::to_string(5 * kGiB)})["pools"];
+  EXPECT_EQ(j["alloc"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["reserved"], 3 * kGiB);
+  EXPECT_EQ(j["kept"]["free"], quota - 3 * kGiB);  // freed, kept by the pool
+  EXPECT_EQ(j["alloc_beside_pool"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["realloc"], "CUDA_SUCCESS");  // from what the pool keeps
+  EXPECT_EQ(j["trim"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["trimmed"]["free"], quota);
+  EXPECT_EQ(j["alloc_after_trim"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["alloc_at_0"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["freed_unsynced"]["free"], quota - 3 * kGiB);
+  EXPECT_EQ(j["synced"]["free"], quota);  // given back at the synchronisation
+  EXPECT_EQ(j["too_big"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["after_big"]["free"], quota);
+  EXPECT_EQ(j["own_kept"]["free"], quota - 3 * kGiB);
+  EXPECT_EQ(j["own_destroy"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["own_destroyed"]["free"], quota);  // what it kept went with it
+  EXPECT_EQ(simgpu_memory_used(node), 0u);
+  EXPECT_EQ(agent_memory_used(node, 1), 0u);
+}
+
 // Finding 6: memory imported from another process (an IPC handle, a VMM
 // shareable fd, a pool pointer) is kept allocated by the importer, so it
 // counts against the importer's quota until closed or released. The device

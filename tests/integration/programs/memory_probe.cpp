@@ -22,6 +22,9 @@
 //   memory-probe graph-pool SIZE BIG     graph memory: a captured allocation of SIZE
 //                                        launched, a plain one beside the pool, trim;
 //                                        a graph of BIG (memory_probe_graphs.cpp)
+//   memory-probe pool-keep SIZE BIG      stream-ordered pools: a pool that keeps SIZE,
+//                                        a plain allocation beside it, trim, threshold 0
+//                                        (memory_probe_pools.cpp)
 #include "memory_probe.h"
 
 #include <cuda.h>
@@ -375,6 +378,9 @@ int main(int argc, char** argv) {
   } else if (cmd == "graph-pool" && argc >= 4) {
     out["graphs"] = graph_pool(dev, stream, std::strtoull(argv[2], nullptr, 10),
                                std::strtoull(argv[3], nullptr, 10));
+  } else if (cmd == "pool-keep" && argc >= 4) {
+    out["pools"] = pool_keep(dev, stream, std::strtoull(argv[2], nullptr, 10),
+                             std::strtoull(argv[3], nullptr, 10));
   } else if (cmd == "ctx-limit" && argc >= 4) {
     out["limits"] =
         ctx_limit(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10));

@@ -28,4 +28,7 @@ json ctx_cycle(CUdevice dev, CUcontext primary, const std::string& how, size_t c
 // graph-pool SIZE BIG (memory_probe_graphs.cpp).
 json graph_pool(CUdevice dev, CUstream stream, size_t size, size_t big);
 
+// pool-keep SIZE BIG (memory_probe_pools.cpp).
+json pool_keep(CUdevice dev, CUstream stream, size_t size, size_t big);
+
 }  // namespace memory_probe

@@ -1,0 +1,54 @@
+// What the graph pools (graph_memory.h) and the stream-ordered memory pools
+// (pool_memory.h) share: the driver keeps a pool's memory after it is freed,
+// so the instance is charged each pool's size as the driver reports it,
+// settled after every call that may change it; an allocation that the
+// pool's free part cannot hold reserves the rest against the quota first.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "shim/allocation_table.h"
+#include "shim/free_part_promises.h"
+#include "shim/memory_accounting.h"
+
+namespace egpu::shim {
+
+// Held between the check before a call that may grow pools and the
+// settling after it.
+struct PoolTicket {
+  std::vector<std::pair<uint64_t, int>> pools;          // (pool key, device ordinal) to settle
+  std::vector<Reservation> held;                        // quota reserved for growth
+  std::vector<std::pair<uint64_t, uint64_t>> promised;  // (pool key, free part counted on)
+};
+
+// The driver's figure for a pool: what it holds (false: it cannot say).
+using PoolFigure = bool (*)(uint64_t key, uint64_t* bytes);
+
+// One kind of pool: where its charge is kept and how the driver is asked.
+struct PoolKind {
+  AllocationKind kind;
+  PoolFigure reserved;
+  PoolFigure used;
+};
+
+// The instance holds for pool `key` on b's device what the driver reports it
+// holds, or (when it cannot say) what it held plus what `ticket` reserved
+// for it on the current attachment. Growth the driver chose past the quota
+// is charged anyway: the instance's next allocations are refused.
+void settle_pool_charge(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_t key,
+                        std::mutex& settle_mu, const PoolTicket* ticket);
+
+// Before the driver takes `bytes` for pool `key` on b's device: the pool's
+// free part that no other call in flight counts on is used first, the rest
+// reserved against the quota; the pool joins the ticket's pools to settle.
+// False when it does not fit: the caller then cancels the ticket.
+bool admit_to_pool(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_t key,
+                   FreePartPromises& promises, uint64_t bytes, PoolTicket* ticket);
+
+// Gives back what `ticket` reserved and counted on (a refusal).
+void cancel_pool_ticket(FreePartPromises& promises, PoolTicket* ticket);
+
+}  // namespace egpu::shim
