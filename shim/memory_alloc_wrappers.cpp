@@ -99,8 +99,10 @@ CUresult pooled_alloc(RealId id, CUmemoryPool pool, uint64_t bytes, Alloc&& allo
   return rc;
 }
 
-// A free of a device pointer: one the shim counted itself is released; one
-// it did not may be a pool's, whose charge follows.
+// A synchronous free of a device pointer: one the shim counted itself is
+// released; one it did not may be a pool's, and the free synchronises, so
+// the pools' charges follow. (A stream-ordered free changes no pool's size:
+// the pool keeps the memory at least until a synchronisation.)
 template <typename RealFree>
 CUresult pointer_free(RealId id, uint64_t key, RealFree&& free_fn) noexcept {
   const CUresult rc = accounted_free(id, AllocationKind::kPointer, key, free_fn);
@@ -273,14 +275,15 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemFreeAsync);
   if (into_capture(RealId::cuMemFreeAsync, hStream, false)) return real(dptr, hStream);
-  return pointer_free(RealId::cuMemFreeAsync, key_of(dptr), [&] { return real(dptr, hStream); });
+  return accounted_free(RealId::cuMemFreeAsync, AllocationKind::kPointer, key_of(dptr),
+                        [&] { return real(dptr, hStream); });
 }
 
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   EGPU_REAL_OR_RETURN(cuMemFreeAsync_ptsz);
   if (into_capture(RealId::cuMemFreeAsync_ptsz, hStream, true)) return real(dptr, hStream);
-  return pointer_free(RealId::cuMemFreeAsync_ptsz, key_of(dptr),
-                      [&] { return real(dptr, hStream); });
+  return accounted_free(RealId::cuMemFreeAsync_ptsz, AllocationKind::kPointer, key_of(dptr),
+                        [&] { return real(dptr, hStream); });
 }
 
 }  // extern "C"
