@@ -22,6 +22,14 @@ std::optional<LiveAllocation> AllocationTable::take(AllocationKind kind, uint64_
   return found;
 }
 
+std::optional<LiveAllocation> AllocationTable::find(AllocationKind kind, uint64_t key) const {
+  std::lock_guard lock(mu_);
+  const auto& map = maps_[static_cast<int>(kind)];
+  const auto it = map.find(key);
+  if (it == map.end()) return std::nullopt;
+  return it->second;
+}
+
 std::vector<uint64_t> AllocationTable::keys(AllocationKind kind) const {
   std::lock_guard lock(mu_);
   std::vector<uint64_t> out;

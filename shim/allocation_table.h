@@ -42,6 +42,8 @@ class AllocationTable {
   // Removes and returns the entry (before the driver frees it, so that a
   // recycled address can never meet a stale entry).
   std::optional<LiveAllocation> take(AllocationKind kind, uint64_t key);
+  // A copy of the entry, left in place.
+  std::optional<LiveAllocation> find(AllocationKind kind, uint64_t key) const;
   // Removes and returns every entry of `context` (not 0): the driver freed
   // them when it destroyed the context.
   std::vector<LiveAllocation> take_context(uintptr_t context);

@@ -40,7 +40,7 @@ constexpr PoolKind kGraphPool{AllocationKind::kGraphPool, &graph_pool_reserved, 
 void settle_ordinal(ProcessState& s, int ordinal, const PoolTicket* ticket) {
   if (GpuBinding* b = s.binding(ordinal)) {
     settle_pool_charge(s, *b, kGraphPool, static_cast<uint64_t>(ordinal),
-                       s.graph_execs().settle_mutex(), ticket);
+                       s.graph_execs().settle_mutex(), s.graph_execs().promises(), ticket);
   }
 }
 
@@ -130,10 +130,10 @@ void settle_graph_memory(const PoolTicket& ticket) noexcept {
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return;
   try {
-    for (const auto& [key, promised] : ticket.promised)
-      s->graph_execs().promises().unpromise(key, promised);
     for (const auto& [key, ordinal] : ticket.pools)
       settle_ordinal(*s, ordinal, &ticket);
+    for (const auto& [key, promised] : ticket.promised)  // no longer in flight
+      s->graph_execs().promises().unpromise(key, promised);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling a graph's memory: accounting may be off");
   }

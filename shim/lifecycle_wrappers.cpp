@@ -69,6 +69,7 @@ CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
     release_context_allocations(reinterpret_cast<uintptr_t>(ctx));
     settle_graph_pools();  // a graph pool may have gone with it
     settle_mem_pools();
+    end_destroyed_pools(-1);
   }
   return result;
 }
@@ -84,6 +85,7 @@ CUresult end_primary(CUdevice dev, bool reset, RealEnd&& real) noexcept {
   release_primary_limits(dev, reset);
   settle_graph_pool(dev);
   settle_mem_pools();
+  if (reset || !primary_still_active(dev)) end_destroyed_pools(dev);
   if (primary != nullptr && (reset || !primary_still_active(dev))) {
     capture_state().forget_context(primary);
     release_context_allocations(reinterpret_cast<uintptr_t>(primary));

@@ -4,8 +4,15 @@ namespace egpu::shim {
 
 void MemPoolTable::note(const void* pool, int ordinal) {
   std::lock_guard lock(mu_);
-  pools_[pool] = ordinal;
+  pools_.try_emplace(pool, ordinal);
   size_.store(pools_.size(), std::memory_order_relaxed);
+}
+
+std::optional<int> MemPoolTable::device_of(const void* pool) const {
+  std::lock_guard lock(mu_);
+  const auto it = pools_.find(pool);
+  if (it == pools_.end()) return std::nullopt;
+  return it->second;
 }
 
 void MemPoolTable::forget(const void* pool) {
@@ -16,7 +23,11 @@ void MemPoolTable::forget(const void* pool) {
 
 std::vector<std::pair<const void*, int>> MemPoolTable::pools() const {
   std::lock_guard lock(mu_);
-  return {pools_.begin(), pools_.end()};
+  std::vector<std::pair<const void*, int>> out;
+  for (const auto& [pool, ordinal] : pools_) {
+    if (ordinal != kHost) out.emplace_back(pool, ordinal);
+  }
+  return out;
 }
 
 }  // namespace egpu::shim

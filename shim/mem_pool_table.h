@@ -1,7 +1,7 @@
-// MemPoolTable: the stream-ordered memory pools the process allocated from
-// (pool_memory.h), each with its device: the pools the shim settles after
-// frees, synchronisations, trims and context ends, and the part of each
-// pool's free memory that allocations in flight count on. Thread-safe; no
+// MemPoolTable: the stream-ordered memory pools the process made or
+// allocated from (pool_memory.h), each with its device: the pools the shim
+// settles after synchronisations, trims and context ends, and the part of
+// each pool's free memory that allocations in flight count on. Thread-safe; no
 // CUDA types, so that it is tested on its own.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -18,9 +19,15 @@ namespace egpu::shim {
 
 class MemPoolTable {
  public:
+  static constexpr int kHost = -1;  // a pool of host memory: not the GPU's to count
+
+  // `pool` is on device `ordinal` (kHost: in host memory). What was noted
+  // first stays: a pool does not move.
   void note(const void* pool, int ordinal);
   void forget(const void* pool);
-  // Every known pool with its device ordinal.
+  // The device `pool` was noted on, if it was.
+  std::optional<int> device_of(const void* pool) const;
+  // Every known device pool with its device ordinal.
   std::vector<std::pair<const void*, int>> pools() const;
   // One load: true while the process has allocated from no pool.
   bool empty() const { return size_.load(std::memory_order_relaxed) == 0; }

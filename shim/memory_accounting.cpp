@@ -2,7 +2,6 @@
 
 #include "core/quota/memory_quota.h"
 #include "shim/fast_clock.h"
-#include "shim/pool_memory.h"
 #include "shim/real_functions.h"
 
 namespace egpu::shim {
@@ -22,13 +21,7 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
   if (a == nullptr) {  // unattached: the fail mode applies (said at attach)
     return s.refuses_unattached() ? Admission::kDenied : Admission::kGranted;
   }
-  auto outcome = quota::reserve(a->instance, a->proc_slot, bytes, limit_of(*a));
-  if (outcome == quota::Reservation::kOverQuota && !s.mem_pools().empty()) {
-    // Pools may have given memory back since their charges were settled.
-    settle_mem_pools();
-    outcome = quota::reserve(a->instance, a->proc_slot, bytes, limit_of(*a));
-  }
-  switch (outcome) {
+  switch (quota::reserve(a->instance, a->proc_slot, bytes, limit_of(*a))) {
     case quota::Reservation::kGranted:
       r->attachment = a;
       return Admission::kGranted;

@@ -95,7 +95,7 @@ CUresult pooled_alloc(RealId id, CUmemoryPool pool, uint64_t bytes, Alloc&& allo
   }
   note_call(id);
   const CUresult rc = alloc();
-  settle_pool_allocation(ticket);
+  settle_pool_allocation(ticket, rc);
   return rc;
 }
 

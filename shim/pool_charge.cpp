@@ -6,7 +6,9 @@
 namespace egpu::shim {
 
 void settle_pool_charge(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_t key,
-                        std::mutex& settle_mu, const PoolTicket* ticket) {
+                        std::mutex& settle_mu, const FreePartPromises& promises,
+                        const PoolTicket* ticket) {
+  if (ticket == nullptr && promises.in_flight(key)) return;
   const int ordinal = b.ordinal();
   // Attached before the entry is taken: a first attach counts the live
   // allocations, this pool's entry among them.
@@ -22,7 +24,8 @@ void settle_pool_charge(ProcessState& s, GpuBinding& b, const PoolKind& kind, ui
   const std::lock_guard lock(settle_mu);
   uint64_t reported = 0;
   const bool known = kind.reserved(key, &reported);
-  const auto entry = s.allocations().take(kind.kind, key);
+  // Found and replaced, never taken: a re-attach meanwhile counts it.
+  const auto entry = s.allocations().find(kind.kind, key);
   const uint64_t held = (entry ? entry->bytes : 0) + extra;
   const uint64_t target = known ? reported : held;
   if (target > held && a != nullptr) {
@@ -30,7 +33,11 @@ void settle_pool_charge(ProcessState& s, GpuBinding& b, const PoolKind& kind, ui
   } else if (target < held) {
     release_allocation(s, LiveAllocation{held - target, ordinal});
   }
-  if (target > 0) s.allocations().insert(kind.kind, key, LiveAllocation{target, ordinal});
+  if (target > 0) {
+    s.allocations().insert(kind.kind, key, LiveAllocation{target, ordinal});
+  } else if (entry) {
+    s.allocations().take(kind.kind, key);
+  }
 }
 
 bool admit_to_pool(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_t key,
@@ -39,9 +46,14 @@ bool admit_to_pool(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_
   ticket->promised.reserve(ticket->promised.size() + 1);
   ticket->pools.emplace_back(key, b.ordinal());
   uint64_t reserved = 0, used = 0;
-  const uint64_t free_part =
-      kind.reserved(key, &reserved) && kind.used(key, &used) && reserved > used ? reserved - used
-                                                                                : 0;
+  uint64_t free_part = kind.reserved(key, &reserved) && kind.used(key, &used) && reserved > used
+                           ? reserved - used
+                           : 0;
+  if (const Attachment* a = b.attachment();
+      a != nullptr &&
+      quota::used(a->instance) > a->control().mem_limit.load(std::memory_order_relaxed)) {
+    free_part = 0;
+  }
   const uint64_t reused = promises.promise(key, free_part, bytes);
   ticket->promised.emplace_back(key, reused);
   if (bytes == reused) return true;

@@ -37,14 +37,21 @@ struct PoolKind {
 // The instance holds for pool `key` on b's device what the driver reports it
 // holds, or (when it cannot say) what it held plus what `ticket` reserved
 // for it on the current attachment. Growth the driver chose past the quota
-// is charged anyway: the instance's next allocations are refused.
+// is charged anyway: the instance's next allocations are refused. Without
+// a ticket, a pool with an admission in flight is left to that admission's
+// settling (its reservation is not in the pool's charge yet).
 void settle_pool_charge(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_t key,
-                        std::mutex& settle_mu, const PoolTicket* ticket);
+                        std::mutex& settle_mu, const FreePartPromises& promises,
+                        const PoolTicket* ticket);
 
 // Before the driver takes `bytes` for pool `key` on b's device: the pool's
 // free part that no other call in flight counts on is used first, the rest
 // reserved against the quota; the pool joins the ticket's pools to settle.
-// False when it does not fit: the caller then cancels the ticket.
+// The free part counts only while the instance is within its quota: the
+// driver may grow a pool rather than reuse what it has free (memory freed
+// on another stream, fragments), and that growth is charged after the fact,
+// so an instance over its quota gets no more of it. False when it does not
+// fit: the caller then cancels the ticket.
 bool admit_to_pool(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_t key,
                    FreePartPromises& promises, uint64_t bytes, PoolTicket* ticket);
 

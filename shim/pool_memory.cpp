@@ -30,9 +30,17 @@ uint64_t key_of(CUmemoryPool pool) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pool));
 }
 
+// A key apart from live pools' (a pool made later may get a destroyed
+// one's handle), for what a destroyed pool's live allocations still hold.
+uint64_t destroyed_key(uint64_t key) {
+  return key | 1;
+}
+
 void settle(ProcessState& s, uint64_t key, int ordinal, const PoolTicket* ticket) {
-  if (GpuBinding* b = s.binding(ordinal))
-    settle_pool_charge(s, *b, kMemPool, key, s.mem_pools().settle_mutex(), ticket);
+  if (GpuBinding* b = s.binding(ordinal)) {
+    settle_pool_charge(s, *b, kMemPool, key, s.mem_pools().settle_mutex(), s.mem_pools().promises(),
+                       ticket);
+  }
 }
 
 }  // namespace
@@ -42,19 +50,25 @@ PoolAdmission admit_pool_allocation(CUmemoryPool pool, uint64_t bytes,
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return PoolAdmission::kPassThrough;
   try {
-    GpuBinding* b = s->current_binding();
-    if (b == nullptr) return PoolAdmission::kPassThrough;
+    GpuBinding* current = s->current_binding();
+    GpuBinding* b = current;
     if (pool == nullptr) {
+      const auto get_device = EGPU_REAL(cuDeviceGet);
       const auto current_pool = EGPU_REAL(cuDeviceGetMemPool);
-      if (current_pool == nullptr || current_pool(&pool, b->ordinal()) != CUDA_SUCCESS ||
-          pool == nullptr) {
+      CUdevice dev = 0;
+      if (b == nullptr) return PoolAdmission::kPassThrough;
+      if (get_device == nullptr || current_pool == nullptr ||
+          get_device(&dev, b->ordinal()) != CUDA_SUCCESS ||
+          current_pool(&pool, dev) != CUDA_SUCCESS || pool == nullptr) {
         return PoolAdmission::kPerPointer;
       }
+      s->mem_pools().note(pool, b->ordinal());  // a device's pool is on it
+    } else if (const auto ordinal = s->mem_pools().device_of(pool)) {
+      if (*ordinal == MemPoolTable::kHost) return PoolAdmission::kPassThrough;
+      b = s->binding(*ordinal);  // where the pool is, not where the caller is
     }
-    uint64_t figure = 0;
-    if (!pool_reserved(key_of(pool), &figure)) return PoolAdmission::kPerPointer;
-    s->mem_pools().note(pool, b->ordinal());
-    settle(*s, key_of(pool), b->ordinal(), nullptr);  // as it is now
+    if (b == nullptr)
+      return current == nullptr ? PoolAdmission::kPassThrough : PoolAdmission::kPerPointer;
     if (!admit_to_pool(*s, *b, kMemPool, key_of(pool), s->mem_pools().promises(), bytes, ticket)) {
       cancel_pool_ticket(s->mem_pools().promises(), ticket);
       return PoolAdmission::kDenied;
@@ -66,14 +80,24 @@ PoolAdmission admit_pool_allocation(CUmemoryPool pool, uint64_t bytes,
   }
 }
 
-void settle_pool_allocation(const PoolTicket& ticket) noexcept {
+void settle_pool_allocation(const PoolTicket& ticket, CUresult rc) noexcept {
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return;
   try {
-    for (const auto& [key, promised] : ticket.promised)
+    if (rc != CUDA_SUCCESS) {  // nothing allocated: what was reserved goes back
+      for (const Reservation& r : ticket.held)
+        cancel_reservation(r);
+    }
+    for (const auto& [key, ordinal] : ticket.pools) {
+      const auto pool = reinterpret_cast<const void*>(static_cast<uintptr_t>(key));
+      if (rc == CUDA_SUCCESS) s->mem_pools().note(pool, ordinal);
+      // A pool the driver refused and the shim never knew (an imported one,
+      // a bad handle) is not settled: nothing of it is the instance's.
+      if (s->mem_pools().device_of(pool))
+        settle(*s, key, ordinal, rc == CUDA_SUCCESS ? &ticket : nullptr);
+    }
+    for (const auto& [key, promised] : ticket.promised)  // no longer in flight
       s->mem_pools().promises().unpromise(key, promised);
-    for (const auto& [key, ordinal] : ticket.pools)
-      settle(*s, key, ordinal, &ticket);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling a pool allocation: accounting may be off");
   }
@@ -94,11 +118,22 @@ void settle_mem_pool(CUmemoryPool pool) noexcept {
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable() || s->mem_pools().empty()) return;
   try {
-    for (const auto& [known, ordinal] : s->mem_pools().pools()) {
-      if (known == pool) settle(*s, key_of(pool), ordinal, nullptr);
-    }
+    const auto ordinal = s->mem_pools().device_of(pool);
+    if (ordinal && *ordinal != MemPoolTable::kHost) settle(*s, key_of(pool), *ordinal, nullptr);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling a memory pool: accounting may be off");
+  }
+}
+
+void note_mem_pool(CUmemoryPool pool, const CUmemPoolProps& props) noexcept {
+  ProcessState* s = process_state();
+  if (s == nullptr || !s->usable() || pool == nullptr) return;
+  try {
+    s->mem_pools().note(pool, props.location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                                  ? props.location.id
+                                  : MemPoolTable::kHost);
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error noting a memory pool: its device is taken as the caller's");
   }
 }
 
@@ -115,21 +150,35 @@ void end_mem_pool(CUmemoryPool pool, uint64_t used) noexcept {
     const std::lock_guard lock(s->mem_pools().settle_mutex());
     const auto entry = s->allocations().take(AllocationKind::kMemPool, key_of(pool));
     if (!entry) return;
-    if (entry->bytes > used) {
-      release_allocation(*s, LiveAllocation{entry->bytes - used, entry->ordinal});
-    }
-    if (used > 0) {
-      // Keyed apart from live pools (a pool made later may get the handle),
-      // with what earlier pools of that handle left.
-      const uint64_t gone = key_of(pool) | 1;
-      LiveAllocation kept = *entry;
-      kept.bytes = std::min(used, entry->bytes);
-      if (const auto earlier = s->allocations().take(AllocationKind::kMemPool, gone))
-        kept.bytes += earlier->bytes;
-      s->allocations().insert(AllocationKind::kMemPool, gone, kept);
-    }
+    const uint64_t kept = std::min(used, entry->bytes);
+    if (entry->bytes > kept)
+      release_allocation(*s, LiveAllocation{entry->bytes - kept, entry->ordinal});
+    if (kept == 0) return;
+    LiveAllocation gone = *entry;
+    gone.bytes = kept;
+    if (const auto earlier =
+            s->allocations().take(AllocationKind::kMemPool, destroyed_key(key_of(pool))))
+      gone.bytes += earlier->bytes;
+    s->allocations().insert(AllocationKind::kMemPool, destroyed_key(key_of(pool)), gone);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error ending a memory pool: accounting may be off");
+  }
+}
+
+void end_destroyed_pools(int ordinal) noexcept {
+  ProcessState* s = process_state();
+  if (s == nullptr || !s->usable()) return;
+  try {
+    const std::lock_guard lock(s->mem_pools().settle_mutex());
+    for (const uint64_t key : s->allocations().keys(AllocationKind::kMemPool)) {
+      if ((key & 1) == 0) continue;
+      const auto entry = s->allocations().find(AllocationKind::kMemPool, key);
+      if (!entry || (ordinal >= 0 && entry->ordinal != ordinal)) continue;
+      s->allocations().take(AllocationKind::kMemPool, key);
+      release_allocation(*s, *entry);
+    }
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error ending destroyed pools: accounting may be off");
   }
 }
 

@@ -7,8 +7,8 @@
 // allocation that the pool's free part (not counted on by another in
 // flight) cannot hold reserves the rest first and is refused with
 // CUDA_ERROR_OUT_OF_MEMORY when that does not fit; the charge is settled
-// after every pool allocation, free, synchronisation, trim, pool destruction
-// and context end, and before any allocation is refused for the quota.
+// after every pool allocation, synchronous free, synchronisation, trim,
+// pool destruction and context end.
 #pragma once
 
 #include "shim/cuda_api.h"
@@ -29,17 +29,22 @@ enum class PoolAdmission {
 // Before a stream-ordered allocation of `bytes` from `pool` (null: the
 // current device's current pool).
 PoolAdmission admit_pool_allocation(CUmemoryPool pool, uint64_t bytes, PoolTicket* ticket) noexcept;
-void settle_pool_allocation(const PoolTicket& ticket) noexcept;
-// Every known pool may have changed (a free, a synchronisation, a context's
-// end, an allocation about to be refused).
+// After the driver's call returned `rc`: a pool it allocated from is known
+// from then on.
+void settle_pool_allocation(const PoolTicket& ticket, CUresult rc) noexcept;
+// Every known pool may have changed (a synchronisation, a context's end).
 void settle_mem_pools() noexcept;
 // cuMemPoolTrimTo: `pool` may have shrunk.
 void settle_mem_pool(CUmemoryPool pool) noexcept;
+// cuMemPoolCreate made `pool` with `props`: where it is.
+void note_mem_pool(CUmemoryPool pool, const CUmemPoolProps& props) noexcept;
 // cuMemPoolDestroy: what the pool's live allocations hold stays charged
-// (the driver frees it when they are freed, which the shim no longer sees:
-// charged until the process ends); `used` was read before the destruction.
+// (the driver frees it when they are freed, which the shim no longer sees)
+// until a context of its device ends; `used` was read before the destruction.
 void end_mem_pool(CUmemoryPool pool, uint64_t used) noexcept;
 // The pool's live allocations as the driver reports them (0 if it cannot).
 uint64_t mem_pool_used(CUmemoryPool pool) noexcept;
+// A context ended on device `ordinal` (-1: any): destroyed pools' charges go.
+void end_destroyed_pools(int ordinal) noexcept;
 
 }  // namespace egpu::shim

@@ -1,5 +1,5 @@
-// Memory-pool entry points that change what a pool holds (pool_memory.h):
-// cuMemPoolTrimTo gives memory back, cuMemPoolDestroy ends the pool.
+// Memory-pool entry points (pool_memory.h): cuMemPoolCreate says where a
+// pool is, cuMemPoolTrimTo gives memory back, cuMemPoolDestroy ends it.
 #include "shim/pool_memory.h"
 #include "shim/real_functions.h"
 
@@ -12,6 +12,15 @@ CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   egpu::shim::note_call(RealId::cuMemPoolTrimTo);
   const CUresult rc = real(pool, minBytesToKeep);
   egpu::shim::settle_mem_pool(pool);
+  return rc;
+}
+
+CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
+  EGPU_REAL_OR_RETURN(cuMemPoolCreate);
+  egpu::shim::note_call(RealId::cuMemPoolCreate);
+  const CUresult rc = real(pool, poolProps);
+  if (rc == CUDA_SUCCESS && pool != nullptr && poolProps != nullptr)
+    egpu::shim::note_mem_pool(*pool, *poolProps);
   return rc;
 }
 

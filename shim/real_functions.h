@@ -31,6 +31,7 @@
   X(cuGraphInstantiateWithParams_ptsz)    \
   X(cuGraphExecDestroy)                   \
   X(cuDeviceGraphMemTrim)                 \
+  X(cuMemPoolCreate)                      \
   X(cuMemPoolTrimTo)                      \
   X(cuMemPoolDestroy)                     \
   X(cuStreamBeginCapture)                 \

@@ -83,6 +83,7 @@ constexpr Variant kVariants[] = {
     {"cuGraphInstantiateWithParams", "cuGraphInstantiateWithParams_ptsz", 12000, true},
     {"cuGraphExecDestroy", "cuGraphExecDestroy", 10000, false},
     {"cuDeviceGraphMemTrim", "cuDeviceGraphMemTrim", 11040, false},
+    {"cuMemPoolCreate", "cuMemPoolCreate", 11020, false},
     {"cuMemPoolTrimTo", "cuMemPoolTrimTo", 11020, false},
     {"cuMemPoolDestroy", "cuMemPoolDestroy", 11020, false},
     {"cuStreamBeginCapture", "cuStreamBeginCapture", 10000, false},

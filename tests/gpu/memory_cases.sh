@@ -116,6 +116,8 @@ pool_memory_case() {
   expect "free after a synchronisation at threshold 0:" "$(json_get "$j" pools.synced.free '?')" "$quota"
   expect "a pool allocation of $big:" "$(json_get "$j" pools.too_big '?')" CUDA_ERROR_OUT_OF_MEMORY
   expect "free after destroying a pool that kept $size:" "$(json_get "$j" pools.own_destroyed.free '?')" "$quota"
+  expect "an allocation beside a destroyed pool's live one:" "$(json_get "$j" pools.alloc_beside_live '?')" CUDA_ERROR_OUT_OF_MEMORY
+  expect "free after the context's reset:" "$(json_get "$j" pools.after_reset.free '?')" "$quota"
   row --case "$name" --status "$(verdict)" \
-    --notes "${case_why}quota $quota; the pool kept $reserved of $size freed (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), cuMemGetInfo free $(json_get "$j" pools.kept.free '?') beside it, $(json_get "$j" pools.freed_unsynced.free '?') freed at threshold 0 before a synchronisation"
+    --notes "${case_why}quota $quota; the pool kept $reserved of $size freed (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), cuMemGetInfo free $(json_get "$j" pools.kept.free '?') beside it, $(json_get "$j" pools.freed_unsynced.free '?') freed at threshold 0 before a synchronisation; without opportunistic reuse $(json_get "$j" pools.growth_rounds '?') rounds of $((big / 4)) took the pool to $(json_get "$j" pools.growth_reserved '?')"
 }

@@ -261,6 +261,15 @@ TEST(Memory, MemoryPoolsCountWhatTheyKeep) {
   EXPECT_EQ(j["own_kept"]["free"], quota - 3 * kGiB);
   EXPECT_EQ(j["own_destroy"], "CUDA_SUCCESS");
   EXPECT_EQ(j["own_destroyed"]["free"], quota);  // what it kept went with it
+  // Rounds of 1.25 GiB that the pool cannot reuse before a synchronisation:
+  // the free part counts while the instance is within its quota (rounds 2
+  // to 4 grow the pool anyway, charged after the fact; the 4th past the
+  // quota), then no more: less than a round past the quota.
+  EXPECT_EQ(j["growth_rounds"], 4);
+  EXPECT_EQ(j["growth_reserved"], 4 * (5 * kGiB / 4));
+  EXPECT_EQ(j["live_destroy"], "CUDA_SUCCESS");
+  EXPECT_EQ(j["alloc_beside_live"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(j["after_reset"]["free"], quota);
   EXPECT_EQ(simgpu_memory_used(node), 0u);
   EXPECT_EQ(agent_memory_used(node, 1), 0u);
 }

@@ -4,7 +4,9 @@
 // beside it, then one from the pool, the pool is trimmed and the plain one
 // tried again; with the threshold at 0 a synchronisation gives the memory
 // back; a pool allocation of BIG is tried; a pool of its own keeps SIZE
-// until destroyed. Memory info between.
+// until destroyed; without opportunistic reuse the pool grows by BIG/4 a
+// round; a pool destroyed with a live allocation; the context's reset.
+// Memory info between.
 #include "memory_probe.h"
 
 namespace memory_probe {
@@ -77,6 +79,41 @@ json pool_keep(CUdevice dev, CUstream stream, size_t size, size_t big) {
   out["own_kept"] = info();
   out["own_destroy"] = name_of(cuMemPoolDestroy(own));
   out["own_destroyed"] = info();
+
+  // Without opportunistic reuse the pool may grow round after round while
+  // what it freed waits for a synchronisation (simgpu does; a real driver
+  // reuses a free on the same stream): its free part is then no credit.
+  int reuse = 0;
+  check(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse),
+        "cuMemPoolSetAttribute");
+  set_threshold(pool, ~cuuint64_t{0});
+  const size_t round = big / 4;
+  int rounds = 0;
+  for (; rounds < 6; ++rounds) {
+    if (pool_alloc(stream, round) != "CUDA_SUCCESS") break;
+  }
+  out["growth_rounds"] = rounds;
+  out["growth_reserved"] = pool_reserved(pool);
+  check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  reuse = 1;
+  check(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse),
+        "cuMemPoolSetAttribute");
+  check(cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
+  set_threshold(pool, 0);
+
+  // A pool destroyed with a live allocation: the allocation still holds it.
+  check(cuMemPoolCreate(&own, &props), "cuMemPoolCreate");
+  check(cuMemAllocFromPoolAsync(&p, size, own, stream), "cuMemAllocFromPoolAsync");
+  check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  out["live_destroy"] = name_of(cuMemPoolDestroy(own));
+  out["alloc_beside_live"] = plain_alloc(size);
+  check(cuMemFree(p), "cuMemFree");
+  // The primary context's reset frees everything: nothing stays charged.
+  check(cuDevicePrimaryCtxReset(dev), "cuDevicePrimaryCtxReset");
+  CUcontext ctx = nullptr;
+  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  out["after_reset"] = info();
   return out;
 }
 

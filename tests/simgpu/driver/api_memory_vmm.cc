@@ -406,6 +406,8 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool_handle, CUmemPool_attribute att
     if (pool == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
       pool->release_threshold = *static_cast<cuuint64_t*>(value);
+    } else if (attr == CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC) {
+      pool->reuse_opportunistic = *static_cast<int*>(value) != 0;
     } else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
       if (*static_cast<cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;
       drv::reset_pool_memory_high(pool, attr);
@@ -419,8 +421,10 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool_handle, CUmemPool_attribute att
     CUmemPoolHandle_st* pool = registry().find<CUmemPoolHandle_st>(pool_handle);
     if (pool == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
     switch (attr) {
-      case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
       case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        *static_cast<int*>(value) = pool->reuse_opportunistic ? 1 : 0;
+        break;
+      case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
       case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
         *static_cast<int*>(value) = 1;
         break;

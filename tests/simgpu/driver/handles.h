@@ -185,6 +185,7 @@ struct CUmemPoolHandle_st : HandleBase {
   bool imported = false;          // cuMemPoolImportFromShareableHandle: no allocations of its own
   unsigned int handle_types = 0;  // CUmemPoolProps::handleTypes: how it may be exported
   uint64_t release_threshold = 0;
+  bool reuse_opportunistic = true;  // CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC
 };
 
 namespace egpu::simgpu::driver {

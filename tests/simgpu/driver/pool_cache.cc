@@ -14,6 +14,7 @@ struct Kept {
   uint64_t address = 0;  // its memory-table entry
   uint64_t bytes = 0;
   const CUctx_st* owner = nullptr;
+  bool synced = false;  // a synchronisation passed since it was freed
 };
 
 struct PoolMemory {
@@ -41,23 +42,34 @@ PoolCache& cache() {
   return *c;
 }
 
-// Under mu: `p` keeps at most `target` bytes.
-void shrink(PoolMemory& p, uint64_t target) {
-  while (p.kept > target && !p.chunks.empty()) {
-    const Kept chunk = p.chunks.back();
-    p.chunks.pop_back();
+// Under mu: gives back up to `bytes` of what `p` keeps (of what a
+// synchronisation passed only, if `synced_only`); returns how much.
+uint64_t give_back(PoolMemory& p, uint64_t bytes, bool synced_only) {
+  uint64_t given = 0;
+  for (size_t i = p.chunks.size(); i-- > 0 && given < bytes;) {
+    const Kept chunk = p.chunks[i];
+    if (synced_only && !chunk.synced) continue;
+    p.chunks.erase(p.chunks.begin() + static_cast<long>(i));
     release_allocation(chunk.address, AllocationKind::kPoolCache);
     p.kept -= chunk.bytes;
-    if (p.kept >= target) continue;
+    given += chunk.bytes;
+    if (given <= bytes) continue;
     // Part of the chunk stays: kept as a smaller one.
     uint64_t address = 0;
-    const uint64_t rest = target - p.kept;
+    const uint64_t rest = given - bytes;
     if (account_allocation(const_cast<CUctx_st*>(chunk.owner), rest, AllocationKind::kPoolCache,
                            &address) == CUDA_SUCCESS) {
-      p.chunks.push_back({address, rest, chunk.owner});
+      p.chunks.push_back({address, rest, chunk.owner, chunk.synced});
       p.kept += rest;
+      given -= rest;
     }
   }
+  return given;
+}
+
+// Under mu: `p` keeps at most `target` bytes.
+void shrink(PoolMemory& p, uint64_t target) {
+  if (p.kept > target) give_back(p, p.kept - target, false);
 }
 
 void note_highs(PoolMemory& p) {
@@ -71,7 +83,9 @@ CUresult pool_allocate(CUctx_st* ctx, CUmemPoolHandle_st* pool, uint64_t bytes, 
   PoolCache& c = cache();
   const std::lock_guard lock(c.mu);
   PoolMemory& p = c.pools[pool];
-  shrink(p, p.kept - std::min(p.kept, bytes));  // what it kept becomes the allocation
+  // What it kept becomes the allocation; without opportunistic reuse, only
+  // what a synchronisation passed (the driver cannot know the rest is free).
+  give_back(p, bytes, !pool->reuse_opportunistic);
   const CUresult rc = account_allocation(ctx, bytes, AllocationKind::kAsync, address);
   if (rc != CUDA_SUCCESS) return rc;
   c.live[*address] = Live{pool, bytes, ctx};
@@ -94,7 +108,7 @@ bool pool_free(uint64_t address, CUresult* rc) {
   uint64_t kept = 0;
   if (account_allocation(const_cast<CUctx_st*>(freed.owner), freed.bytes,
                          AllocationKind::kPoolCache, &kept) == CUDA_SUCCESS) {
-    p.chunks.push_back({kept, freed.bytes, freed.owner});
+    p.chunks.push_back({kept, freed.bytes, freed.owner, false});
     p.kept += freed.bytes;
   }
   return true;
@@ -106,6 +120,8 @@ void release_pool_excess() {
   for (auto& [pool, p] : c.pools) {
     const uint64_t threshold = pool->release_threshold;
     shrink(p, threshold > p.used ? threshold - p.used : 0);
+    for (Kept& k : p.chunks)
+      k.synced = true;
   }
 }
 

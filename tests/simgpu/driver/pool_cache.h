@@ -2,7 +2,11 @@
 // memory stays the pool's (charged to the device as kPoolCache) for its next
 // allocations, until a synchronisation gives back what is above the pool's
 // release threshold (0 by default: all of it), cuMemPoolTrimTo, or the
-// pool's destruction. CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT is what the
+// pool's destruction. Without CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, what
+// was freed is reused only after a synchronisation and the pool grows
+// meanwhile (the driver does so for memory freed on another stream; it
+// reuses a free on the same stream at once, which simgpu does not model).
+// CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT is what the
 // pool holds (its live allocations and what it keeps), USED_MEM_CURRENT its
 // live allocations, as the driver reports them.
 #pragma once

@@ -130,6 +130,25 @@ TEST_F(ApiTest, PoolsKeepFreedMemoryUpToTheirReleaseThreshold) {
   EXPECT_EQ(pool_figure(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 100 * kMiB);
   EXPECT_EQ(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
   EXPECT_EQ(free_memory(), kTotal);
+  // Without opportunistic reuse, what was freed is reused only once a
+  // synchronisation passed: until then the pool grows instead.
+  int reuse = 0;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse),
+            CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&a, 50 * kMiB, stream), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(a, stream), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&a, 50 * kMiB, stream), CUDA_SUCCESS);
+  EXPECT_EQ(pool_figure(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 100 * kMiB);
+  ASSERT_EQ(cuMemFreeAsync(a, stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&a, 50 * kMiB, stream), CUDA_SUCCESS);
+  EXPECT_EQ(pool_figure(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 100 * kMiB);
+  ASSERT_EQ(cuMemFreeAsync(a, stream), CUDA_SUCCESS);
+  reuse = 1;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse),
+            CUDA_SUCCESS);
+  EXPECT_EQ(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+  EXPECT_EQ(free_memory(), kTotal);
   threshold = 0;
   ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
             CUDA_SUCCESS);

@@ -12,16 +12,22 @@ namespace {
 // Two launches in flight never both count on the same free part of a pool.
 TEST(FreePartPromises, FreePoolIsPromisedOnce) {
   FreePartPromises t;
+  EXPECT_FALSE(t.in_flight(0));
   EXPECT_EQ(t.promise(0, 100, 70), 70u);
   EXPECT_EQ(t.promise(0, 100, 70), 30u);  // what the first left
   EXPECT_EQ(t.promise(0, 100, 70), 0u);
   EXPECT_EQ(t.promise(1, 100, 70), 70u);  // another device's pool
   t.unpromise(0, 70);
-  EXPECT_EQ(t.promise(0, 100, 200), 70u);
-  t.unpromise(0, 1000);  // never below nothing
-  EXPECT_EQ(t.promise(0, 100, 200), 100u);
-  t.unpromise(0, 100);
+  EXPECT_EQ(t.promise(0, 100, 200), 70u);  // three in flight on pool 0 now
+  t.unpromise(0, 0);
+  t.unpromise(0, 30);
+  t.unpromise(0, 70);
+  EXPECT_FALSE(t.in_flight(0));
+  EXPECT_TRUE(t.in_flight(1));
   EXPECT_EQ(t.promise(0, 40, 200), 40u);  // the pool shrank meanwhile
+  t.unpromise(0, 1000);                   // never below nothing
+  EXPECT_FALSE(t.in_flight(0));
+  EXPECT_EQ(t.promise(0, 100, 200), 100u);
 }
 
 TEST(FreePartPromises, ConcurrentPromisesNeverExceedTheFreePart) {
