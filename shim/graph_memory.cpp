@@ -79,8 +79,9 @@ void collect(CUgraph graph, int depth, std::map<CUdeviceptr, std::pair<int, uint
 
 }  // namespace
 
-GraphAllocations graph_allocations(CUgraph graph) noexcept {
-  GraphAllocations out;
+bool graph_allocations(CUgraph graph, GraphAllocations* out_allocations) noexcept {
+  GraphAllocations& out = *out_allocations;
+  out.clear();
   try {
     std::map<CUdeviceptr, std::pair<int, uint64_t>> found;
     collect(graph, 0, &found);
@@ -94,10 +95,10 @@ GraphAllocations graph_allocations(CUgraph graph) noexcept {
       }
     }
   } catch (...) {
-    EGPU_SHIM_LOG_ONCE("internal error reading a graph's memory nodes: charged after its launch");
-    return {};
+    EGPU_SHIM_LOG_ONCE("internal error reading a graph's memory nodes: charged after its launches");
+    return false;
   }
-  return out;
+  return true;
 }
 
 bool admit_graph_memory(const GraphAllocations& allocations, bool mapped,
@@ -109,11 +110,17 @@ bool admit_graph_memory(const GraphAllocations& allocations, bool mapped,
     for (const auto& [ordinal, bytes] : allocations) {
       GpuBinding* b = s->binding(ordinal);
       if (b == nullptr) continue;
-      settle_ordinal(*s, ordinal, nullptr);  // the pool as it is now, whoever grew it
       if (mapped) {
+        // Its memory is mapped already, unless the driver lent it to another
+        // graph and maps it anew: an instance over its quota gets no more.
+        if (over_quota(*b)) {
+          cancel_pool_ticket(promises, ticket);
+          return false;
+        }
         ticket->pools.emplace_back(static_cast<uint64_t>(ordinal), ordinal);
         continue;
       }
+      settle_ordinal(*s, ordinal, nullptr);  // the pool as it is now, whoever grew it
       if (!admit_to_pool(*s, *b, kGraphPool, static_cast<uint64_t>(ordinal), promises, bytes,
                          ticket)) {
         cancel_pool_ticket(promises, ticket);
@@ -132,11 +139,10 @@ void settle_graph_memory(const PoolTicket& ticket) noexcept {
   try {
     for (const auto& [key, ordinal] : ticket.pools)
       settle_ordinal(*s, ordinal, &ticket);
-    for (const auto& [key, promised] : ticket.promised)  // no longer in flight
-      s->graph_execs().promises().unpromise(key, promised);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling a graph's memory: accounting may be off");
   }
+  end_admissions(s->graph_execs().promises(), ticket);
 }
 
 void settle_graph_pool(int ordinal) noexcept {

@@ -27,8 +27,8 @@ namespace egpu::shim {
 
 // Read from the driver: the memory-alloc nodes of `graph` and of the graphs
 // nested in it, each distinct address once at its largest size (empty if
-// none or if the driver cannot say).
-GraphAllocations graph_allocations(CUgraph graph) noexcept;
+// none or if the driver cannot say). False on an internal error.
+bool graph_allocations(CUgraph graph, GraphAllocations* out) noexcept;
 
 // Before the driver maps `allocations` (`mapped`: they are mapped already
 // and need nothing new): false, with nothing held, when they do not fit.

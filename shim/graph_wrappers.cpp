@@ -69,7 +69,16 @@ CUresult instantiate(RealId id, CUgraphExec* exec_out, CUgraph graph, bool uploa
   note_call(id);
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return call();
-  GraphAllocations allocations = graph_allocations(graph);
+  GraphAllocations allocations;
+  if (!graph_allocations(graph, &allocations)) {
+    // Unknown: its launches settle the current device's pool, unchecked.
+    try {
+      const GpuBinding* b = s->current_binding();
+      allocations = {{b != nullptr ? b->ordinal() : 0, 0}};
+    } catch (...) {
+      return call();
+    }
+  }
   if (allocations.empty()) return call();
   const CUresult rc = uploads ? backing_graph_memory(nullptr, allocations, false, call) : call();
   if (rc != CUDA_SUCCESS || exec_out == nullptr) return rc;

@@ -69,7 +69,6 @@ CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
     release_context_allocations(reinterpret_cast<uintptr_t>(ctx));
     settle_graph_pools();  // a graph pool may have gone with it
     settle_mem_pools();
-    end_destroyed_pools(-1);
   }
   return result;
 }

@@ -22,6 +22,7 @@ void settle_pool_charge(ProcessState& s, GpuBinding& b, const PoolKind& kind, ui
     }
   }
   const std::lock_guard lock(settle_mu);
+  if (kind.known != nullptr && !kind.known(s, key)) return;
   uint64_t reported = 0;
   const bool known = kind.reserved(key, &reported);
   // Found and replaced, never taken: a re-attach meanwhile counts it.
@@ -40,6 +41,12 @@ void settle_pool_charge(ProcessState& s, GpuBinding& b, const PoolKind& kind, ui
   }
 }
 
+bool over_quota(const GpuBinding& b) {
+  const Attachment* a = b.attachment();
+  return a != nullptr &&
+         quota::used(a->instance) > a->control().mem_limit.load(std::memory_order_relaxed);
+}
+
 bool admit_to_pool(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_t key,
                    FreePartPromises& promises, uint64_t bytes, PoolTicket* ticket) {
   ticket->held.reserve(ticket->held.size() + 1);
@@ -49,11 +56,7 @@ bool admit_to_pool(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_
   uint64_t free_part = kind.reserved(key, &reserved) && kind.used(key, &used) && reserved > used
                            ? reserved - used
                            : 0;
-  if (const Attachment* a = b.attachment();
-      a != nullptr &&
-      quota::used(a->instance) > a->control().mem_limit.load(std::memory_order_relaxed)) {
-    free_part = 0;
-  }
+  if (over_quota(b)) free_part = 0;
   const uint64_t reused = promises.promise(key, free_part, bytes);
   ticket->promised.emplace_back(key, reused);
   if (bytes == reused) return true;
@@ -63,12 +66,27 @@ bool admit_to_pool(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_
   return true;
 }
 
-void cancel_pool_ticket(FreePartPromises& promises, PoolTicket* ticket) {
-  for (const Reservation& held : ticket->held)
+void end_admissions(FreePartPromises& promises, const PoolTicket& ticket) noexcept {
+  for (const auto& [key, promised] : ticket.promised) {
+    try {
+      promises.unpromise(key, promised);
+    } catch (...) {
+      EGPU_SHIM_LOG_ONCE("internal error ending a pool admission: that pool is settled no more");
+    }
+  }
+}
+
+void release_pool_ticket(FreePartPromises& promises, const PoolTicket& ticket) noexcept {
+  for (const Reservation& held : ticket.held)
     cancel_reservation(held);
-  for (const auto& [key, promised] : ticket->promised)
-    promises.unpromise(key, promised);
-  *ticket = {};
+  end_admissions(promises, ticket);
+}
+
+void cancel_pool_ticket(FreePartPromises& promises, PoolTicket* ticket) noexcept {
+  release_pool_ticket(promises, *ticket);
+  ticket->held.clear();
+  ticket->promised.clear();
+  ticket->pools.clear();
 }
 
 }  // namespace egpu::shim

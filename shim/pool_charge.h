@@ -27,12 +27,19 @@ struct PoolTicket {
 // The driver's figure for a pool: what it holds (false: it cannot say).
 using PoolFigure = bool (*)(uint64_t key, uint64_t* bytes);
 
-// One kind of pool: where its charge is kept and how the driver is asked.
+// One kind of pool: where its charge is kept and how the driver is asked;
+// `known` (if set) says, under the settle mutex, that the pool still exists
+// (a destroyed pool's handle is never passed to the driver).
 struct PoolKind {
   AllocationKind kind;
   PoolFigure reserved;
   PoolFigure used;
+  bool (*known)(ProcessState& s, uint64_t key) = nullptr;
 };
+
+// The instance holds more than its quota on b's device (growth the driver
+// chose past the check): no free part is credited, nothing more admitted.
+bool over_quota(const GpuBinding& b);
 
 // The instance holds for pool `key` on b's device what the driver reports it
 // holds, or (when it cannot say) what it held plus what `ticket` reserved
@@ -55,7 +62,12 @@ void settle_pool_charge(ProcessState& s, GpuBinding& b, const PoolKind& kind, ui
 bool admit_to_pool(ProcessState& s, GpuBinding& b, const PoolKind& kind, uint64_t key,
                    FreePartPromises& promises, uint64_t bytes, PoolTicket* ticket);
 
-// Gives back what `ticket` reserved and counted on (a refusal).
-void cancel_pool_ticket(FreePartPromises& promises, PoolTicket* ticket);
+// Gives back what `ticket` reserved and counted on (a refusal, a failed
+// call), and ends its admissions; cancel_pool_ticket empties it too.
+void release_pool_ticket(FreePartPromises& promises, const PoolTicket& ticket) noexcept;
+void cancel_pool_ticket(FreePartPromises& promises, PoolTicket* ticket) noexcept;
+// The ticket's admissions are over (after its settling): whatever happened
+// there, or a pool would stay in flight and never be settled again.
+void end_admissions(FreePartPromises& promises, const PoolTicket& ticket) noexcept;
 
 }  // namespace egpu::shim

@@ -24,7 +24,13 @@ bool pool_used(uint64_t key, uint64_t* bytes) {
   return pool_attribute(key, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, bytes);
 }
 
-constexpr PoolKind kMemPool{AllocationKind::kMemPool, &pool_reserved, &pool_used};
+bool pool_known(ProcessState& s, uint64_t key) {
+  return s.mem_pools()
+      .device_of(reinterpret_cast<const void*>(static_cast<uintptr_t>(key)))
+      .has_value();
+}
+
+constexpr PoolKind kMemPool{AllocationKind::kMemPool, &pool_reserved, &pool_used, &pool_known};
 
 uint64_t key_of(CUmemoryPool pool) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pool));
@@ -34,6 +40,9 @@ uint64_t key_of(CUmemoryPool pool) {
 // one's handle), for what a destroyed pool's live allocations still hold.
 uint64_t destroyed_key(uint64_t key) {
   return key | 1;
+}
+bool is_destroyed_key(uint64_t key) {
+  return (key & 1) != 0;
 }
 
 void settle(ProcessState& s, uint64_t key, int ordinal, const PoolTicket* ticket) {
@@ -75,32 +84,28 @@ PoolAdmission admit_pool_allocation(CUmemoryPool pool, uint64_t bytes,
     }
     return PoolAdmission::kAdmitted;
   } catch (...) {
-    EGPU_SHIM_LOG_ONCE("internal error checking a pool allocation: charged after it");
-    return PoolAdmission::kAdmitted;
+    EGPU_SHIM_LOG_ONCE("internal error checking a pool allocation: counted by itself");
+    cancel_pool_ticket(s->mem_pools().promises(), ticket);
+    return PoolAdmission::kPerPointer;
   }
 }
 
 void settle_pool_allocation(const PoolTicket& ticket, CUresult rc) noexcept {
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return;
+  if (rc != CUDA_SUCCESS) {  // nothing allocated: what was reserved goes back
+    release_pool_ticket(s->mem_pools().promises(), ticket);
+    return;
+  }
   try {
-    if (rc != CUDA_SUCCESS) {  // nothing allocated: what was reserved goes back
-      for (const Reservation& r : ticket.held)
-        cancel_reservation(r);
-    }
     for (const auto& [key, ordinal] : ticket.pools) {
-      const auto pool = reinterpret_cast<const void*>(static_cast<uintptr_t>(key));
-      if (rc == CUDA_SUCCESS) s->mem_pools().note(pool, ordinal);
-      // A pool the driver refused and the shim never knew (an imported one,
-      // a bad handle) is not settled: nothing of it is the instance's.
-      if (s->mem_pools().device_of(pool))
-        settle(*s, key, ordinal, rc == CUDA_SUCCESS ? &ticket : nullptr);
+      s->mem_pools().note(reinterpret_cast<const void*>(static_cast<uintptr_t>(key)), ordinal);
+      settle(*s, key, ordinal, &ticket);
     }
-    for (const auto& [key, promised] : ticket.promised)  // no longer in flight
-      s->mem_pools().promises().unpromise(key, promised);
   } catch (...) {
     EGPU_SHIM_LOG_ONCE("internal error settling a pool allocation: accounting may be off");
   }
+  end_admissions(s->mem_pools().promises(), ticket);
 }
 
 void settle_mem_pools() noexcept {
@@ -137,6 +142,9 @@ void note_mem_pool(CUmemoryPool pool, const CUmemPoolProps& props) noexcept {
   }
 }
 
+namespace {
+
+// The pool's live allocations as the driver reports them (0 if it cannot).
 uint64_t mem_pool_used(CUmemoryPool pool) noexcept {
   uint64_t used = 0;
   return pool_used(key_of(pool), &used) ? used : 0;
@@ -144,9 +152,8 @@ uint64_t mem_pool_used(CUmemoryPool pool) noexcept {
 
 void end_mem_pool(CUmemoryPool pool, uint64_t used) noexcept {
   ProcessState* s = process_state();
-  if (s == nullptr || !s->usable() || s->mem_pools().empty()) return;
+  if (s == nullptr || !s->usable()) return;
   try {
-    s->mem_pools().forget(pool);
     const std::lock_guard lock(s->mem_pools().settle_mutex());
     const auto entry = s->allocations().take(AllocationKind::kMemPool, key_of(pool));
     if (!entry) return;
@@ -165,13 +172,35 @@ void end_mem_pool(CUmemoryPool pool, uint64_t used) noexcept {
   }
 }
 
+}  // namespace
+
+CUresult destroy_mem_pool(CUmemoryPool pool, CUresult (*destroy)(CUmemoryPool)) noexcept {
+  ProcessState* s = process_state();
+  if (s == nullptr || !s->usable() || s->mem_pools().empty()) return destroy(pool);
+  const uint64_t used = mem_pool_used(pool);  // what its live allocations still hold
+  CUresult rc = CUDA_ERROR_UNKNOWN;
+  bool destroyed = false;
+  try {
+    // No settle queries the handle once the driver destroyed the pool.
+    const std::lock_guard lock(s->mem_pools().settle_mutex());
+    destroyed = true;
+    rc = destroy(pool);
+    if (rc == CUDA_SUCCESS) s->mem_pools().forget(pool);
+  } catch (...) {
+    EGPU_SHIM_LOG_ONCE("internal error destroying a memory pool: accounting may be off");
+    if (!destroyed) return destroy(pool);
+  }
+  if (rc == CUDA_SUCCESS) end_mem_pool(pool, used);
+  return rc;
+}
+
 void end_destroyed_pools(int ordinal) noexcept {
   ProcessState* s = process_state();
   if (s == nullptr || !s->usable()) return;
   try {
     const std::lock_guard lock(s->mem_pools().settle_mutex());
     for (const uint64_t key : s->allocations().keys(AllocationKind::kMemPool)) {
-      if ((key & 1) == 0) continue;
+      if (!is_destroyed_key(key)) continue;
       const auto entry = s->allocations().find(AllocationKind::kMemPool, key);
       if (!entry || (ordinal >= 0 && entry->ordinal != ordinal)) continue;
       s->allocations().take(AllocationKind::kMemPool, key);

@@ -38,13 +38,11 @@ void settle_mem_pools() noexcept;
 void settle_mem_pool(CUmemoryPool pool) noexcept;
 // cuMemPoolCreate made `pool` with `props`: where it is.
 void note_mem_pool(CUmemoryPool pool, const CUmemPoolProps& props) noexcept;
-// cuMemPoolDestroy: what the pool's live allocations hold stays charged
-// (the driver frees it when they are freed, which the shim no longer sees)
-// until a context of its device ends; `used` was read before the destruction.
-void end_mem_pool(CUmemoryPool pool, uint64_t used) noexcept;
-// The pool's live allocations as the driver reports them (0 if it cannot).
-uint64_t mem_pool_used(CUmemoryPool pool) noexcept;
-// A context ended on device `ordinal` (-1: any): destroyed pools' charges go.
+// cuMemPoolDestroy through `destroy` (the real one): what the pool's live
+// allocations hold stays charged (the driver frees it when they are freed,
+// which the shim no longer sees) until its device's primary context ends.
+CUresult destroy_mem_pool(CUmemoryPool pool, CUresult (*destroy)(CUmemoryPool)) noexcept;
+// A primary context ended on device `ordinal`: destroyed pools' charges go.
 void end_destroyed_pools(int ordinal) noexcept;
 
 }  // namespace egpu::shim

@@ -27,10 +27,7 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolP
 CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
   EGPU_REAL_OR_RETURN(cuMemPoolDestroy);
   egpu::shim::note_call(RealId::cuMemPoolDestroy);
-  const uint64_t used = egpu::shim::mem_pool_used(pool);
-  const CUresult rc = real(pool);
-  if (rc == CUDA_SUCCESS) egpu::shim::end_mem_pool(pool, used);
-  return rc;
+  return egpu::shim::destroy_mem_pool(pool, real);
 }
 
 }  // extern "C"
