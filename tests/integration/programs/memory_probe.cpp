@@ -66,6 +66,14 @@ json info() {
   return {{"free", free_b}, {"total", total_b}, {"device_total", dev_total}};
 }
 
+json info_after_primary_reset(CUdevice dev) {
+  check(cuDevicePrimaryCtxReset(dev), "cuDevicePrimaryCtxReset");
+  CUcontext ctx = nullptr;
+  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  return info();
+}
+
 // Waits until PROBE_HOLD_UNTIL exists (at most `ms`), or `ms` without it.
 void hold(int ms) {
   const char* until = std::getenv("PROBE_HOLD_UNTIL");

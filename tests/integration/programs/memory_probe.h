@@ -16,6 +16,8 @@ void check(CUresult r, const char* what);  // exits with status 1 on failure
 json info();                               // cuMemGetInfo and cuDeviceTotalMem
 void hold(int ms);                         // until PROBE_HOLD_UNTIL exists, at most ms
 void mark();                               // creates PROBE_MARK
+// Resets dev's primary context, makes a fresh one current: info() then.
+json info_after_primary_reset(CUdevice dev);
 
 // share-export KIND SIZE / share-import KIND, KIND one of ipc, vmm, pool.
 json share_export(CUdevice dev, const std::string& kind, size_t size);

@@ -111,11 +111,7 @@ json graph_pool(CUdevice dev, CUstream stream, size_t size, size_t big) {
   out["last_launch"] = name_of(cuGraphLaunch(exec, stream));
   check(cuStreamSynchronize(stream), "cuStreamSynchronize");
   out["before_reset"] = info();
-  check(cuDevicePrimaryCtxReset(dev), "cuDevicePrimaryCtxReset");
-  CUcontext ctx = nullptr;
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-  out["after_reset"] = info();
+  out["after_reset"] = info_after_primary_reset(dev);
   return out;
 }
 

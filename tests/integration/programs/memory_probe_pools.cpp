@@ -109,11 +109,7 @@ json pool_keep(CUdevice dev, CUstream stream, size_t size, size_t big) {
   out["alloc_beside_live"] = plain_alloc(size);
   check(cuMemFree(p), "cuMemFree");
   // The primary context's reset frees everything: nothing stays charged.
-  check(cuDevicePrimaryCtxReset(dev), "cuDevicePrimaryCtxReset");
-  CUcontext ctx = nullptr;
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-  out["after_reset"] = info();
+  out["after_reset"] = info_after_primary_reset(dev);
   return out;
 }
 
