@@ -83,4 +83,26 @@ CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launch
                       [&] { return real(launchParamsList, numDevices, flags); });
 }
 
+// Pre-CUDA-4 launches, deprecated but still in every driver: the kernel's
+// parameters and block shape were set before with cuParamSet* and
+// cuFuncSetBlockShape, so the launch itself names only the grid. Without
+// these a job could queue unbounded device time around the gate.
+CUresult CUDAAPI cuLaunch(CUfunction f) {
+  EGPU_REAL_OR_RETURN(cuLaunch);
+  return paced_launch(RealId::cuLaunch, nullptr, DefaultStream::kLegacy, [&] { return real(f); });
+}
+
+CUresult CUDAAPI cuLaunchGrid(CUfunction f, int grid_width, int grid_height) {
+  EGPU_REAL_OR_RETURN(cuLaunchGrid);
+  return paced_launch(RealId::cuLaunchGrid, nullptr, DefaultStream::kLegacy,
+                      [&] { return real(f, grid_width, grid_height); });
+}
+
+CUresult CUDAAPI cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height,
+                                   CUstream hStream) {
+  EGPU_REAL_OR_RETURN(cuLaunchGridAsync);
+  return paced_launch(RealId::cuLaunchGridAsync, hStream, DefaultStream::kLegacy,
+                      [&] { return real(f, grid_width, grid_height, hStream); });
+}
+
 }  // extern "C"

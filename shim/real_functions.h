@@ -20,6 +20,9 @@
   X(cuLaunchCooperativeKernel)            \
   X(cuLaunchCooperativeKernel_ptsz)       \
   X(cuLaunchCooperativeKernelMultiDevice) \
+  X(cuLaunch)                             \
+  X(cuLaunchGrid)                         \
+  X(cuLaunchGridAsync)                    \
   X(cuGraphLaunch)                        \
   X(cuGraphLaunch_ptsz)                   \
   X(cuGraphUpload)                        \

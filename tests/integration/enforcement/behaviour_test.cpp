@@ -201,6 +201,17 @@ TEST(Behaviour, MemsetsAreGatedAndChargedLikeKernels) {
   EXPECT_GE(run.utilisation, 0.85);
 }
 
+// The pre-CUDA-4 launches (cuParamSet*, cuLaunchGridAsync) are still in every
+// driver: a job launching only through them is gated and charged like any other.
+TEST(Behaviour, LegacyLaunchesAreGatedAndChargedLikeKernels) {
+  const Scenario& c = legacy_launch_scenario();
+  const ScenarioRun run = run_scenario(c, ScenarioTiming{});
+  ASSERT_FALSE(run.summaries.empty());
+  EXPECT_TRUE(run.summaries[0].value("legacy_launch", false)) << run.summaries[0].dump();
+  expect_charged_what_each_used(c, run);
+  EXPECT_GE(run.utilisation, 0.85);
+}
+
 TEST(Behaviour, RuntimeResizeWithEgpuctlTakesEffectWithinASecond) {
   EnforcedNode node("resize");
   const uint64_t a = node.create(1, 70);

@@ -133,6 +133,18 @@ const Scenario& memset_scenario() {
   return memsets;
 }
 
+const Scenario& legacy_launch_scenario() {
+  // Unwrapped, these launches ran beside every slice holder: the device's
+  // own time-slicing gave the job half, not its 30 %.
+  static const Scenario legacy{
+      "legacy30-70",
+      {{"legacy", 30, "greedy", {"--kernel-us", "1000", "--legacy-launch"}},
+       {"greedy", 70, "greedy", greedy(1000)}},
+      2,
+      3};
+  return legacy;
+}
+
 std::vector<Scenario> bench_scenarios() {
   std::vector<Scenario> all = precision_scenarios();
   all.push_back(sync_against_greedy_scenario());

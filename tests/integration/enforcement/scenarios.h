@@ -43,6 +43,9 @@ const Scenario& graph_training_scenario();
 // A job that only sets memory (cuMemsetD32Async, which a GPU may run as a
 // kernel) against a greedy job, 30/70 (behaviour_test.cpp asserts on it).
 const Scenario& memset_scenario();
+// A job that launches only through the pre-CUDA-4 API (cuLaunchGridAsync)
+// against a greedy job, 30/70 (behaviour_test.cpp asserts on it).
+const Scenario& legacy_launch_scenario();
 // The precision cases, the sync case, the GEMM case and the graph case, in
 // the bench's order.
 std::vector<Scenario> bench_scenarios();

@@ -72,6 +72,12 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, vo
 
 }  // namespace
 
+CUresult egpu::simgpu::driver::launch_function(CUfunction f, CUstream stream, void** params,
+                                               void** extra, bool per_thread_default) {
+  return launch(f, stream, params, extra,
+                per_thread_default ? DefaultStream::kPerThread : DefaultStream::kLegacy);
+}
+
 extern "C" {
 
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,

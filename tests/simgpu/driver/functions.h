@@ -14,4 +14,9 @@ enum class LaunchKind { kInvalid, kKernel, kCollective };
 // kernel, or as a collective (its name says so; collective_launch.h).
 LaunchKind launch_kind(CUfunction f);
 
+// Queues one launch of `f` on `stream` (api_launch.cc): what every launch
+// entry point comes down to once its arguments are taken apart.
+CUresult launch_function(CUfunction f, CUstream stream, void** params, void** extra,
+                         bool per_thread_default);
+
 }  // namespace egpu::simgpu::driver

@@ -103,6 +103,9 @@ struct CUfunc_st : HandleBase {
   CUmod_st* module = nullptr;
   std::string name;
   bool collective = false;  // launched as a collective (collective_launch.h), from its name
+  // cuParamSet*'s buffer for the pre-CUDA-4 launches (api_launch_legacy.cc).
+  std::mutex legacy_mutex;
+  std::vector<char> legacy_params;
 };
 
 struct CUmod_st : HandleBase {

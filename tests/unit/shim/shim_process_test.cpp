@@ -230,6 +230,17 @@ TEST_F(ShimProcess, MemsetsThroughProcAddressReachTheShim) {
   EXPECT_EQ(summary.value("cuMemsetD8_v2_ptds", -1LL), 1) << summary.dump();
 }
 
+// The pre-CUDA-4 launches, reached either way, go through the shim's
+// wrappers: a job cannot launch around the gate with them.
+TEST_F(ShimProcess, LegacyLaunchesReachTheShim) {
+  auto env = base_env();
+  env.push_back("EGPU_DEBUG=1");
+  const auto summary = run_probe("dlsym-launch", env, true, nullptr, {"--legacy", "1"});
+  EXPECT_EQ(summary.value("cuLaunch", -1LL), 1) << summary.dump();
+  EXPECT_EQ(summary.value("cuLaunchGrid", -1LL), 1) << summary.dump();
+  EXPECT_EQ(summary.value("cuLaunchGridAsync", -1LL), 1) << summary.dump();
+}
+
 TEST_F(ShimProcess, WithoutTheShimNothingIsCounted) {
   // The control: the same program without LD_PRELOAD has no shim to count.
   const auto summary = run_probe("dlsym-launch", base_env(/*preload=*/false), true);

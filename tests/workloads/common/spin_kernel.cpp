@@ -6,12 +6,6 @@
 
 namespace egpu::workload {
 
-namespace {
-// One warp: the loop is latency-bound, so more threads would not change its
-// duration, and a single block keeps the kernel on one SM like a small kernel.
-constexpr unsigned kThreads = 32;
-}  // namespace
-
 SpinKernel::SpinKernel(CUfunction function, CUstream stream, double iters_per_ns)
     : function_(function), stream_(stream), iters_per_ns_(iters_per_ns) {}
 

@@ -1,7 +1,9 @@
 // greedy: back-to-back kernels with no syncs (or a sync every N kernels), the
 // workload that takes all the device time it is given. With --memset-mb it
 // queues memsets instead (cuMemsetD32Async of that much memory), which a
-// GPU runs on its own like kernels.
+// GPU runs on its own like kernels. With --legacy-launch its kernels go
+// through the pre-CUDA-4 API (cuLaunchGridAsync), as a job dodging an
+// interposer that wraps only cuLaunchKernel would.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +24,7 @@ struct GreedyOptions {
   std::uint64_t sync_every = 0;
   std::uint64_t max_kernels = 0;
   std::uint64_t memset_mb = 0;
+  bool legacy_launch = false;
 };
 
 WorkloadResult run_greedy(const GreedyOptions& options, const WorkloadContext& context) {
@@ -35,6 +38,8 @@ WorkloadResult run_greedy(const GreedyOptions& options, const WorkloadContext& c
       egpu::workload::cuda_check(cuMemsetD32Async(target->get(), static_cast<unsigned>(launched),
                                                   target->bytes() / 4, context.session.stream()),
                                  "cuMemsetD32Async");
+    } else if (options.legacy_launch) {
+      context.spin.launch_legacy(kernel_ns);
     } else {
       context.spin.launch(kernel_ns);
     }
@@ -55,7 +60,8 @@ WorkloadResult run_greedy(const GreedyOptions& options, const WorkloadContext& c
   result.throughput_unit = "kernels/s";
   result.fields = {{"kernel_us", options.kernel_us},
                    {"sync_every", options.sync_every},
-                   {"memset_mb", options.memset_mb}};
+                   {"memset_mb", options.memset_mb},
+                   {"legacy_launch", options.legacy_launch}};
   return result;
 }
 
@@ -76,6 +82,9 @@ int main(int argc, char** argv) {
     parser.add_u64("memset-mb", &options.memset_mb,
                    "queue memsets of this many MiB (cuMemsetD32Async) instead of kernels, "
                    "0 = kernels (default 0)");
+    parser.add_flag("legacy-launch", &options.legacy_launch,
+                    "launch through cuLaunchGridAsync (the pre-CUDA-4 API) instead of "
+                    "cuLaunchKernel");
   };
   spec.validate = [&options] {
     if (options.kernel_us < 0) throw UsageError("--kernel-us must be >= 0");

@@ -13,7 +13,10 @@
 // through cuGetProcAddress, as the runtime does), which is then replayed twice.
 // --memset 1: memsets reached the runtime's way (cuGetProcAddress, default and
 // per-thread default stream), one of each, on a small buffer.
+// --legacy 1: one of each pre-CUDA-4 launch (cuLaunch, cuLaunchGrid,
+// cuLaunchGridAsync), reached through cuGetProcAddress and dlsym.
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
   bool fork_child = false;
   bool capture = false;
   bool memset = false;
+  bool legacy = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--path") == 0) path = argv[i + 1];
     if (std::strcmp(argv[i], "--launches") == 0) launches = std::atoi(argv[i + 1]);
@@ -67,6 +71,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--fork") == 0) fork_child = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--capture") == 0) capture = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--memset") == 0) memset = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--legacy") == 0) legacy = std::atoi(argv[i + 1]) != 0;
   }
   g_driver = dlopen("libcuda.so.1", RTLD_NOW);
   if (g_driver == nullptr) {
@@ -198,6 +203,26 @@ int main(int argc, char** argv) {
     check(ctx_sync(), "cuCtxSynchronize");
     check(mem_free(buffer), "cuMemFree_v2");
   }
+  if (legacy) {
+    const auto gpa = lookup<decltype(&cuGetProcAddress_v2)>("cuGetProcAddress_v2");
+    void* fn = nullptr;
+    unsigned long long legacy_params[] = {1000, 0};
+    check(lookup<PFN_cuParamSetSize_v2000>("cuParamSetSize")(kernel, sizeof legacy_params),
+          "cuParamSetSize");
+    check(lookup<PFN_cuParamSetv_v2000>("cuParamSetv")(kernel, 0, legacy_params,
+                                                       sizeof legacy_params),
+          "cuParamSetv");
+    check(gpa("cuLaunch", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status),
+          "cuGetProcAddress_v2(cuLaunch)");
+    check(reinterpret_cast<PFN_cuLaunch_v2000>(fn)(kernel), "cuLaunch");
+    check(lookup<PFN_cuLaunchGrid_v2000>("cuLaunchGrid")(kernel, 2, 1), "cuLaunchGrid");
+    check(gpa("cuLaunchGridAsync", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+              &status),
+          "cuGetProcAddress_v2(cuLaunchGridAsync, per-thread)");
+    check(reinterpret_cast<PFN_cuLaunchGridAsync_v2000>(fn)(kernel, 1, 1, stream),
+          "cuLaunchGridAsync");
+    check(ctx_sync(), "cuCtxSynchronize");
+  }
   check(ctx_sync(), "cuCtxSynchronize");
 
   size_t free_bytes = 0, total_bytes = 0;
@@ -228,11 +253,13 @@ int main(int argc, char** argv) {
       "{\"path\":\"%s\",\"launches\":%d,\"cuLaunchKernel\":%lld,"
       "\"cuLaunchKernel_ptsz\":%lld,\"cuGetProcAddress_v2\":%lld,\"cuGetProcAddress\":%lld,"
       "\"cuStreamBeginCapture_v2\":%lld,\"cuStreamEndCapture\":%lld,\"cuGraphLaunch\":%lld,"
-      "\"cuMemsetD32Async\":%lld,\"cuMemsetD8_v2_ptds\":%lld,\"total\":%llu}\n",
+      "\"cuMemsetD32Async\":%lld,\"cuMemsetD8_v2_ptds\":%lld,\"cuLaunch\":%lld,"
+      "\"cuLaunchGrid\":%lld,\"cuLaunchGridAsync\":%lld,\"total\":%llu}\n",
       path.c_str(), launches, wrapper_calls("cuLaunchKernel"), wrapper_calls("cuLaunchKernel_ptsz"),
       wrapper_calls("cuGetProcAddress_v2"), wrapper_calls("cuGetProcAddress"),
       wrapper_calls("cuStreamBeginCapture_v2"), wrapper_calls("cuStreamEndCapture"),
       wrapper_calls("cuGraphLaunch"), wrapper_calls("cuMemsetD32Async"),
-      wrapper_calls("cuMemsetD8_v2_ptds"), static_cast<unsigned long long>(total_bytes));
+      wrapper_calls("cuMemsetD8_v2_ptds"), wrapper_calls("cuLaunch"), wrapper_calls("cuLaunchGrid"),
+      wrapper_calls("cuLaunchGridAsync"), static_cast<unsigned long long>(total_bytes));
   return 0;
 }
