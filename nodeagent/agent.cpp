@@ -120,6 +120,7 @@ Agent::~Agent() {
   gpu_events_.clear();
   heartbeat_.reset();
   latency_timer_.reset();
+  unmanaged_timer_.reset();
   signals_.clear();
   arbiters_.clear();
 }
@@ -247,6 +248,7 @@ Status Agent::init() {
   latency_timer_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_latency_timer, this));
   if (!latency_timer_) return Error{"cannot add the latency control to the event loop"};
   schedule_latency_control();  // objectives recovered from the pages
+  if (Status s = start_unmanaged_watch(); !s) return s;
   heartbeat_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_heartbeat, this));
   timeval hb{config_.heartbeat_ms / 1000, (config_.heartbeat_ms % 1000) * 1000};
   if (!on_data_plane(heartbeat_.get()) || event_add(heartbeat_.get(), &hb) != 0)

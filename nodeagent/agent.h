@@ -20,6 +20,7 @@
 #include "core/faa/gang_window.h"
 #include "core/model/gang_plan.h"
 #include "core/model/instance_registry.h"
+#include "core/model/unmanaged_processes.h"
 #include "core/protocol/messages.h"
 #include "core/util/log_budget.h"
 #include "core/util/result.h"
@@ -30,6 +31,7 @@
 #include "nodeagent/latency_control.h"
 #include "nodeagent/process_tracker.h"
 #include "nodeagent/step_reaper.h"
+#include "nodeagent/unmanaged_process_scanner.h"
 
 namespace egpu::agent {
 
@@ -62,6 +64,9 @@ class Agent {
   // every second; an error saying why not).
   faa::ClockQuality clock() const;
   Status clock_alignment() const;
+  // Processes found using a GPU without the shim (UnmanagedProcesses=).
+  const model::UnmanagedProcessWatch& unmanaged() const { return unmanaged_; }
+  uint64_t unmanaged_killed() const { return unmanaged_killed_; }
 
  private:
   explicit Agent(const config::EgpuConfig& config);
@@ -132,6 +137,12 @@ class Agent {
   void restore_latency_control(uint32_t gpu);
   void save_latency_control(uint32_t gpu);
   static void on_latency_timer(evutil_socket_t, short, void* arg);
+  // UnmanagedProcesses= (agent_unmanaged.cpp): takes the last /proc scan's
+  // result, acts on the processes it makes due, and starts the next scan.
+  Status start_unmanaged_watch();
+  static void on_unmanaged_timer(evutil_socket_t, short, void* arg);
+  void watch_unmanaged(int64_t now);
+  void act_on_unmanaged(const model::UnmanagedProcess& p);
   static void on_tick_timer(evutil_socket_t, short, void* arg);
   static void on_kick(evutil_socket_t, short, void* arg);
   static void on_heartbeat(evutil_socket_t, short, void* arg);
@@ -194,6 +205,11 @@ class Agent {
   faa::ClockWatch clock_watch_{faa::ClockWatch::Settings{}};
   EventHandle clock_timer_;
   faa::Nanos gang_epoch_ = 0;  // the epoch the gang windows were placed on
+  model::UnmanagedProcessWatch unmanaged_;
+  UnmanagedProcessScanner unmanaged_scanner_;
+  EventHandle unmanaged_timer_;
+  uint64_t unmanaged_killed_ = 0;
+  LogBudget unmanaged_stuck_log_{1, 1.0 / 300};
 };
 
 }  // namespace egpu::agent

@@ -144,6 +144,22 @@ std::string status_json(const Agent& agent, uid_t caller) {
   for (const auto& arb : agent.arbiters())
     trims += arb->page_trims();
   root["agent"]["page_trims"] = trims;
+  // Processes using a GPU without the shim (UnmanagedProcesses=): each
+  // caller sees its own (and root everyone's), everyone the totals.
+  json unmanaged = json::array();
+  for (const model::UnmanagedProcess& p : agent.unmanaged().current()) {
+    if (caller != 0 && caller != p.uid) continue;
+    unmanaged.push_back({{"pid", p.pid},
+                         {"uid", p.uid},
+                         {"gpu", p.gpu},
+                         {"seen_s", static_cast<double>(now - p.first_seen_ns) / 1e9},
+                         {"acted", p.due}});
+  }
+  root["agent"]["unmanaged_processes"] = {{"action", to_string(agent.config().unmanaged_processes)},
+                                          {"found", agent.unmanaged().current().size()},
+                                          {"acted_total", agent.unmanaged().total_due()},
+                                          {"killed_total", agent.unmanaged_killed()},
+                                          {"processes", std::move(unmanaged)}};
   // Whether this clock lets a step's windows here open with its other
   // nodes' (they also need the same gangs placed alike on each node): the
   // reading now, and the verdict the windows follow (which waits for a few
@@ -273,6 +289,12 @@ std::string metrics_text(const Agent& agent) {
   out.precision(std::numeric_limits<double>::digits10);
   out << "# HELP egpu_agent_up The egpu node agent is running.\n# TYPE egpu_agent_up gauge\n"
       << "egpu_agent_up 1\n";
+  out << "# HELP egpu_unmanaged_processes Processes found using a GPU without the shim.\n"
+         "# TYPE egpu_unmanaged_processes gauge\n"
+      << "egpu_unmanaged_processes " << agent.unmanaged().current().size() << "\n"
+      << "# HELP egpu_unmanaged_processes_killed_total Processes killed for using a GPU "
+         "without the shim.\n# TYPE egpu_unmanaged_processes_killed_total counter\n"
+      << "egpu_unmanaged_processes_killed_total " << agent.unmanaged_killed() << "\n";
   out << "# HELP egpu_gpu_utilisation Decayed share of the GPU's time charged to instances.\n"
          "# TYPE egpu_gpu_utilisation gauge\n";
   for (const auto& arb : agent.arbiters()) {

@@ -61,6 +61,19 @@ Result<std::string> parse_absolute_path(std::string_view v) {
   return std::string(v);
 }
 
+// An absolute path with one "%d" (the GPU's index) and no other '%'.
+Result<std::string> parse_device_file_pattern(std::string_view v) {
+  auto path = parse_absolute_path(v);
+  if (!path) return path;
+  const size_t at = path->find('%');
+  if (at == std::string::npos || path->compare(at, 2, "%d") != 0 ||
+      path->find('%', at + 1) != std::string::npos) {
+    return Error{"must hold one %d for the GPU's index (like /dev/nvidia%d), got '" +
+                 std::string(v) + "'"};
+  }
+  return path;
+}
+
 // Splits "host:port" (IPv6 as "[::1]:port") and insists on a loopback address:
 // metrics carry job names and shares and must not leave the node.
 Result<std::pair<std::string, int>> split_loopback_address(std::string_view v) {
@@ -231,6 +244,11 @@ const std::vector<KeySpec>& key_specs() {
       {"PackNodes", enum_field(&EgpuConfig::pack_nodes, {{"yes", true}, {"no", false}})},
       {"StepRecords", enum_field(&EgpuConfig::step_records, {{"yes", true}, {"no", false}})},
       {"StepRecordInterval", int_field(&EgpuConfig::step_record_interval_s, 0, 86400)},
+      {"UnmanagedProcesses",
+       enum_field(&EgpuConfig::unmanaged_processes, {{"kill", UnmanagedAction::kKill},
+                                                     {"report", UnmanagedAction::kReport},
+                                                     {"off", UnmanagedAction::kOff}})},
+      {"GpuDeviceFiles", parsed_field(&EgpuConfig::gpu_device_files, parse_device_file_pattern)},
   };
   return specs;
 }
@@ -264,6 +282,13 @@ std::string nearest_key(const std::string& key) {
 }
 
 }  // namespace
+
+std::string EgpuConfig::gpu_device_file(uint32_t gpu) const {
+  std::string path = gpu_device_files;
+  if (const size_t at = path.find("%d"); at != std::string::npos)
+    path.replace(at, 2, std::to_string(gpu));
+  return path;
+}
 
 std::string EgpuConfig::metrics_host() const {
   auto r = split_loopback_address(metrics_address);

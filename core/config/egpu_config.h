@@ -17,6 +17,14 @@ namespace egpu::config {
 enum class LogTarget { kStderr, kSyslog };
 enum class LogLevel { kError, kWarning, kInfo, kDebug };
 enum class GangClock { kAdjtimex, kShared };
+// What the agent does with a process that uses a shared GPU without the shim
+// (core/model/unmanaged_processes.h).
+enum class UnmanagedAction { kKill, kReport, kOff };
+constexpr const char* to_string(UnmanagedAction action) {
+  return action == UnmanagedAction::kKill     ? "kill"
+         : action == UnmanagedAction::kReport ? "report"
+                                              : "off";
+}
 
 struct EgpuConfig {
   // Control socket and the directory of shared-memory pages (a tmpfs).
@@ -90,7 +98,18 @@ struct EgpuConfig {
   std::string monitor_group;
   // Where the SPANK plugin finds the shim to preload.
   std::string shim_library = "/usr/lib/x86_64-linux-gnu/egpu/libegpu-shim.so";
+  // A job's process that maps a GPU's device file but not the shim (it unset
+  // LD_PRELOAD, or its loader never preloads) escapes its share and quota:
+  // killed (kill), logged and listed in the status (report), or not looked
+  // for (off).
+  UnmanagedAction unmanaged_processes = UnmanagedAction::kKill;
+  // Each GPU's device file, "%d" standing for the GPU's index (the order of
+  // nvidia-smi and of the topology, which is the device minor's on the
+  // driver's own numbering).
+  std::string gpu_device_files = "/dev/nvidia%d";
 
+  // GPU `gpu`'s device file (gpu_device_files with its index for "%d").
+  std::string gpu_device_file(uint32_t gpu) const;
   // Metrics address split into host and port (valid only when set).
   std::string metrics_host() const;
   int metrics_port() const;

@@ -29,7 +29,11 @@ EnforcedNode::EnforcedNode(const std::string& tag, NodeOptions options) {
                                            harness::SimGpuConfig{.devices = options.gpus,
                                                                  .memory_mb = options.memory_mb,
                                                                  .shared_by_users = options.users});
-  agent_ = std::make_unique<test::AgentProcess>(options.agent_config, options.gpus,
+  // The files simgpu maps as the driver maps /dev/nvidiaN: how the agent
+  // tells which processes use a GPU (UnmanagedProcesses=).
+  const std::string config =
+      "GpuDeviceFiles=" + gpu_->device_file_pattern() + "\n" + options.agent_config;
+  agent_ = std::make_unique<test::AgentProcess>(config, options.gpus,
                                                 static_cast<uint64_t>(options.memory_mb));
   EXPECT_TRUE(agent_->start()) << agent_->log();
 }

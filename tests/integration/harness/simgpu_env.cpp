@@ -33,7 +33,15 @@ SimGpu::SimGpu(std::string_view tag, SimGpuConfig config)
     : shm_name_(unique_name(tag)), config_(config) {}
 
 SimGpu::~SimGpu() {
+  // The segment and the device file of each device beside it (what simgpu
+  // maps as the driver maps /dev/nvidiaN).
+  for (int d = 0; d < config_.devices; ++d)
+    unlink(device_file(static_cast<uint32_t>(d)).c_str());
   shm_unlink(shm_name_.c_str());
+}
+
+std::string SimGpu::device_file(uint32_t device) const {
+  return "/dev/shm" + shm_name_ + ".gpu" + std::to_string(device);
 }
 
 std::map<std::string, std::string> SimGpu::environment(std::string_view label) const {

@@ -30,6 +30,11 @@ class SimGpu {
   SimGpu& operator=(const SimGpu&) = delete;
 
   const std::string& shm_name() const { return shm_name_; }
+  // The file simgpu maps for `device` as the driver maps /dev/nvidiaN (what
+  // the agent's GpuDeviceFiles names on a simulated node).
+  std::string device_file(uint32_t device) const;
+  // The same with "%d" for the device (egpu.conf's GpuDeviceFiles).
+  std::string device_file_pattern() const { return "/dev/shm" + shm_name_ + ".gpu%d"; }
   const SimGpuConfig& config() const { return config_; }
 
   // LD_LIBRARY_PATH and SIMGPU_* for a process on this GPU; `label` names its

@@ -1,8 +1,11 @@
 #include "driver/driver_state.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +47,7 @@ CUresult Driver::initialise_locked() {
   self_ = self_identity();
   label_ = process_label();
   parse_visible_devices();
+  map_device_files(*config);
   if (const char* stall = std::getenv("SIMGPU_DEBUG_STALL_IN_DRIVER_MS")) {
     stall_ms_ = static_cast<uint32_t>(std::strtoul(stall, nullptr, 10));
     stall_pending_.store(stall_ms_ > 0);
@@ -90,6 +94,39 @@ void Driver::parse_visible_devices() {
     }
     if (found < 0 || ordinal_of(static_cast<uint32_t>(found)) >= 0) break;
     visible_.push_back(static_cast<uint32_t>(found));
+  }
+}
+
+// The real driver maps each GPU it uses from its device file (/dev/nvidiaN)
+// into the process: what the agent looks for to find processes that use a
+// GPU without the shim. simgpu maps one file per visible device beside its
+// segment, /dev/shm/<segment>.gpu<N> (device_file_path), read-only and for
+// the process's life. Opened before it is created: in a sticky /dev/shm a
+// create-or-open of another user's file is refused (protected_regular).
+void Driver::map_device_files(const SimConfig& config) const {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  for (const uint32_t physical : visible_) {
+    const std::string path = device_file_path(config.shm_name, physical);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+      // Made whole under a name of its own, then linked into place: a file
+      // at `path` always has its page (another process may be making it too).
+      const std::string temp = path + ".new." + std::to_string(::getpid());
+      const int made = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (made >= 0) {
+        (void)::fchmod(made, static_cast<mode_t>(config.shm_mode) & 0644);
+        // A link that fails (EEXIST: another process was first) is fine.
+        [[maybe_unused]] const int linked =
+            ::ftruncate(made, page) == 0 ? ::link(temp.c_str(), path.c_str()) : -1;
+        ::close(made);
+        ::unlink(temp.c_str());
+      }
+      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0) continue;  // no file: the process looks like one not using the GPU
+    // Never unmapped, like the driver's own mappings.
+    (void)::mmap(nullptr, static_cast<size_t>(page), PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
   }
 }
 

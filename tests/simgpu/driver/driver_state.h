@@ -52,6 +52,7 @@ class Driver {
   Driver() = default;
   CUresult initialise_locked();
   void parse_visible_devices();
+  void map_device_files(const SimConfig& config) const;
 
   std::mutex init_mutex_;
   std::atomic<bool> ready_{false};

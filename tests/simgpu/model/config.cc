@@ -65,6 +65,10 @@ std::string default_shm_name() {
   return "/simgpu-" + std::to_string(::getuid());
 }
 
+std::string device_file_path(const std::string& shm_name, uint32_t physical) {
+  return "/dev/shm" + shm_name + ".gpu" + std::to_string(physical);
+}
+
 uint8_t default_pci_bus(uint32_t index) {
   if (index < 8) return kDgxH100Buses[index];
   return static_cast<uint8_t>(0xe0 + (index - 8));

@@ -43,6 +43,10 @@ std::optional<SimConfig> config_from_environment(std::string* error);
 
 std::string default_shm_name();
 
+// The file simgpu maps for device `physical` as the real driver maps
+// /dev/nvidiaN: /dev/shm/<segment name>.gpu<N> (driver_state.cc).
+std::string device_file_path(const std::string& shm_name, uint32_t physical);
+
 // The PCI bus of device `index` when SIMGPU_PCI_BUSES does not say.
 uint8_t default_pci_bus(uint32_t index);
 

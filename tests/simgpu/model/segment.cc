@@ -284,6 +284,9 @@ uint64_t Segment::reserve_va(uint64_t size, uint64_t alignment) const {
 }
 
 bool unlink_segment(const std::string& name) {
+  // The device files beside it (config.h's device_file_path), of any device.
+  for (uint32_t physical = 0; physical < kMaxDevices; ++physical)
+    ::unlink(device_file_path(name, physical).c_str());
   return ::shm_unlink(name.c_str()) == 0;
 }
 

@@ -82,6 +82,8 @@ TEST(EgpuConfig, DefaultsWhenEmpty) {
   EXPECT_TRUE(c->step_records);
   EXPECT_EQ(c->step_record_interval_s, 300);
   EXPECT_TRUE(c->monitor_group.empty());  // nobody without an instance counts alone
+  EXPECT_EQ(c->unmanaged_processes, UnmanagedAction::kKill);  // an escape is stopped
+  EXPECT_EQ(c->gpu_device_file(3), "/dev/nvidia3");
 }
 
 TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
@@ -90,7 +92,8 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
       "GpuMemory=80G\nTopologyXml=/etc/egpu/topo.xml\nPreemptThresholdPct=2.5\n"
       "LogTarget=syslog LogLevel=debug GpuCount=8 HandoverTailUs=200\n"
       "InflightUs=1000 InflightAloneUs=0 GangPeriodMs=40 GangClock=shared PackNodes=Yes\n"
-      "StepRecords=no StepRecordInterval=0 MonitorGroup=egpu-mon.1\n",
+      "StepRecords=no StepRecordInterval=0 MonitorGroup=egpu-mon.1\n"
+      "UnmanagedProcesses=report GpuDeviceFiles=/dev/shm/sim.gpu%d\n",
       "egpu.conf");
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->slice_ms, 5);
@@ -113,6 +116,8 @@ TEST(EgpuConfig, ParsesEveryKindOfValueCaseInsensitiveKeys) {
   EXPECT_FALSE(c->step_records);
   EXPECT_EQ(c->step_record_interval_s, 0);
   EXPECT_EQ(c->monitor_group, "egpu-mon.1");
+  EXPECT_EQ(c->unmanaged_processes, UnmanagedAction::kReport);
+  EXPECT_EQ(c->gpu_device_file(12), "/dev/shm/sim.gpu12");
 }
 
 struct BadCase {
@@ -161,7 +166,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"StepRecordInterval=5m", "StepRecordInterval"},
         BadCase{"StepRecordInterval=-1", "between 0 and 86400"},
         BadCase{"MonitorGroup=-wheel", "must be a group name or number, got '-wheel'"},
-        BadCase{"MonitorGroup=\"a b\"", "must be a group name or number, got 'a b'"}));
+        BadCase{"MonitorGroup=\"a b\"", "must be a group name or number, got 'a b'"},
+        BadCase{"UnmanagedProcesses=stop", "must be one of kill|report|off"},
+        BadCase{"GpuDeviceFiles=/dev/nvidia0", "must hold one %d for the GPU's index"},
+        BadCase{"GpuDeviceFiles=/dev/nvidia%u", "must hold one %d"},
+        BadCase{"GpuDeviceFiles=/dev/gpu%d/%d", "must hold one %d"},
+        BadCase{"GpuDeviceFiles=nvidia%d", "must be an absolute path"}));
 
 // A rule between two keys names where each was set, or that it was not.
 TEST(EgpuConfig, ARuleBetweenTwoKeysNamesTheirLines) {

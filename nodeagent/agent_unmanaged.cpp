@@ -1,0 +1,113 @@
+// UnmanagedProcesses= (core/model/unmanaged_processes.h): once a second the
+// agent takes the last /proc scan's sightings, judges them, acts on the
+// processes that became due (kill, or report), and starts the next scan
+// off its thread (nodeagent/unmanaged_process_scanner.h).
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "core/util/clock.h"
+#include "core/util/log.h"
+#include "core/util/printable.h"
+#include "core/util/unique_fd.h"
+#include "nodeagent/agent.h"
+#include "nodeagent/event_loop.h"
+
+namespace egpu::agent {
+namespace {
+
+constexpr int64_t kScanPeriodNs = 1'000'000'000;
+
+std::string command_of(pid_t pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name.empty() ? "?" : printable(name);
+}
+
+}  // namespace
+
+Status Agent::start_unmanaged_watch() {
+  if (config_.unmanaged_processes == config::UnmanagedAction::kOff) return {};
+  unmanaged_timer_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_unmanaged_timer, this));
+  const timeval period{kScanPeriodNs / 1'000'000'000, 0};
+  if (!unmanaged_timer_ || event_add(unmanaged_timer_.get(), &period) != 0)
+    return Error{"cannot start looking for processes that use a GPU without the shim"};
+  return {};
+}
+
+void Agent::on_unmanaged_timer(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<Agent*>(arg);
+  self->watch_unmanaged(monotonic_ns());
+}
+
+void Agent::watch_unmanaged(int64_t now) {
+  // Who may be judged where: the owners of each GPU's instances, root never.
+  std::vector<std::set<uint32_t>> owners(arbiters_.size());
+  GpuProcessScanRequest request;
+  for (const model::Instance* inst : registry_->all()) {
+    if (inst->uid == 0 || inst->gpu >= owners.size()) continue;
+    owners[inst->gpu].insert(inst->uid);
+    request.uids.insert(inst->uid);
+  }
+  if (auto sightings = unmanaged_scanner_.take_result()) {
+    for (const model::UnmanagedProcess& p : unmanaged_.observe(now, *sightings, owners))
+      act_on_unmanaged(p);
+  } else if (request.uids.empty()) {
+    unmanaged_.observe(now, {}, owners);  // nobody to judge: nothing is found
+  }
+  if (request.uids.empty()) return;
+  std::vector<std::string> paths;
+  for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
+    paths.push_back(config_.gpu_device_file(gpu));
+  request.devices = device_files(paths);
+  const size_t slash = config_.shim_library.rfind('/');
+  request.shim_name = config_.shim_library.substr(slash + 1);
+  if (!unmanaged_scanner_.start(std::move(request), now) &&
+      unmanaged_scanner_.stuck_scans() >= UnmanagedProcessScanner::kMaxWorkers &&
+      unmanaged_stuck_log_.take(now).log) {
+    EGPU_LOG_WARN(
+        "looking for processes that use a GPU without the shim: %d scans wait on "
+        "processes whose memory maps cannot be read; none starts until one returns",
+        unmanaged_scanner_.stuck_scans());
+  }
+}
+
+void Agent::act_on_unmanaged(const model::UnmanagedProcess& p) {
+  std::string jobs;
+  for (const model::Instance* inst : registry_->on_gpu(p.gpu)) {
+    if (inst->uid != p.uid) continue;
+    jobs += (jobs.empty() ? "" : ", ") + std::to_string(inst->job_id) + "." +
+            std::to_string(inst->step_id);
+  }
+  const std::string command = command_of(p.pid);
+  const bool kill = config_.unmanaged_processes == config::UnmanagedAction::kKill;
+  std::string outcome = "reported (UnmanagedProcesses=report)";
+  if (kill) {
+    // The pidfd names the process the scan saw only if its start time still
+    // matches: a pid reused since is another process, left alone.
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, p.pid, 0)));
+    if (!pidfd.valid() || process_start_time(p.pid) != p.start_time) {
+      outcome = "gone before it could be killed";
+    } else if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0) {
+      outcome = std::string("not killed: ") + std::strerror(errno);
+    } else {
+      outcome = "killed";
+      ++unmanaged_killed_;
+    }
+  }
+  EGPU_LOG_WARN(
+      "GPU %u: process %d (%s) of uid %u uses the GPU without the egpu shim (LD_PRELOAD unset, "
+      "or the driver reached from a program the loader did not preload into), outside the "
+      "share and memory quota of its instances there (%s): %s",
+      p.gpu, static_cast<int>(p.pid), command.c_str(), p.uid, jobs.empty() ? "none" : jobs.c_str(),
+      outcome.c_str());
+}
+
+}  // namespace egpu::agent

@@ -1,0 +1,95 @@
+#include "nodeagent/unmanaged_process_scanner.h"
+
+#include <sys/stat.h>
+
+#include <string>
+#include <utility>
+
+#include "nodeagent/worker_pool.h"
+
+namespace egpu::agent {
+namespace {
+
+// Started once; nullptr when it could not start.
+WorkerPool* scan_workers() {
+  static WorkerPool* pool = [] {
+    auto* p = new WorkerPool(UnmanagedProcessScanner::kMaxWorkers);  // never destroyed
+    return p->start() ? p : nullptr;
+  }();
+  return pool;
+}
+
+}  // namespace
+
+UnmanagedProcessScanner::UnmanagedProcessScanner() = default;
+
+std::optional<std::vector<model::GpuProcessSighting>> UnmanagedProcessScanner::take_result() {
+  if (!scan_) return std::nullopt;
+  std::lock_guard lock(scan_->mu);
+  if (!scan_->done) return std::nullopt;
+  auto result = std::move(scan_->result);
+  scan_.reset();
+  return result;
+}
+
+bool UnmanagedProcessScanner::running(int64_t now) {
+  if (!scan_) return false;
+  {
+    std::lock_guard lock(scan_->mu);
+    if (scan_->done) return false;  // finished, its result not taken yet: take it first
+  }
+  const pid_t reading = scan_->reading.load(std::memory_order_relaxed);
+  if (reading == 0 || reading != last_reading_) {
+    last_reading_ = reading;
+    last_reading_seen_ = now;
+    return true;
+  }
+  if (now - last_reading_seen_ < kStuckNs) return true;
+  // Stuck on `reading`: its worker is left to it.
+  maps_unreadable_.insert(reading);
+  stuck_.push_back(std::move(scan_));
+  last_reading_ = 0;
+  return false;
+}
+
+int UnmanagedProcessScanner::stuck_scans() {
+  std::erase_if(stuck_, [](const std::shared_ptr<Scan>& scan) {
+    std::lock_guard lock(scan->mu);
+    return scan->done;
+  });
+  return static_cast<int>(stuck_.size());
+}
+
+bool UnmanagedProcessScanner::start(GpuProcessScanRequest request, int64_t now) {
+  if (running(now)) return false;
+  if (scan_) return false;  // a result waits to be taken
+  if (stuck_scans() >= kMaxWorkers) return false;
+  WorkerPool* workers = scan_workers();
+  if (workers == nullptr) return false;
+  // Forget the pids that are gone (a reused pid is read normally again).
+  for (auto it = maps_unreadable_.begin(); it != maps_unreadable_.end();) {
+    struct stat st {};
+    it = ::stat(("/proc/" + std::to_string(*it)).c_str(), &st) == 0 ? std::next(it)
+                                                                    : maps_unreadable_.erase(it);
+  }
+  request.maps_unreadable = maps_unreadable_;
+  auto scan = std::make_shared<Scan>();
+  const bool queued = workers->run([scan, request = std::move(request)] {
+    std::vector<model::GpuProcessSighting> result;
+    try {
+      result = scan_gpu_processes(request, &scan->reading);
+    } catch (...) {
+      result.clear();  // out of memory: an empty scan, the next one tries again
+    }
+    std::lock_guard lock(scan->mu);
+    scan->result = std::move(result);
+    scan->done = true;
+  });
+  if (!queued) return false;
+  scan_ = std::move(scan);
+  last_reading_ = 0;
+  last_reading_seen_ = now;
+  return true;
+}
+
+}  // namespace egpu::agent

@@ -1,0 +1,61 @@
+// UnmanagedProcessScanner: runs the agent's /proc scans (gpu_process_scan.h)
+// on a worker, one at a time, and hands their results back to the agent's
+// thread, which polls (no wake-up crosses threads). A job can make a read of
+// its own process's maps wait (its mmap lock, held behind a fault that a
+// FUSE file never answers): a scan stuck on one pid for kStuckNs is left to
+// its worker, that pid is looked at through its descriptors from then on,
+// and the next scan starts on another worker, up to kMaxWorkers stuck. The
+// workers are the process's (never destroyed, like the page chores'): a scan
+// may outlive the agent that started it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "nodeagent/gpu_process_scan.h"
+
+namespace egpu::agent {
+
+class UnmanagedProcessScanner {
+ public:
+  static constexpr int kMaxWorkers = 4;
+  static constexpr int64_t kStuckNs = 5'000'000'000;
+
+  UnmanagedProcessScanner();
+
+  // A finished scan's sightings, once; nullopt while none has finished
+  // since the last call.
+  std::optional<std::vector<model::GpuProcessSighting>> take_result();
+  // Starts a scan unless one is running (and not stuck); false when none
+  // could start. `request.maps_unreadable` is filled in here.
+  bool start(GpuProcessScanRequest request, int64_t now);
+  // The pids whose maps could not be read in time (for status and logs).
+  const std::set<pid_t>& maps_unreadable() const { return maps_unreadable_; }
+  // Scans left to stuck workers that have not finished yet.
+  int stuck_scans();
+
+ private:
+  struct Scan {
+    std::atomic<pid_t> reading{0};
+    std::mutex mu;
+    bool done = false;
+    std::vector<model::GpuProcessSighting> result;
+  };
+  // True while `scan_` runs and has not been stuck on one pid too long.
+  bool running(int64_t now);
+
+  std::shared_ptr<Scan> scan_;
+  pid_t last_reading_ = 0;
+  int64_t last_reading_seen_ = 0;
+  std::set<pid_t> maps_unreadable_;
+  std::vector<std::shared_ptr<Scan>> stuck_;  // left to their workers
+};
+
+}  // namespace egpu::agent

@@ -1,0 +1,105 @@
+// A job's process that unsets LD_PRELOAD reaches the GPU without the shim:
+// unpaced and uncounted, it escapes its share and quota. The agent finds it
+// (it maps the GPU's device file and not the shim) and, by default, kills it
+// (UnmanagedProcesses=kill); the job's shimmed processes and its neighbour
+// run on. With UnmanagedProcesses=report it is listed and left.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "enforced_node.h"
+#include "simgpu_env.h"
+
+namespace egpu::integration {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uid_t kMallory = 4242;  // the tenant that escapes
+constexpr uid_t kAlice = 4243;    // the honest neighbour
+
+std::vector<std::string> greedy_argv(const std::string& label) {
+  return {harness::workload_path("greedy"),
+          "--duration-s",
+          "0",
+          "--iters-per-us",
+          "1",
+          "--label",
+          label};
+}
+
+// Without the shim: LD_PRELOAD empty, everything else as the job's.
+const std::map<std::string, std::string> kNoShim = {{"LD_PRELOAD", ""}};
+
+nlohmann::json unmanaged_status(EnforcedNode& node) {
+  const CtlResult r = node.egpuctl({"status", "--json"});
+  if (r.code != 0) return nullptr;
+  return nlohmann::json::parse(r.out)["agent"]["unmanaged_processes"];
+}
+
+bool listed(const nlohmann::json& status, pid_t pid, bool acted) {
+  if (!status.is_object()) return false;
+  for (const auto& p : status["processes"]) {
+    if (p["pid"] == pid && p["acted"] == acted) return true;
+  }
+  return false;
+}
+
+TEST(UnmanagedProcesses, AProcessWithoutTheShimIsKilledAndItsJobsOthersRunOn) {
+  if (geteuid() != 0) GTEST_SKIP() << "runs its jobs as other users: needs root";
+  NodeOptions options;
+  options.users = true;
+  EnforcedNode node("unmanaged-kill", options);
+  node.create(1, 50, "burst", 0, 0, kMallory);
+  node.create(2, 50, "burst", 0, 0, kAlice);
+  auto honest = node.start_program(2, greedy_argv("alice"), 0, {}, kAlice);
+  auto shimmed = node.start_program(1, greedy_argv("mallory"), 0, {}, kMallory);
+  auto escaped = node.start_program(1, greedy_argv("escaped"), 0, kNoShim, kMallory);
+  // It runs until something stops it: the agent, within its grace and a
+  // scan or two (the deadline is for a broken agent, not a measure).
+  const auto status = escaped->wait_for(60s);
+  ASSERT_TRUE(status) << "the process without the shim is still running\n" << node.agent().log();
+  EXPECT_EQ(status->describe(), "signal 9 (Killed)") << escaped->stderr_text();
+  EXPECT_FALSE(honest->wait_for(0ms)) << "the neighbour stopped: " << honest->stderr_text();
+  EXPECT_FALSE(shimmed->wait_for(0ms))
+      << "the job's shimmed process stopped: " << shimmed->stderr_text();
+  const auto s = unmanaged_status(node);
+  ASSERT_TRUE(s.is_object());
+  EXPECT_EQ(s["action"], "kill");
+  EXPECT_EQ(s["killed_total"], 1) << s.dump();
+  EXPECT_NE(node.agent().log().find("uses the GPU without the egpu shim"), std::string::npos);
+  EXPECT_NE(node.agent().log().find("(1.0): killed"), std::string::npos) << node.agent().log();
+  stop(*honest);
+  stop(*shimmed);
+}
+
+TEST(UnmanagedProcesses, ReportListsTheProcessToItsOwnerAndRootAndLeavesIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "runs its jobs as other users: needs root";
+  NodeOptions options;
+  options.users = true;
+  options.agent_config = "UnmanagedProcesses=report\n";
+  EnforcedNode node("unmanaged-report", options);
+  node.create(1, 50, "burst", 0, 0, kMallory);
+  auto escaped = node.start_program(1, greedy_argv("escaped"), 0, kNoShim, kMallory);
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  nlohmann::json s;
+  while (std::chrono::steady_clock::now() < end) {
+    s = unmanaged_status(node);
+    if (listed(s, escaped->pid(), true)) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(listed(s, escaped->pid(), true)) << s.dump() << "\n" << node.agent().log();
+  EXPECT_EQ(s["action"], "report");
+  EXPECT_EQ(s["killed_total"], 0);
+  EXPECT_GE(s["acted_total"], 1);
+  EXPECT_FALSE(escaped->wait_for(0ms)) << "reported, yet stopped: " << escaped->stderr_text();
+  EXPECT_NE(node.agent().log().find("reported (UnmanagedProcesses=report)"), std::string::npos);
+  stop(*escaped);
+}
+
+}  // namespace
+}  // namespace egpu::integration
