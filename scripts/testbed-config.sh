@@ -130,6 +130,10 @@ write_configs() {
       echo "SocketPath=$state/run/agent-n$i.sock"
       echo "RuntimeDir=$state/run/agent-n$i"
       [[ -f $shim ]] && echo "ShimLibrary=$state/plugins/libegpu-shim.so"
+      # What simgpu maps as the driver maps /dev/nvidiaN (its segment's
+      # name is the TaskProlog's SIMGPU_SHM): processes without the shim
+      # are found as on a real node.
+      echo "GpuDeviceFiles=/dev/shm/egpu-tb${release/./}-n$i.gpu%d"
       # Several nodes: a step on them is a gang, its windows aligned on the
       # clock the simulated nodes share (one host).
       if [[ $nodes -gt 1 ]]; then echo "GangPeriodMs=20"; echo "GangClock=shared"; fi

@@ -5,7 +5,7 @@
 # holds 200 connections to the agent, beside an honest egpu:50 job of another
 # user on the same GPU. The agent keeps serving (status answers, the GPU's
 # heartbeat advances), repairs the page, and the honest job keeps at least
-# its share.
+# its share. A task of that user that unsets LD_PRELOAD is killed.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/enforce_lib.sh"
 [[ -x $state/bin/hostile-tenant ]] || skip "hostile-tenant not built"
@@ -61,6 +61,17 @@ heartbeat_advances "${gh%%:*}" || fail "the heartbeat of GPU ${gh%%:*} stands st
 grep -q "truncated its page; the page was replaced" "$state/log/agent-n1.out" ||
   fail "the agent did not notice the truncated page (log: $state/log/agent-n1.out)"
 ok "the agent serves (status answers, heartbeat advances) and replaced the truncated page"
+
+# A task that unsets LD_PRELOAD reaches its GPU without the shim, outside
+# its share and quota: the agent kills it (UnmanagedProcesses=kill, the
+# default) and says why; the job's script goes on.
+e=$(submit_as_user --gres=egpu:10 --wrap "env -u LD_PRELOAD $(greedy e10-$tag $secs); echo \"greedy ended: \$?\"")
+wait_state "$e" COMPLETED 120
+grep -q "greedy ended: 137" "$out_dir/$e.out" ||
+  fail "the task without the shim was not killed: $(cat "$out_dir/$e.out")"
+grep -q "uses the GPU without the egpu shim.*: killed" "$state/log/agent-n1.out" ||
+  fail "the agent did not say why it killed the task (log: $state/log/agent-n1.out)"
+ok "a task without the shim was killed ($(grep -o 'process [0-9]* ([^)]*) of uid [0-9]*' "$state/log/agent-n1.out" | tail -n 1))"
 
 stop_workloads --batch "$h"
 ok "honest $sh% beside the hostile job ($sx%: its own shim's page is no longer the agent's)"
