@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "core/protocol/messages.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
 #include "core/util/printable.h"
@@ -56,42 +57,50 @@ void Agent::watch_unmanaged(int64_t now) {
     owners[inst->gpu].insert(inst->uid);
     request.uids.insert(inst->uid);
   }
+  // Attached now: a process that attached since the scan was taken is
+  // managed too (its attach was in the gap the grace covers).
+  request.attached = tracker_->pids();
+  const std::set<int32_t> attached(request.attached.begin(), request.attached.end());
   if (auto sightings = unmanaged_scanner_.take_result()) {
-    for (const model::UnmanagedProcess& p : unmanaged_.observe(now, *sightings, owners))
+    for (const model::UnmanagedProcess& p : unmanaged_.observe(now, *sightings, owners, attached))
       act_on_unmanaged(p);
   } else if (request.uids.empty()) {
-    unmanaged_.observe(now, {}, owners);  // nobody to judge: nothing is found
+    unmanaged_.observe(now, {}, owners, attached);  // nobody to judge: nothing is found
   }
   if (request.uids.empty()) return;
   std::vector<std::string> paths;
   for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
     paths.push_back(config_.gpu_device_file(gpu));
   request.devices = device_files(paths);
-  const size_t slash = config_.shim_library.rfind('/');
-  request.shim_name = config_.shim_library.substr(slash + 1);
   if (!unmanaged_scanner_.start(std::move(request), now) &&
       unmanaged_scanner_.stuck_scans() >= UnmanagedProcessScanner::kMaxWorkers &&
       unmanaged_stuck_log_.take(now).log) {
     EGPU_LOG_WARN(
         "looking for processes that use a GPU without the shim: %d scans wait on "
-        "processes whose memory maps cannot be read; none starts until one returns",
+        "processes whose files cannot be read; none starts until one returns",
         unmanaged_scanner_.stuck_scans());
   }
 }
 
 void Agent::act_on_unmanaged(const model::UnmanagedProcess& p) {
-  std::string jobs;
-  for (const model::Instance* inst : registry_->on_gpu(p.gpu)) {
-    if (inst->uid != p.uid) continue;
-    jobs += (jobs.empty() ? "" : ", ") + std::to_string(inst->job_id) + "." +
-            std::to_string(inst->step_id);
-  }
-  const std::string command = command_of(p.pid);
   const bool kill = config_.unmanaged_processes == config::UnmanagedAction::kKill;
+  if (!p.first && !kill) return;  // reported once
+  // What the log says, read before the process goes.
+  std::string command;
+  std::string jobs;
+  if (p.first) {
+    command = command_of(p.pid);
+    for (const model::Instance* inst : registry_->on_gpu(p.gpu)) {
+      if (inst->uid != p.uid) continue;
+      jobs += (jobs.empty() ? "" : ", ") + std::to_string(inst->job_id) + "." +
+              protocol::step_label(inst->step_id);
+    }
+  }
   std::string outcome = "reported (UnmanagedProcesses=report)";
   if (kill) {
     // The pidfd names the process the scan saw only if its start time still
-    // matches: a pid reused since is another process, left alone.
+    // matches: a pid reused since is another process, left alone. A kill
+    // that did not take is tried again at the next scan that sees it.
     UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, p.pid, 0)));
     if (!pidfd.valid() || process_start_time(p.pid) != p.start_time) {
       outcome = "gone before it could be killed";
@@ -99,9 +108,10 @@ void Agent::act_on_unmanaged(const model::UnmanagedProcess& p) {
       outcome = std::string("not killed: ") + std::strerror(errno);
     } else {
       outcome = "killed";
-      ++unmanaged_killed_;
+      if (p.first) ++unmanaged_killed_;
     }
   }
+  if (!p.first) return;  // said once per process
   EGPU_LOG_WARN(
       "GPU %u: process %d (%s) of uid %u uses the GPU without the egpu shim (LD_PRELOAD unset, "
       "or the driver reached from a program the loader did not preload into), outside the "

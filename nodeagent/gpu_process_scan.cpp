@@ -1,6 +1,7 @@
 #include "nodeagent/gpu_process_scan.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -10,32 +11,85 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
-
-#include "nodeagent/process_tracker.h"
+#include <string_view>
 
 namespace egpu::agent {
 namespace {
 
 constexpr std::string_view kDeleted = " (deleted)";
+constexpr int kMaxAncestors = 64;
+
+using Dir = std::unique_ptr<DIR, int (*)(DIR*)>;
 
 void add_gpu(std::vector<uint32_t>& gpus, uint32_t gpu) {
   if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
 }
 
-// The GPUs whose device file `pid` holds open (for a process whose maps
-// could not be read): by the names /proc/PID/fd links to, read with
-// readlink, which neither takes a lock of the process's memory nor asks the
-// file's filesystem (a stat of a FUSE file would wait for its daemon).
-std::vector<uint32_t> gpus_open(pid_t pid, const std::vector<DeviceFile>& devices) {
+// A /proc file whole (they are small; read() hands out what is there).
+std::string read_all(const std::string& path) {
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    out.append(buffer, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+struct Status {
+  uid_t uid = 0;  // real: a process cannot change it without privileges
+  pid_t ppid = 0;
+  bool zombie = false;  // a leader that exited while other threads run on
+};
+
+// /proc/PID/status (its Name: line may hold anything but a newline, which
+// the kernel escapes there).
+std::optional<Status> read_status(pid_t pid) {
+  std::istringstream text(read_all("/proc/" + std::to_string(pid) + "/status"));
+  Status s;
+  bool have_uid = false;
+  std::string line;
+  while (std::getline(text, line)) {
+    if (line.rfind("Uid:", 0) == 0) {
+      have_uid = std::sscanf(line.c_str() + 4, "%u", &s.uid) == 1;
+    } else if (line.rfind("PPid:", 0) == 0) {
+      std::sscanf(line.c_str() + 5, "%d", &s.ppid);
+    } else if (line.rfind("State:", 0) == 0) {
+      s.zombie = line.find('Z') != std::string::npos;
+    }
+  }
+  if (!have_uid) return std::nullopt;
+  return s;
+}
+
+// Where a process's files and maps are read: /proc/PID, or for a leader
+// that exited (its own entries read empty) a thread of it still running.
+std::string task_dir(pid_t pid, bool zombie) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  if (!zombie) return dir;
+  const Dir tasks(opendir((dir + "/task").c_str()), closedir);
+  if (!tasks) return dir;
+  while (const dirent* e = readdir(tasks.get())) {
+    if (e->d_name[0] != '.' && std::string_view(e->d_name) != std::to_string(pid))
+      return dir + "/task/" + e->d_name;
+  }
+  return dir;
+}
+
+// The GPUs whose device file a process holds open, by the names its
+// descriptors link to.
+std::vector<uint32_t> open_gpus(const std::string& dir, const std::vector<DeviceFile>& devices) {
   std::vector<uint32_t> gpus;
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  const std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
-  if (!d) return gpus;
+  const Dir fds(opendir((dir + "/fd").c_str()), closedir);
+  if (!fds) return gpus;
   char target[4096];
-  while (const dirent* e = readdir(d.get())) {
+  while (const dirent* e = readdir(fds.get())) {
     if (e->d_name[0] == '.') continue;
-    const ssize_t n = readlinkat(dirfd(d.get()), e->d_name, target, sizeof target);
+    const ssize_t n = readlinkat(dirfd(fds.get()), e->d_name, target, sizeof target);
     if (n <= 0 || static_cast<size_t>(n) >= sizeof target) continue;
     std::string_view path(target, static_cast<size_t>(n));
     if (path.ends_with(kDeleted)) path.remove_suffix(kDeleted.size());
@@ -49,11 +103,9 @@ std::vector<uint32_t> gpus_open(pid_t pid, const std::vector<DeviceFile>& device
 }  // namespace
 
 uint64_t process_start_time(pid_t pid) {
-  // Field 22, after the command's closing ')' (a command may hold spaces
-  // and parentheses).
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
+  // Field 22, after the command's closing ')': the command may hold spaces,
+  // parentheses and newlines, so the whole file is read.
+  const std::string text = read_all("/proc/" + std::to_string(pid) + "/stat");
   const size_t close = text.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream fields(text.substr(close + 1));
@@ -86,9 +138,8 @@ std::vector<DeviceFile> device_files(const std::vector<std::string>& paths) {
   return out;
 }
 
-MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices,
-                      std::string_view shim_name) {
-  MapsFinding found;
+std::vector<uint32_t> mapped_gpus(std::istream& maps, const std::vector<DeviceFile>& devices) {
+  std::vector<uint32_t> gpus;
   std::string line;
   while (std::getline(maps, line)) {
     // "start-end perms offset major:minor inode [path]": numbers in hex but
@@ -111,50 +162,57 @@ MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices
       const DeviceFile& d = devices[g];
       const bool same = d.ino != 0 ? d.dev == dev && d.ino == static_cast<ino_t>(inode)
                                    : !path.empty() && path == d.path;
-      if (same) add_gpu(found.gpus, g);
-    }
-    const size_t slash = path.rfind('/');
-    if (!shim_name.empty() && slash != std::string_view::npos &&
-        path.substr(slash + 1) == shim_name) {
-      found.maps_shim = true;
+      if (same) add_gpu(gpus, g);
     }
   }
-  return found;
+  return gpus;
 }
 
 std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRequest& request,
                                                           std::atomic<pid_t>* reading) {
   std::vector<model::GpuProcessSighting> out;
   if (request.uids.empty() || request.devices.empty()) return out;
-  const std::unique_ptr<DIR, int (*)(DIR*)> proc(opendir("/proc"), closedir);
+  const Dir proc(opendir("/proc"), closedir);
   if (!proc) return out;
+  const auto mark = [reading](pid_t pid) {
+    if (reading != nullptr) reading->store(pid, std::memory_order_relaxed);
+  };
   while (const dirent* e = readdir(proc.get())) {
     char* end = nullptr;
     const long value = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || value <= 0) continue;
     const auto pid = static_cast<pid_t>(value);
-    // The real uid, which a process cannot change without privileges (the
-    // owner of /proc/PID is root's for a process that made itself
-    // non-dumpable).
-    const auto uid = ProcessTracker::real_uid(pid);
-    if (!uid || *uid == 0 || !request.uids.contains(*uid)) continue;
+    mark(pid);
+    const auto status = read_status(pid);
+    if (!status || status->uid == 0 || !request.uids.contains(status->uid)) continue;
+    const std::string dir = task_dir(pid, status->zombie);
+    if (open_gpus(dir, request.devices).empty()) continue;  // not a GPU's user
     model::GpuProcessSighting s;
     s.pid = pid;
-    s.uid = *uid;
-    if (reading != nullptr) reading->store(pid, std::memory_order_relaxed);
-    s.start_time = process_start_time(pid);
-    if (request.maps_unreadable.contains(pid)) {
-      s.gpus = gpus_open(pid, request.devices);
-    } else {
-      std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-      const MapsFinding found = read_maps(maps, request.devices, request.shim_name);
-      s.gpus = found.gpus;
-      s.maps_shim = found.maps_shim;
+    s.uid = status->uid;
+    // Attached, or forked from an attached process: managed, read no further.
+    bool managed = request.attached.contains(pid);
+    for (pid_t p = status->ppid; !managed && p > 1 && s.ancestors.size() < kMaxAncestors;) {
+      s.ancestors.push_back(p);
+      managed = request.attached.contains(p);
+      const auto parent = read_status(p);
+      p = parent ? parent->ppid : 0;
     }
-    if (reading != nullptr) reading->store(0, std::memory_order_relaxed);
-    // A process gone meanwhile reads as nothing; its start time says so.
-    if (!s.gpus.empty() && s.start_time != 0) out.push_back(std::move(s));
+    if (managed) continue;
+    s.start_time = process_start_time(pid);
+    if (s.start_time == 0) continue;  // gone
+    const auto unreadable = request.maps_unreadable.find(pid);
+    if (unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
+      s.gpus = open_gpus(dir, request.devices);
+    } else {
+      std::ifstream maps(dir + "/maps");
+      s.gpus = mapped_gpus(maps, request.devices);
+    }
+    // Gone or replaced meanwhile (a pid reused between the reads): nothing.
+    if (s.gpus.empty() || process_start_time(pid) != s.start_time) continue;
+    out.push_back(std::move(s));
   }
+  mark(0);
   return out;
 }
 

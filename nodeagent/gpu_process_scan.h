@@ -1,8 +1,11 @@
 // The /proc scan behind UnmanagedProcessWatch (core/model/unmanaged_processes.h):
-// which processes of the given users map a managed GPU's device file, and
-// whether they map the shim. It runs off the agent's thread
-// (nodeagent/unmanaged_process_scanner.h): reading a process's maps takes its
-// mmap lock, which the process can keep others waiting on.
+// which processes of the given users, not attached to the agent, map a
+// managed GPU's device file. It runs off the agent's thread
+// (nodeagent/unmanaged_process_scanner.h). Descriptors are looked at first,
+// by the names /proc/PID/fd links to (readlink takes no lock of the process
+// and asks no filesystem); only a process that holds a GPU's file open and is
+// not attached has its maps read, which takes its mmap lock, which the
+// process can keep others waiting on.
 #pragma once
 
 #include <sys/types.h>
@@ -10,54 +13,45 @@
 #include <atomic>
 #include <cstdint>
 #include <istream>
+#include <map>
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/model/unmanaged_processes.h"
 
 namespace egpu::agent {
 
-// A GPU's device file as the kernel names a mapping of it: the filesystem's
-// device and the inode (what /proc/PID/maps shows), and its path for a file
-// that could not be looked up (device 0, inode 0).
+// A GPU's device file: its path as the kernel names it (real path), and the
+// filesystem's device and inode, as /proc/PID/maps shows a mapping of it
+// (0, 0: it could not be looked up; its path alone is matched).
 struct DeviceFile {
   dev_t dev = 0;
   ino_t ino = 0;
   std::string path;
 };
 
-// /proc/PID/stat's starttime: with the pid, names one process (0: gone).
-uint64_t process_start_time(pid_t pid);
-
-// Looks up each path (by GPU index), and names it as the kernel does (its
-// real path); one that does not exist keeps its path.
+// Looks up each path (by GPU index), named as the kernel does (its real
+// path); one that does not exist keeps its path.
 std::vector<DeviceFile> device_files(const std::vector<std::string>& paths);
 
-struct MapsFinding {
-  std::vector<uint32_t> gpus;  // GPU indices whose device file is mapped
-  bool maps_shim = false;
-};
+// /proc/PID/stat's starttime: with the pid, names one process (0: unreadable).
+uint64_t process_start_time(pid_t pid);
 
-// Reads a /proc/PID/maps text: the GPUs whose file appears and whether a
-// file named `shim_name` (the shim library's file name; one an upgrade
-// replaced reads "... (deleted)") does.
-MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices,
-                      std::string_view shim_name);
+// The GPUs whose device file a /proc/PID/maps text maps.
+std::vector<uint32_t> mapped_gpus(std::istream& maps, const std::vector<DeviceFile>& devices);
 
 struct GpuProcessScanRequest {
   std::set<uid_t> uids;  // whose processes to look at (never root)
   std::vector<DeviceFile> devices;
-  std::string shim_name;
-  // Processes whose maps an earlier scan could not read in time: looked at
-  // through their open descriptors alone (which takes no lock of theirs), and
-  // taken not to map the shim.
-  std::set<pid_t> maps_unreadable;
+  std::set<pid_t> attached;  // managed with their descendants: not read further
+  // Processes (pid -> start time) whose maps an earlier scan could not read
+  // in time: judged by the GPU files they hold open.
+  std::map<pid_t, uint64_t> maps_unreadable;
 };
 
-// Scans /proc once. `reading` is set to the pid whose files are being read
-// (0 between them), so a caller can tell which process a stuck scan waits on.
+// Scans /proc once. `reading` is set to the pid being looked at (0 between
+// them), so a caller can tell which process a stuck scan waits on.
 std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRequest& request,
                                                           std::atomic<pid_t>* reading);
 

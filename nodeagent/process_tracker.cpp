@@ -62,6 +62,13 @@ void ProcessTracker::forget_instance(uint64_t instance_id) {
   }
 }
 
+std::set<pid_t> ProcessTracker::pids() const {
+  std::set<pid_t> out;
+  for (const auto& [slot, watch] : watches_)
+    out.insert(watch->attachment.pid);
+  return out;
+}
+
 std::optional<uid_t> ProcessTracker::real_uid(pid_t pid) {
   if (pid <= 0) return std::nullopt;
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");

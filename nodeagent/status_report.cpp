@@ -159,6 +159,7 @@ std::string status_json(const Agent& agent, uid_t caller) {
                                           {"found", agent.unmanaged().current().size()},
                                           {"acted_total", agent.unmanaged().total_due()},
                                           {"killed_total", agent.unmanaged_killed()},
+                                          {"scans", agent.unmanaged().scans()},
                                           {"processes", std::move(unmanaged)}};
   // Whether this clock lets a step's windows here open with its other
   // nodes' (they also need the same gangs placed alike on each node): the

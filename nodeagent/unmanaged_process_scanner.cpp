@@ -1,10 +1,9 @@
 #include "nodeagent/unmanaged_process_scanner.h"
 
-#include <sys/stat.h>
-
 #include <string>
 #include <utility>
 
+#include "core/util/log.h"
 #include "nodeagent/worker_pool.h"
 
 namespace egpu::agent {
@@ -14,7 +13,12 @@ namespace {
 WorkerPool* scan_workers() {
   static WorkerPool* pool = [] {
     auto* p = new WorkerPool(UnmanagedProcessScanner::kMaxWorkers);  // never destroyed
-    return p->start() ? p : nullptr;
+    if (p->start()) return p;
+    EGPU_LOG_ERROR(
+        "cannot start a thread to look for processes that use a GPU without the "
+        "shim: none is looked for until the agent restarts");
+    delete p;
+    return static_cast<WorkerPool*>(nullptr);
   }();
   return pool;
 }
@@ -46,7 +50,7 @@ bool UnmanagedProcessScanner::running(int64_t now) {
   }
   if (now - last_reading_seen_ < kStuckNs) return true;
   // Stuck on `reading`: its worker is left to it.
-  maps_unreadable_.insert(reading);
+  maps_unreadable_[reading] = process_start_time(reading);
   stuck_.push_back(std::move(scan_));
   last_reading_ = 0;
   return false;
@@ -66,12 +70,9 @@ bool UnmanagedProcessScanner::start(GpuProcessScanRequest request, int64_t now) 
   if (stuck_scans() >= kMaxWorkers) return false;
   WorkerPool* workers = scan_workers();
   if (workers == nullptr) return false;
-  // Forget the pids that are gone (a reused pid is read normally again).
-  for (auto it = maps_unreadable_.begin(); it != maps_unreadable_.end();) {
-    struct stat st {};
-    it = ::stat(("/proc/" + std::to_string(*it)).c_str(), &st) == 0 ? std::next(it)
-                                                                    : maps_unreadable_.erase(it);
-  }
+  // Forget the processes that are gone (a reused pid is read normally again).
+  std::erase_if(maps_unreadable_,
+                [](const auto& entry) { return process_start_time(entry.first) != entry.second; });
   request.maps_unreadable = maps_unreadable_;
   auto scan = std::make_shared<Scan>();
   const bool queued = workers->run([scan, request = std::move(request)] {

@@ -4,7 +4,9 @@
 // its own process's maps wait (its mmap lock, held behind a fault that a
 // FUSE file never answers): a scan stuck on one pid for kStuckNs is left to
 // its worker, that pid is looked at through its descriptors from then on,
-// and the next scan starts on another worker, up to kMaxWorkers stuck. The
+// and the next scan starts on another worker, up to kMaxWorkers stuck (a
+// stuck process that is not attached is killed on its descriptors'
+// evidence, which ends its fault and frees the worker). The
 // workers are the process's (never destroyed, like the page chores'): a scan
 // may outlive the agent that started it.
 #pragma once
@@ -13,10 +15,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <vector>
 
 #include "nodeagent/gpu_process_scan.h"
@@ -36,8 +38,8 @@ class UnmanagedProcessScanner {
   // Starts a scan unless one is running (and not stuck); false when none
   // could start. `request.maps_unreadable` is filled in here.
   bool start(GpuProcessScanRequest request, int64_t now);
-  // The pids whose maps could not be read in time (for status and logs).
-  const std::set<pid_t>& maps_unreadable() const { return maps_unreadable_; }
+  // The processes (pid -> start time) whose files could not be read in time.
+  const std::map<pid_t, uint64_t>& maps_unreadable() const { return maps_unreadable_; }
   // Scans left to stuck workers that have not finished yet.
   int stuck_scans();
 
@@ -54,7 +56,7 @@ class UnmanagedProcessScanner {
   std::shared_ptr<Scan> scan_;
   pid_t last_reading_ = 0;
   int64_t last_reading_seen_ = 0;
-  std::set<pid_t> maps_unreadable_;
+  std::map<pid_t, uint64_t> maps_unreadable_;
   std::vector<std::shared_ptr<Scan>> stuck_;  // left to their workers
 };
 

@@ -98,8 +98,9 @@ struct EgpuConfig {
   std::string monitor_group;
   // Where the SPANK plugin finds the shim to preload.
   std::string shim_library = "/usr/lib/x86_64-linux-gnu/egpu/libegpu-shim.so";
-  // A job's process that maps a GPU's device file but not the shim (it unset
-  // LD_PRELOAD, or its loader never preloads) escapes its share and quota:
+  // A job's process that maps a GPU's device file but never attached through
+  // the shim (it unset LD_PRELOAD, or its loader never preloads) escapes its
+  // share and quota:
   // killed (kill), logged and listed in the status (report), or not looked
   // for (off).
   UnmanagedAction unmanaged_processes = UnmanagedAction::kKill;

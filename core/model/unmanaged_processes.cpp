@@ -1,33 +1,50 @@
 #include "core/model/unmanaged_processes.h"
 
+#include <algorithm>
+
 namespace egpu::model {
 
 std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
     int64_t now, const std::vector<GpuProcessSighting>& sightings,
-    const std::vector<std::set<uint32_t>>& owners) {
+    const std::vector<std::set<uint32_t>>& owners, const std::set<int32_t>& attached) {
+  ++scans_;
   std::map<Key, UnmanagedProcess> next;
-  std::vector<UnmanagedProcess> became_due;
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> streaks;
   for (const GpuProcessSighting& s : sightings) {
-    if (s.uid == 0 || s.maps_shim || s.pid <= 0) continue;
+    if (s.uid == 0 || s.pid <= 0 || attached.contains(s.pid) ||
+        std::any_of(s.ancestors.begin(), s.ancestors.end(),
+                    [&](int32_t a) { return attached.contains(a); })) {
+      continue;
+    }
     for (const uint32_t gpu : s.gpus) {
       if (gpu >= owners.size() || !owners[gpu].contains(s.uid)) continue;
       const Key key{s.pid, s.start_time, gpu};
       if (next.contains(key)) continue;  // a GPU listed twice
-      UnmanagedProcess p{s.pid, s.start_time, s.uid, gpu, now, false};
+      UnmanagedProcess p{s.pid, s.start_time, s.uid, gpu, now, false, false};
       if (const auto it = seen_.find(key); it != seen_.end()) p = it->second;
-      // Seen in an earlier scan (first_seen < now) and long enough ago.
-      if (!p.due && p.first_seen_ns < now && now - p.first_seen_ns >= kGraceNs) {
-        p.due = true;
-        ++total_due_;
-        became_due.push_back(p);
-      }
+      p.first = false;
+      const auto user = std::make_pair(s.uid, gpu);
+      const auto streak = streaks_.find(user);
+      streaks.emplace(user, streak != streaks_.end() ? streak->second : now);
       next.emplace(key, p);
     }
   }
-  // What the scan did not see is gone (exited, or now managed): forgotten,
-  // so a process that comes back starts its grace again.
+  // A user's streak goes on only through scans that saw one of its
+  // processes unmanaged on the GPU; one without ends it.
+  streaks_ = std::move(streaks);
+  std::vector<UnmanagedProcess> due;
+  for (auto& [key, p] : next) {
+    const int64_t since = streaks_.at({p.uid, p.gpu});
+    if (!p.due && since < now && now - since >= kGraceNs) {
+      p.due = true;
+      p.first = true;
+      ++total_due_;
+    }
+    if (p.due) due.push_back(p);
+    p.first = false;
+  }
   seen_ = std::move(next);
-  return became_due;
+  return due;
 }
 
 std::vector<UnmanagedProcess> UnmanagedProcessWatch::current() const {

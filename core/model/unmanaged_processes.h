@@ -4,22 +4,25 @@
 // job: a job that unsets LD_PRELOAD, or calls the driver from a program the
 // loader never preloads into, reaches the GPU unpaced and uncounted. The
 // agent cannot stop such a process from opening the device (that is the
-// device cgroup's job), but it can see it: the CUDA driver maps the GPU's
-// device file into every process that submits work to it, and a process the
-// shim was preloaded into maps the shim. So a scan of /proc (the agent's,
-// nodeagent/gpu_process_scan.h) reports, per process, the managed GPUs whose
-// device file it maps and whether it maps the shim; this decides, in
+// device cgroup's job), but it can see it. A process that submits work to a
+// GPU holds the GPU's device file open and maps it (the driver's doorbells);
+// a process the shim runs in attached to the agent at its cuInit. So a scan
+// of /proc (the agent's, nodeagent/gpu_process_scan.h) reports the processes
+// that map a managed GPU's device file and are neither attached nor
+// descended from an attached process (a PyTorch DataLoader worker forked
+// from one inherits its descriptors and maps), and this decides, in
 // simulated time, which of them are escapes:
-//   - a process of a user who owns an instance on a GPU, mapping that GPU
-//     and not the shim (root's processes, and users with no instance on the
-//     GPU, are not egpu's to judge: daemons such as nvidia-persistenced run
-//     as users of their own, and a whole-GPU job is on a GPU without
-//     instances);
-//   - seen so in two scans at least kGraceNs apart, so that a process caught
-//     between exec and its loader mapping the shim is not taken for one.
-// A process forked from a managed one (a PyTorch DataLoader worker) inherits
-// the shim's mapping and is managed. One that maps the shim and calls around
-// it is not caught here (see README, "patched shim").
+//   - only processes of a user who owns an instance on that GPU: root's
+//     processes, and users with no instance on the GPU, are not egpu's to
+//     judge (daemons such as nvidia-persistenced run as users of their own;
+//     a whole-GPU job is on a GPU without instances);
+//   - once a user has had such a process on the GPU in every scan for
+//     kGraceNs (two scans at least), each of them is due: the grace covers
+//     a process caught between the driver's cuInit and its attach, and is
+//     the user's on that GPU, not each process's, so a relay of short-lived
+//     processes cannot stay under it.
+// A process that attaches and then calls around the shim is not caught here
+// (see README, "patched shim").
 #pragma once
 
 #include <cstdint>
@@ -30,13 +33,13 @@
 
 namespace egpu::model {
 
-// One process as a scan saw it.
+// A process a scan found mapping a managed GPU, not known to be attached.
 struct GpuProcessSighting {
   int32_t pid = 0;
-  uint64_t start_time = 0;     // /proc/PID/stat's starttime: with the pid, one process
-  uint32_t uid = 0;            // real uid
-  std::vector<uint32_t> gpus;  // managed GPUs whose device file it maps
-  bool maps_shim = false;
+  uint64_t start_time = 0;         // /proc/PID/stat's starttime: with the pid, one process
+  uint32_t uid = 0;                // real uid
+  std::vector<uint32_t> gpus;      // managed GPUs whose device file it maps
+  std::vector<int32_t> ancestors;  // its parent, grandparent ... (nearest first)
 };
 
 // A process found using `gpu` without the shim.
@@ -46,24 +49,30 @@ struct UnmanagedProcess {
   uint32_t uid = 0;
   uint32_t gpu = 0;
   int64_t first_seen_ns = 0;
-  bool due = false;  // past the grace: to be acted on (UnmanagedProcesses=)
+  bool due = false;    // its user's streak on the GPU passed the grace
+  bool first = false;  // in observe()'s answer: due for the first time
 };
 
 class UnmanagedProcessWatch {
  public:
   static constexpr int64_t kGraceNs = 2'000'000'000;
 
-  // One completed scan at `now`; `owners[gpu]`: the uids that own an
-  // instance on that GPU. Returns the processes that became due at this
-  // scan (each once for as long as it is seen).
+  // One completed scan at `now`. `owners[gpu]`: the uids that own an
+  // instance on that GPU; `attached`: the pids attached to the agent now
+  // (a sighting of one of them, or of a descendant, is managed). Returns the
+  // processes due at this scan: every one still seen (a kill is retried),
+  // `first` set the first time.
   std::vector<UnmanagedProcess> observe(int64_t now,
                                         const std::vector<GpuProcessSighting>& sightings,
-                                        const std::vector<std::set<uint32_t>>& owners);
+                                        const std::vector<std::set<uint32_t>>& owners,
+                                        const std::set<int32_t>& attached);
 
   // Every process the last scan found unmanaged, due or not (for status).
   std::vector<UnmanagedProcess> current() const;
   // Processes that became due since the watch began.
   uint64_t total_due() const { return total_due_; }
+  // Completed scans observed.
+  uint64_t scans() const { return scans_; }
 
  private:
   struct Key {
@@ -73,7 +82,10 @@ class UnmanagedProcessWatch {
     auto operator<=>(const Key&) const = default;
   };
   std::map<Key, UnmanagedProcess> seen_;
+  // (uid, gpu) -> when its current run of scans with an unmanaged process began.
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> streaks_;
   uint64_t total_due_ = 0;
+  uint64_t scans_ = 0;
 };
 
 }  // namespace egpu::model

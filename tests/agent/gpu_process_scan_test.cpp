@@ -1,13 +1,16 @@
 // The agent's reading of /proc for processes that use a GPU without the shim
 // (nodeagent/gpu_process_scan.h): maps texts as the kernel writes them, and
-// one scan of this very process.
+// scans of child processes that play a job's.
 #include "nodeagent/gpu_process_scan.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,110 +27,176 @@ std::vector<DeviceFile> two_gpus() {
           DeviceFile{makedev(0, 5), 1235, "/dev/nvidia1"}};
 }
 
-TEST(GpuProcessScan, MapsNameTheGpusByDeviceAndInodeAndTheShimByItsFileName) {
+TEST(GpuProcessScan, MapsNameTheGpusByDeviceAndInode) {
   std::istringstream maps(
       "7f0000000000-7f0000001000 rw-s 00000000 00:05 1235                       /dev/nvidia1\n"
       "7f0000002000-7f0000003000 r--p 00000000 fd:01 777 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-      "7f0000004000-7f0000005000 r-xp 00001000 fd:01 888 /opt/egpu/lib/libegpu-shim.so\n"
-      "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n");
-  const MapsFinding f = read_maps(maps, two_gpus(), "libegpu-shim.so");
-  EXPECT_EQ(f.gpus, std::vector<uint32_t>{1});
-  EXPECT_TRUE(f.maps_shim);
-}
-
-TEST(GpuProcessScan, AFileOfTheSameNameElsewhereOrAnotherInodeIsNotTheGpu) {
-  std::istringstream maps(
       // Same inode on another filesystem, same filesystem another inode.
-      "7f0000000000-7f0000001000 rw-s 00000000 00:06 1234 /tmp/nvidia0\n"
-      "7f0000001000-7f0000002000 rw-s 00000000 00:05 9999 /dev/nvidia0\n"
-      // Not the shim: a name that merely ends like it.
-      "7f0000004000-7f0000005000 r-xp 00001000 fd:01 888 /tmp/not-libegpu-shim.so\n");
-  const MapsFinding f = read_maps(maps, two_gpus(), "libegpu-shim.so");
-  EXPECT_TRUE(f.gpus.empty());
-  EXPECT_FALSE(f.maps_shim);
+      "7f0000003000-7f0000004000 rw-s 00000000 00:06 1234 /tmp/nvidia0\n"
+      "7f0000004000-7f0000005000 rw-s 00000000 00:05 9999 /dev/nvidia0\n"
+      "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n");
+  EXPECT_EQ(mapped_gpus(maps, two_gpus()), std::vector<uint32_t>{1});
 }
 
-TEST(GpuProcessScan, AShimReplacedByAnUpgradeStillCountsAndPathsMayHoldSpaces) {
+TEST(GpuProcessScan, AFileNotLookedUpIsMatchedByItsPathSpacesAndDeletionIncluded) {
   std::istringstream maps(
-      "7f0000004000-7f0000005000 r-xp 00001000 fd:01 888 /usr/lib/egpu/libegpu-shim.so "
-      "(deleted)\n"
-      "7f0000006000-7f0000007000 rw-s 00000000 00:2a 42 /dev/shm/a b.gpu3\n");
-  // A device file that could not be looked up is matched by its path.
+      "7f0000006000-7f0000007000 rw-s 00000000 00:2a 42 /dev/shm/a b.gpu3 (deleted)\n");
   const std::vector<DeviceFile> devices = {DeviceFile{0, 0, "/dev/shm/a b.gpu3"}};
-  const MapsFinding f = read_maps(maps, devices, "libegpu-shim.so");
-  EXPECT_EQ(f.gpus, std::vector<uint32_t>{0});
-  EXPECT_TRUE(f.maps_shim);
+  EXPECT_EQ(mapped_gpus(maps, devices), std::vector<uint32_t>{0});
 }
 
 TEST(GpuProcessScan, MalformedLinesAreSkipped) {
   std::istringstream maps("garbage\n\n7f-7f rw-s 0 zz:zz 12 /dev/nvidia0\n- - - 00:05 1234\n");
-  const MapsFinding f = read_maps(maps, two_gpus(), "libegpu-shim.so");
-  EXPECT_EQ(f.gpus, std::vector<uint32_t>{0});  // the last line: no path, the right file
-  EXPECT_FALSE(f.maps_shim);
+  EXPECT_EQ(mapped_gpus(maps, two_gpus()), std::vector<uint32_t>{0});  // the last line
 }
 
-// A scan of a child process (of another user when the test is root's: scans
-// never look at root's processes): a file it maps as a "GPU" is found, one it
-// only has open is not, unless its maps could not be read before.
-TEST(GpuProcessScan, AScanFindsWhatAProcessMaps) {
-  const uid_t uid = geteuid() == 0 ? 4244 : geteuid();
-  const std::string dir = ::testing::TempDir();
-  const std::string mapped = dir + "/scan-gpu0", opened = dir + "/scan-gpu1";
-  const int m = ::open(mapped.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const int o = ::open(opened.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  ASSERT_GE(m, 0);
-  ASSERT_GE(o, 0);
-  ASSERT_EQ(::ftruncate(m, 4096), 0);
-  int ready[2];
-  ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // Mapped and open as its own user's process, then waits to be killed.
-    void* map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, m, 0);
-    if (map == MAP_FAILED || (geteuid() == 0 && (::setgid(uid) != 0 || ::setuid(uid) != 0)))
-      ::_exit(1);
-    if (::write(ready[1], "r", 1) != 1) ::_exit(1);
+// A job's process, played by a child (of another user when the test is
+// root's: scans never look at root's processes). It holds two files open as
+// GPUs 0 and 1 and maps GPU 0's.
+class ScannedChild {
+ public:
+  enum class Shape { kPlain, kOddName, kLeaderExited };
+
+  explicit ScannedChild(Shape shape) {
+    const std::string dir = ::testing::TempDir();
+    paths_ = {dir + "/scan-gpu0-" + std::to_string(getpid()),
+              dir + "/scan-gpu1-" + std::to_string(getpid())};
+    const int m = ::open(paths_[0].c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const int o = ::open(paths_[1].c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (m < 0 || o < 0 || ::ftruncate(m, 4096) != 0) return;
+    int ready[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) run(shape, m, ready[1]);
+    ::close(ready[1]);
+    char byte = 0;
+    ready_ = pid_ > 0 && ::read(ready[0], &byte, 1) == 1;
+    ::close(ready[0]);
+    ::close(m);
+    ::close(o);
+  }
+  ~ScannedChild() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    for (const auto& p : paths_)
+      std::filesystem::remove(p);
+  }
+  bool ready() const { return ready_; }
+  pid_t pid() const { return pid_; }
+  uid_t uid() const { return geteuid() == 0 ? 4244 : geteuid(); }
+  GpuProcessScanRequest request() const {
+    GpuProcessScanRequest r;
+    r.uids = {uid()};
+    r.devices = device_files(paths_);
+    return r;
+  }
+  // The scan's sighting of this child; none: gpus empty.
+  model::GpuProcessSighting sighting(const GpuProcessScanRequest& r) const {
+    std::atomic<pid_t> reading{-1};
+    model::GpuProcessSighting found;
+    for (const auto& s : scan_gpu_processes(r, &reading)) {
+      if (s.pid == pid_) found = s;
+    }
+    EXPECT_EQ(reading.load(), 0);
+    return found;
+  }
+
+ private:
+  [[noreturn]] void run(Shape shape, int mapped, int ready) {
+    if (::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, mapped, 0) == MAP_FAILED) ::_exit(1);
+    if (shape == Shape::kOddName) ::prctl(PR_SET_NAME, "a) b\n1 2 3", 0, 0, 0);
+    if (geteuid() == 0 && (::setgid(uid()) != 0 || ::setuid(uid()) != 0)) ::_exit(1);
+    if (shape == Shape::kLeaderExited) {
+      // Another thread carries on; the leader exits (its own /proc entries
+      // read empty from then on).
+      static int ready_fd = ready;
+      pthread_t t;
+      if (pthread_create(
+              &t, nullptr,
+              [](void*) -> void* {
+                usleep(100'000);  // the leader is gone by then
+                if (::write(ready_fd, "r", 1) != 1) ::_exit(1);
+                for (;;)
+                  ::pause();
+              },
+              nullptr) != 0) {
+        ::_exit(1);
+      }
+      // The leader thread alone ends (exit(2), not pthread_exit: no unwinding
+      // through the test's frames).
+      ::syscall(SYS_exit, 0);
+    }
+    if (::write(ready, "r", 1) != 1) ::_exit(1);
     for (;;)
       ::pause();
   }
-  ::close(ready[1]);
-  char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  ::close(ready[0]);
-  GpuProcessScanRequest request;
-  request.uids = {uid};
-  request.devices = device_files({mapped, opened});
-  request.shim_name = "libegpu-shim.so";
-  std::atomic<pid_t> reading{0};
-  int found = 0;
-  for (const auto& s : scan_gpu_processes(request, &reading)) {
-    if (s.pid != child) continue;
-    ++found;
-    EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
-    EXPECT_FALSE(s.maps_shim);
-    EXPECT_EQ(s.uid, uid);
-    EXPECT_EQ(s.start_time, process_start_time(child));
-    EXPECT_NE(s.start_time, 0u);
-  }
-  EXPECT_EQ(found, 1);
-  EXPECT_EQ(reading.load(), 0);
-  // Its maps unreadable (a scan stuck on it before): its open descriptors
-  // name both files, and it is taken not to map the shim.
-  request.maps_unreadable = {child};
-  found = 0;
-  for (const auto& s : scan_gpu_processes(request, &reading)) {
-    if (s.pid != child) continue;
-    ++found;
-    EXPECT_EQ(s.gpus, (std::vector<uint32_t>{0, 1}));
-  }
-  EXPECT_EQ(found, 1);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  ::close(m);
-  ::close(o);
-  std::filesystem::remove(mapped);
-  std::filesystem::remove(opened);
+
+  std::vector<std::string> paths_;
+  pid_t pid_ = -1;
+  bool ready_ = false;
+};
+
+TEST(GpuProcessScan, AProcessThatMapsAGpuIsFoundWithItsAncestors) {
+  ScannedChild child(ScannedChild::Shape::kPlain);
+  ASSERT_TRUE(child.ready());
+  const auto s = child.sighting(child.request());
+  EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});  // GPU 1's file is only open
+  EXPECT_EQ(s.uid, child.uid());
+  EXPECT_EQ(s.start_time, process_start_time(child.pid()));
+  EXPECT_NE(s.start_time, 0u);
+  ASSERT_FALSE(s.ancestors.empty());
+  EXPECT_EQ(s.ancestors[0], getpid());
+}
+
+TEST(GpuProcessScan, AttachedProcessesAndTheirDescendantsAreNotSighted) {
+  ScannedChild child(ScannedChild::Shape::kPlain);
+  ASSERT_TRUE(child.ready());
+  auto r = child.request();
+  r.attached = {child.pid()};
+  EXPECT_TRUE(child.sighting(r).gpus.empty());
+  r.attached = {getpid()};  // its parent
+  EXPECT_TRUE(child.sighting(r).gpus.empty());
+}
+
+TEST(GpuProcessScan, AProcessWhoseMapsCouldNotBeReadIsJudgedByItsOpenFiles) {
+  ScannedChild child(ScannedChild::Shape::kPlain);
+  ASSERT_TRUE(child.ready());
+  auto r = child.request();
+  r.maps_unreadable = {{child.pid(), process_start_time(child.pid())}};
+  EXPECT_EQ(child.sighting(r).gpus, (std::vector<uint32_t>{0, 1}));
+  // Another process at that pid (another start time) is read as usual.
+  r.maps_unreadable = {{child.pid(), 1}};
+  EXPECT_EQ(child.sighting(r).gpus, std::vector<uint32_t>{0});
+}
+
+// A name may hold ") " and a newline: the start time is still the right one
+// (it was read as 0 before, and the process taken for gone).
+TEST(GpuProcessScan, AnOddProcessNameDoesNotHideIt) {
+  double uptime_s = 0;
+  std::FILE* uptime = std::fopen("/proc/uptime", "r");
+  ASSERT_NE(uptime, nullptr);
+  ASSERT_EQ(std::fscanf(uptime, "%lf", &uptime_s), 1);
+  std::fclose(uptime);
+  ScannedChild child(ScannedChild::Shape::kOddName);
+  ASSERT_TRUE(child.ready());
+  const auto s = child.sighting(child.request());
+  EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
+  // Its start (clock ticks since boot) is when the test started it, not
+  // another field of the line.
+  const double started_s =
+      static_cast<double>(s.start_time) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  EXPECT_GE(started_s, uptime_s - 1);
+  EXPECT_LE(started_s, uptime_s + 30);
+}
+
+// A process whose first thread exited has empty /proc/PID/fd and maps: it
+// is read through a thread still running.
+TEST(GpuProcessScan, AProcessWhoseLeaderExitedIsReadThroughAThreadOfIt) {
+  ScannedChild child(ScannedChild::Shape::kLeaderExited);
+  ASSERT_TRUE(child.ready());
+  EXPECT_EQ(child.sighting(child.request()).gpus, std::vector<uint32_t>{0});
 }
 
 }  // namespace

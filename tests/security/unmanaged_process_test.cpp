@@ -1,8 +1,9 @@
 // A job's process that unsets LD_PRELOAD reaches the GPU without the shim:
 // unpaced and uncounted, it escapes its share and quota. The agent finds it
-// (it maps the GPU's device file and not the shim) and, by default, kills it
-// (UnmanagedProcesses=kill); the job's shimmed processes and its neighbour
-// run on. With UnmanagedProcesses=report it is listed and left.
+// (it holds and maps the GPU's device file and never attached) and, by
+// default, kills it (UnmanagedProcesses=kill); the job's shimmed processes
+// and its neighbour run on. With UnmanagedProcesses=report it is listed and
+// left.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -64,6 +65,15 @@ TEST(UnmanagedProcesses, AProcessWithoutTheShimIsKilledAndItsJobsOthersRunOn) {
   const auto status = escaped->wait_for(60s);
   ASSERT_TRUE(status) << "the process without the shim is still running\n" << node.agent().log();
   EXPECT_EQ(status->describe(), "signal 9 (Killed)") << escaped->stderr_text();
+  // Three more scans judge the others, each past the grace by then.
+  const auto after = unmanaged_status(node);
+  ASSERT_TRUE(after.is_object());
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < end &&
+         unmanaged_status(node).value("scans", 0) < after.value("scans", 0) + 3) {
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_GE(unmanaged_status(node).value("scans", 0), after.value("scans", 0) + 3);
   EXPECT_FALSE(honest->wait_for(0ms)) << "the neighbour stopped: " << honest->stderr_text();
   EXPECT_FALSE(shimmed->wait_for(0ms))
       << "the job's shimmed process stopped: " << shimmed->stderr_text();

@@ -97,7 +97,7 @@ void Driver::parse_visible_devices() {
   }
 }
 
-// The real driver maps each GPU it uses from its device file (/dev/nvidiaN)
+// The real driver holds each GPU it uses open (/dev/nvidiaN) and maps it
 // into the process: what the agent looks for to find processes that use a
 // GPU without the shim. simgpu maps one file per visible device beside its
 // segment, /dev/shm/<segment>.gpu<N> (device_file_path), read-only and for
@@ -124,9 +124,9 @@ void Driver::map_device_files(const SimConfig& config) const {
       fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     }
     if (fd < 0) continue;  // no file: the process looks like one not using the GPU
-    // Never unmapped, like the driver's own mappings.
+    // Held open and mapped for the process's life, as the driver holds its
+    // device files (so the descriptor is deliberately never closed).
     (void)::mmap(nullptr, static_cast<size_t>(page), PROT_READ, MAP_SHARED, fd, 0);
-    ::close(fd);
   }
 }
 

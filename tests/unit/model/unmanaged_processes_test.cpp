@@ -10,49 +10,65 @@ constexpr uint32_t kAlice = 1001;
 constexpr uint32_t kBob = 1002;
 
 GpuProcessSighting sighting(int32_t pid, uint32_t uid, std::vector<uint32_t> gpus,
-                            bool shim = false, uint64_t start = 100) {
-  return {pid, start, uid, std::move(gpus), shim};
+                            uint64_t start = 100, std::vector<int32_t> ancestors = {1}) {
+  return {pid, start, uid, std::move(gpus), std::move(ancestors)};
 }
 
 // GPU 0: Alice's instance; GPU 1: Bob's.
 const std::vector<std::set<uint32_t>> kOwners = {{kAlice}, {kBob}};
+const std::set<int32_t> kNone;
 
 TEST(UnmanagedProcessWatch, AProcessWithoutTheShimIsDueAfterTheGraceAndASecondScan) {
   UnmanagedProcessWatch watch;
   const std::vector<GpuProcessSighting> scan = {sighting(10, kAlice, {0})};
-  EXPECT_TRUE(watch.observe(0, scan, kOwners).empty());
+  EXPECT_TRUE(watch.observe(0, scan, kOwners, kNone).empty());
   ASSERT_EQ(watch.current().size(), 1u);
   EXPECT_FALSE(watch.current()[0].due);
-  EXPECT_TRUE(watch.observe(kS, scan, kOwners).empty());  // within the grace
-  const auto due = watch.observe(2 * kS, scan, kOwners);
+  EXPECT_TRUE(watch.observe(kS, scan, kOwners, kNone).empty());  // within the grace
+  const auto due = watch.observe(2 * kS, scan, kOwners, kNone);
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].pid, 10);
   EXPECT_EQ(due[0].gpu, 0u);
   EXPECT_EQ(due[0].uid, kAlice);
   EXPECT_EQ(due[0].first_seen_ns, 0);
-  // Once: later scans report it in current(), not again as due.
-  EXPECT_TRUE(watch.observe(3 * kS, scan, kOwners).empty());
+  EXPECT_TRUE(due[0].first);
+  // Still seen (a kill that did not take): due again, not for the first time.
+  const auto again = watch.observe(3 * kS, scan, kOwners, kNone);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_FALSE(again[0].first);
   EXPECT_TRUE(watch.current()[0].due);
   EXPECT_EQ(watch.total_due(), 1u);
+  EXPECT_EQ(watch.scans(), 4u);
 }
 
 TEST(UnmanagedProcessWatch, OneScanIsNeverEnoughHoweverLongTheGapBefore) {
   UnmanagedProcessWatch watch;
-  EXPECT_TRUE(watch.observe(100 * kS, {}, kOwners).empty());
-  EXPECT_TRUE(watch.observe(200 * kS, {sighting(10, kAlice, {0})}, kOwners).empty());
+  EXPECT_TRUE(watch.observe(100 * kS, {}, kOwners, kNone).empty());
+  EXPECT_TRUE(watch.observe(200 * kS, {sighting(10, kAlice, {0})}, kOwners, kNone).empty());
 }
 
-TEST(UnmanagedProcessWatch, ShimmedRootAndOtherUsersProcessesAreNotJudged) {
+TEST(UnmanagedProcessWatch, AttachedProcessesAndTheirDescendantsAreManaged) {
   UnmanagedProcessWatch watch;
   const std::vector<GpuProcessSighting> scan = {
-      sighting(10, kAlice, {0}, /*shim=*/true),  // managed (also a forked DataLoader worker)
-      sighting(11, 0, {0, 1}),                   // root: daemons, slurmstepd
-      sighting(12, 999, {0}),                    // owns no instance (nvidia-persistenced)
-      sighting(13, kBob, {0}),                   // Bob's instance is on GPU 1, not 0
-      sighting(14, kAlice, {7}),                 // not a managed GPU
+      sighting(10, kAlice, {0}),                    // attached itself
+      sighting(11, kAlice, {0}, 100, {10, 1}),      // forked from it (a DataLoader worker)
+      sighting(12, kAlice, {0}, 100, {11, 10, 1}),  // and from that one
   };
   for (int64_t t = 0; t <= 10 * kS; t += kS)
-    EXPECT_TRUE(watch.observe(t, scan, kOwners).empty()) << t;
+    EXPECT_TRUE(watch.observe(t, scan, kOwners, {10}).empty()) << t;
+  EXPECT_TRUE(watch.current().empty());
+}
+
+TEST(UnmanagedProcessWatch, RootAndOtherUsersProcessesAreNotJudged) {
+  UnmanagedProcessWatch watch;
+  const std::vector<GpuProcessSighting> scan = {
+      sighting(11, 0, {0, 1}),    // root: daemons, slurmstepd
+      sighting(12, 999, {0}),     // owns no instance (nvidia-persistenced)
+      sighting(13, kBob, {0}),    // Bob's instance is on GPU 1, not 0
+      sighting(14, kAlice, {7}),  // not a managed GPU
+  };
+  for (int64_t t = 0; t <= 10 * kS; t += kS)
+    EXPECT_TRUE(watch.observe(t, scan, kOwners, kNone).empty()) << t;
   EXPECT_TRUE(watch.current().empty());
 }
 
@@ -60,37 +76,51 @@ TEST(UnmanagedProcessWatch, EachGpuOfAProcessIsJudgedOnItsOwn) {
   UnmanagedProcessWatch watch;
   const std::vector<std::set<uint32_t>> owners = {{kAlice}, {kAlice, kBob}};
   const std::vector<GpuProcessSighting> scan = {sighting(10, kAlice, {0, 1})};
-  watch.observe(0, scan, owners);
-  const auto due = watch.observe(2 * kS, scan, owners);
+  watch.observe(0, scan, owners, kNone);
+  const auto due = watch.observe(2 * kS, scan, owners, kNone);
   ASSERT_EQ(due.size(), 2u);
   EXPECT_EQ(due[0].gpu + due[1].gpu, 1u);
 }
 
-TEST(UnmanagedProcessWatch, AProcessGoneOrNowManagedStartsItsGraceAgain) {
+// The grace is the user's on the GPU: processes that each live less than
+// it, one after another, are due as soon as the user's streak passes it.
+TEST(UnmanagedProcessWatch, ARelayOfShortLivedProcessesIsCaught) {
   UnmanagedProcessWatch watch;
-  const std::vector<GpuProcessSighting> escaped = {sighting(10, kAlice, {0})};
-  watch.observe(0, escaped, kOwners);
-  watch.observe(kS, {}, kOwners);  // not seen: forgotten
-  EXPECT_TRUE(watch.observe(2 * kS, escaped, kOwners).empty());
-  EXPECT_TRUE(watch.observe(3 * kS, {sighting(10, kAlice, {0}, true)}, kOwners).empty());
-  EXPECT_TRUE(watch.observe(4 * kS, escaped, kOwners).empty());
-  EXPECT_EQ(watch.observe(6 * kS, escaped, kOwners).size(), 1u);
+  EXPECT_TRUE(watch.observe(0, {sighting(10, kAlice, {0})}, kOwners, kNone).empty());
+  EXPECT_TRUE(watch.observe(kS, {sighting(11, kAlice, {0})}, kOwners, kNone).empty());
+  const auto due = watch.observe(2 * kS, {sighting(12, kAlice, {0})}, kOwners, kNone);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].pid, 12);
+  EXPECT_EQ(due[0].first_seen_ns, 2 * kS);
 }
 
-TEST(UnmanagedProcessWatch, AReusedPidIsAnotherProcess) {
+TEST(UnmanagedProcessWatch, AScanWithoutOneEndsTheStreak) {
   UnmanagedProcessWatch watch;
-  watch.observe(0, {sighting(10, kAlice, {0}, false, 100)}, kOwners);
-  // Same pid, another start time: a new process, whose grace starts now.
-  EXPECT_TRUE(watch.observe(2 * kS, {sighting(10, kAlice, {0}, false, 200)}, kOwners).empty());
-  EXPECT_EQ(watch.observe(4 * kS, {sighting(10, kAlice, {0}, false, 200)}, kOwners).size(), 1u);
+  const std::vector<GpuProcessSighting> escaped = {sighting(10, kAlice, {0})};
+  watch.observe(0, escaped, kOwners, kNone);
+  watch.observe(kS, {}, kOwners, kNone);  // none seen: forgotten
+  EXPECT_TRUE(watch.observe(2 * kS, escaped, kOwners, kNone).empty());
+  EXPECT_TRUE(watch.observe(3 * kS, escaped, kOwners, {10}).empty());  // attached meanwhile
+  EXPECT_TRUE(watch.observe(4 * kS, escaped, kOwners, kNone).empty());
+  EXPECT_TRUE(watch.observe(5 * kS, escaped, kOwners, kNone).empty());
+  EXPECT_EQ(watch.observe(6 * kS, escaped, kOwners, kNone).size(), 1u);
+}
+
+TEST(UnmanagedProcessWatch, AReusedPidIsAnotherProcessInTheSameStreak) {
+  UnmanagedProcessWatch watch;
+  watch.observe(0, {sighting(10, kAlice, {0}, 100)}, kOwners, kNone);
+  const auto due = watch.observe(2 * kS, {sighting(10, kAlice, {0}, 200)}, kOwners, kNone);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].start_time, 200u);
+  EXPECT_EQ(due[0].first_seen_ns, 2 * kS);
 }
 
 TEST(UnmanagedProcessWatch, AnInstanceEndedMeansItsUserIsNoLongerJudgedThere) {
   UnmanagedProcessWatch watch;
   const std::vector<GpuProcessSighting> scan = {sighting(10, kAlice, {0})};
-  watch.observe(0, scan, kOwners);
+  watch.observe(0, scan, kOwners, kNone);
   const std::vector<std::set<uint32_t>> none = {{}, {}};
-  EXPECT_TRUE(watch.observe(2 * kS, scan, none).empty());
+  EXPECT_TRUE(watch.observe(2 * kS, scan, none, kNone).empty());
   EXPECT_TRUE(watch.current().empty());
 }
 
