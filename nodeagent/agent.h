@@ -207,6 +207,9 @@ class Agent {
   faa::Nanos gang_epoch_ = 0;  // the epoch the gang windows were placed on
   model::UnmanagedProcessWatch unmanaged_;
   UnmanagedProcessScanner unmanaged_scanner_;
+  // The shim's files seen at ShimLibrary since the agent started (an upgrade
+  // replaces it while processes map the one before).
+  std::vector<DeviceFile> known_shims_;
   EventHandle unmanaged_timer_;
   uint64_t unmanaged_killed_ = 0;
   LogBudget unmanaged_stuck_log_{1, 1.0 / 300};

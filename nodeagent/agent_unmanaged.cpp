@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -24,6 +25,7 @@ namespace egpu::agent {
 namespace {
 
 constexpr int64_t kScanPeriodNs = 1'000'000'000;
+constexpr size_t kMaxKnownShims = 16;
 
 std::string command_of(pid_t pid) {
   std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
@@ -72,6 +74,16 @@ void Agent::watch_unmanaged(int64_t now) {
   for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
     paths.push_back(config_.gpu_device_file(gpu));
   request.devices = device_files(paths);
+  // The installed shim, and the ones it replaced since the agent started.
+  const DeviceFile shim = device_files({config_.shim_library}).front();
+  const bool known = std::any_of(known_shims_.begin(), known_shims_.end(), [&](const auto& f) {
+    return f.dev == shim.dev && f.ino == shim.ino && f.path == shim.path;
+  });
+  if (!known) {
+    if (known_shims_.size() >= kMaxKnownShims) known_shims_.erase(known_shims_.begin());
+    known_shims_.push_back(shim);
+  }
+  request.shims = known_shims_;
   if (!unmanaged_scanner_.start(std::move(request), now) &&
       unmanaged_scanner_.stuck_scans() >= UnmanagedProcessScanner::kMaxWorkers &&
       unmanaged_stuck_log_.take(now).log) {

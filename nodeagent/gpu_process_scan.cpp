@@ -138,8 +138,9 @@ std::vector<DeviceFile> device_files(const std::vector<std::string>& paths) {
   return out;
 }
 
-std::vector<uint32_t> mapped_gpus(std::istream& maps, const std::vector<DeviceFile>& devices) {
-  std::vector<uint32_t> gpus;
+MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices,
+                      const std::vector<DeviceFile>& shims) {
+  MapsFinding found;
   std::string line;
   while (std::getline(maps, line)) {
     // "start-end perms offset major:minor inode [path]": numbers in hex but
@@ -158,14 +159,22 @@ std::vector<uint32_t> mapped_gpus(std::istream& maps, const std::vector<DeviceFi
       path = std::string_view(line).substr(static_cast<size_t>(path_at));
     if (path.ends_with(kDeleted)) path.remove_suffix(kDeleted.size());
     const dev_t dev = makedev(major, minor);
+    const auto same = [&](const DeviceFile& f) {
+      return f.ino != 0 ? f.dev == dev && f.ino == static_cast<ino_t>(inode)
+                        : !path.empty() && path == f.path;
+    };
     for (uint32_t g = 0; g < devices.size(); ++g) {
-      const DeviceFile& d = devices[g];
-      const bool same = d.ino != 0 ? d.dev == dev && d.ino == static_cast<ino_t>(inode)
-                                   : !path.empty() && path == d.path;
-      if (same) add_gpu(gpus, g);
+      if (same(devices[g])) add_gpu(found.gpus, g);
+    }
+    // The shim by identity, or by its path (only root can put a file
+    // there): on overlayfs, maps name the underlying file's device and
+    // inode, not the ones stat() says; and one an upgrade replaced is
+    // named by its path and " (deleted)".
+    for (const DeviceFile& shim : shims) {
+      if (same(shim) || (!path.empty() && path == shim.path)) found.maps_shim = true;
     }
   }
-  return gpus;
+  return found;
 }
 
 std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRequest& request,
@@ -190,26 +199,31 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     model::GpuProcessSighting s;
     s.pid = pid;
     s.uid = status->uid;
-    // Attached, or forked from an attached process: managed, read no further.
-    bool managed = request.attached.contains(pid);
-    for (pid_t p = status->ppid; !managed && p > 1 && s.ancestors.size() < kMaxAncestors;) {
+    // Attached itself, or forked from an attached process: managed if it
+    // maps the shim (the maps say).
+    bool attached = request.attached.contains(pid);
+    for (pid_t p = status->ppid; !attached && p > 1 && s.ancestors.size() < kMaxAncestors;) {
       s.ancestors.push_back(p);
-      managed = request.attached.contains(p);
+      attached = request.attached.contains(p);
       const auto parent = read_status(p);
       p = parent ? parent->ppid : 0;
     }
-    if (managed) continue;
     s.start_time = process_start_time(pid);
     if (s.start_time == 0) continue;  // gone
     const auto unreadable = request.maps_unreadable.find(pid);
     if (unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
+      // Its maps wait on it: judged by its open files and its attachment.
       s.gpus = open_gpus(dir, request.devices);
+      s.maps_shim = attached;
     } else {
       std::ifstream maps(dir + "/maps");
-      s.gpus = mapped_gpus(maps, request.devices);
+      const MapsFinding found = read_maps(maps, request.devices, request.shims);
+      s.gpus = found.gpus;
+      s.maps_shim = found.maps_shim;
     }
+    if (s.gpus.empty() || (attached && s.maps_shim)) continue;  // no GPU, or managed
     // Gone or replaced meanwhile (a pid reused between the reads): nothing.
-    if (s.gpus.empty() || process_start_time(pid) != s.start_time) continue;
+    if (process_start_time(pid) != s.start_time) continue;
     out.push_back(std::move(s));
   }
   mark(0);

@@ -1,11 +1,12 @@
 // The /proc scan behind UnmanagedProcessWatch (core/model/unmanaged_processes.h):
-// which processes of the given users, not attached to the agent, map a
-// managed GPU's device file. It runs off the agent's thread
+// which processes of the given users map a managed GPU's device file and are
+// not managed (mapping the shim, attached or descended from an attached
+// process). It runs off the agent's thread
 // (nodeagent/unmanaged_process_scanner.h). Descriptors are looked at first,
 // by the names /proc/PID/fd links to (readlink takes no lock of the process
-// and asks no filesystem); only a process that holds a GPU's file open and is
-// not attached has its maps read, which takes its mmap lock, which the
-// process can keep others waiting on.
+// and asks no filesystem); only a process that holds a GPU's file open has
+// its maps read, which takes its mmap lock, which the process can keep
+// others waiting on.
 #pragma once
 
 #include <sys/types.h>
@@ -38,13 +39,22 @@ std::vector<DeviceFile> device_files(const std::vector<std::string>& paths);
 // /proc/PID/stat's starttime: with the pid, names one process (0: unreadable).
 uint64_t process_start_time(pid_t pid);
 
-// The GPUs whose device file a /proc/PID/maps text maps.
-std::vector<uint32_t> mapped_gpus(std::istream& maps, const std::vector<DeviceFile>& devices);
+struct MapsFinding {
+  std::vector<uint32_t> gpus;  // GPUs whose device file is mapped
+  bool maps_shim = false;      // one of `shims` is mapped
+};
+
+// Reads a /proc/PID/maps text. `shims`: the shim's files (its installed
+// one and those it replaced while processes still map them), matched by
+// device and inode or by path (which only root can put a file at).
+MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices,
+                      const std::vector<DeviceFile>& shims);
 
 struct GpuProcessScanRequest {
   std::set<uid_t> uids;  // whose processes to look at (never root)
   std::vector<DeviceFile> devices;
-  std::set<pid_t> attached;  // managed with their descendants: not read further
+  std::vector<DeviceFile> shims;
+  std::set<pid_t> attached;  // with the shim mapped, managed with their descendants
   // Processes (pid -> start time) whose maps an earlier scan could not read
   // in time: judged by the GPU files they hold open.
   std::map<pid_t, uint64_t> maps_unreadable;

@@ -11,11 +11,11 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
   std::map<Key, UnmanagedProcess> next;
   std::map<std::pair<uint32_t, uint32_t>, int64_t> streaks;
   for (const GpuProcessSighting& s : sightings) {
-    if (s.uid == 0 || s.pid <= 0 || attached.contains(s.pid) ||
-        std::any_of(s.ancestors.begin(), s.ancestors.end(),
-                    [&](int32_t a) { return attached.contains(a); })) {
-      continue;
-    }
+    const bool managed =
+        s.maps_shim &&
+        (attached.contains(s.pid) || std::any_of(s.ancestors.begin(), s.ancestors.end(),
+                                                 [&](int32_t a) { return attached.contains(a); }));
+    if (s.uid == 0 || s.pid <= 0 || managed) continue;
     for (const uint32_t gpu : s.gpus) {
       if (gpu >= owners.size() || !owners[gpu].contains(s.uid)) continue;
       const Key key{s.pid, s.start_time, gpu};

@@ -5,13 +5,16 @@
 // loader never preloads into, reaches the GPU unpaced and uncounted. The
 // agent cannot stop such a process from opening the device (that is the
 // device cgroup's job), but it can see it. A process that submits work to a
-// GPU holds the GPU's device file open and maps it (the driver's doorbells);
-// a process the shim runs in attached to the agent at its cuInit. So a scan
-// of /proc (the agent's, nodeagent/gpu_process_scan.h) reports the processes
-// that map a managed GPU's device file and are neither attached nor
-// descended from an attached process (a PyTorch DataLoader worker forked
-// from one inherits its descriptors and maps), and this decides, in
-// simulated time, which of them are escapes:
+// GPU holds the GPU's device file open and maps it (the driver's doorbells).
+// A managed process maps the shim (the installed file itself, not one of its
+// name) and attached to the agent at its cuInit, or was forked from one that
+// did (a PyTorch DataLoader worker inherits its maps). Both are needed: a
+// process that attached and then exec'd a program without LD_PRELOAD keeps
+// its pid (attached) but not the shim, and one forked and exec'd so by an
+// attached process descends from it without the shim. A scan of /proc (the
+// agent's, nodeagent/gpu_process_scan.h) reports the processes that map a
+// managed GPU's device file and are not plainly managed, and this decides,
+// in simulated time, which of them are escapes:
 //   - only processes of a user who owns an instance on that GPU: root's
 //     processes, and users with no instance on the GPU, are not egpu's to
 //     judge (daemons such as nvidia-persistenced run as users of their own;
@@ -21,8 +24,8 @@
 //     a process caught between the driver's cuInit and its attach, and is
 //     the user's on that GPU, not each process's, so a relay of short-lived
 //     processes cannot stay under it.
-// A process that attaches and then calls around the shim is not caught here
-// (see README, "patched shim").
+// A process that maps the shim, attaches, and then calls around it is not
+// caught here (see README, "patched shim").
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,7 @@ struct GpuProcessSighting {
   uint32_t uid = 0;                // real uid
   std::vector<uint32_t> gpus;      // managed GPUs whose device file it maps
   std::vector<int32_t> ancestors;  // its parent, grandparent ... (nearest first)
+  bool maps_shim = false;          // maps the installed shim
 };
 
 // A process found using `gpu` without the shim.
@@ -58,8 +62,9 @@ class UnmanagedProcessWatch {
   static constexpr int64_t kGraceNs = 2'000'000'000;
 
   // One completed scan at `now`. `owners[gpu]`: the uids that own an
-  // instance on that GPU; `attached`: the pids attached to the agent now
-  // (a sighting of one of them, or of a descendant, is managed). Returns the
+  // instance on that GPU; `attached`: the pids attached to the agent now (a
+  // sighting that maps the shim and is one of them, or descends from one,
+  // is managed). Returns the
   // processes due at this scan: every one still seen (a kill is retried),
   // `first` set the first time.
   std::vector<UnmanagedProcess> observe(int64_t now,

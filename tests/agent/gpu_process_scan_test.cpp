@@ -27,27 +27,51 @@ std::vector<DeviceFile> two_gpus() {
           DeviceFile{makedev(0, 5), 1235, "/dev/nvidia1"}};
 }
 
-TEST(GpuProcessScan, MapsNameTheGpusByDeviceAndInode) {
+const std::vector<DeviceFile> kShim = {DeviceFile{makedev(254, 1), 888, "/usr/lib/egpu/shim.so"}};
+
+TEST(GpuProcessScan, MapsNameTheGpusAndTheShimByDeviceAndInode) {
   std::istringstream maps(
       "7f0000000000-7f0000001000 rw-s 00000000 00:05 1235                       /dev/nvidia1\n"
       "7f0000002000-7f0000003000 r--p 00000000 fd:01 777 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
       // Same inode on another filesystem, same filesystem another inode.
       "7f0000003000-7f0000004000 rw-s 00000000 00:06 1234 /tmp/nvidia0\n"
       "7f0000004000-7f0000005000 rw-s 00000000 00:05 9999 /dev/nvidia0\n"
+      "7f0000005000-7f0000006000 r-xp 00001000 fe:01 888 /usr/lib/egpu/shim.so\n"
       "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n");
-  EXPECT_EQ(mapped_gpus(maps, two_gpus()), std::vector<uint32_t>{1});
+  const MapsFinding f = read_maps(maps, two_gpus(), kShim);
+  EXPECT_EQ(f.gpus, std::vector<uint32_t>{1});
+  EXPECT_TRUE(f.maps_shim);
+}
+
+// A file of the shim's name elsewhere is not the shim; the shim an upgrade
+// replaced (at its path, deleted) still is, and so is the shim's path on
+// another device and inode (overlayfs names the underlying file in maps).
+TEST(GpuProcessScan, OnlyTheShimsOwnFileIsTheShim) {
+  std::istringstream copy(
+      "7f0000005000-7f0000006000 r-xp 00001000 00:2a 888 /tmp/shim.so\n"
+      "7f0000006000-7f0000007000 r-xp 00001000 fe:01 887 /tmp/x/shim.so\n");
+  EXPECT_FALSE(read_maps(copy, two_gpus(), kShim).maps_shim);
+  std::istringstream replaced(
+      "7f0000005000-7f0000006000 r-xp 00001000 fe:01 555 /usr/lib/egpu/shim.so (deleted)\n");
+  EXPECT_TRUE(read_maps(replaced, two_gpus(), kShim).maps_shim);
+  std::istringstream overlay(
+      "7f0000005000-7f0000006000 r-xp 00001000 00:31 4711 /usr/lib/egpu/shim.so\n");
+  EXPECT_TRUE(read_maps(overlay, two_gpus(), kShim).maps_shim);
+  std::istringstream deleted_copy(
+      "7f0000005000-7f0000006000 r-xp 00001000 00:2a 556 /tmp/shim.so (deleted)\n");
+  EXPECT_FALSE(read_maps(deleted_copy, two_gpus(), kShim).maps_shim);
 }
 
 TEST(GpuProcessScan, AFileNotLookedUpIsMatchedByItsPathSpacesAndDeletionIncluded) {
   std::istringstream maps(
       "7f0000006000-7f0000007000 rw-s 00000000 00:2a 42 /dev/shm/a b.gpu3 (deleted)\n");
   const std::vector<DeviceFile> devices = {DeviceFile{0, 0, "/dev/shm/a b.gpu3"}};
-  EXPECT_EQ(mapped_gpus(maps, devices), std::vector<uint32_t>{0});
+  EXPECT_EQ(read_maps(maps, devices, kShim).gpus, std::vector<uint32_t>{0});
 }
 
 TEST(GpuProcessScan, MalformedLinesAreSkipped) {
   std::istringstream maps("garbage\n\n7f-7f rw-s 0 zz:zz 12 /dev/nvidia0\n- - - 00:05 1234\n");
-  EXPECT_EQ(mapped_gpus(maps, two_gpus()), std::vector<uint32_t>{0});  // the last line
+  EXPECT_EQ(read_maps(maps, two_gpus(), kShim).gpus, std::vector<uint32_t>{0});  // the last line
 }
 
 // A job's process, played by a child (of another user when the test is
@@ -55,15 +79,23 @@ TEST(GpuProcessScan, MalformedLinesAreSkipped) {
 // GPUs 0 and 1 and maps GPU 0's.
 class ScannedChild {
  public:
-  enum class Shape { kPlain, kOddName, kLeaderExited };
+  enum class Shape { kPlain, kWithShim, kOddName, kLeaderExited };
 
   explicit ScannedChild(Shape shape) {
     const std::string dir = ::testing::TempDir();
     paths_ = {dir + "/scan-gpu0-" + std::to_string(getpid()),
-              dir + "/scan-gpu1-" + std::to_string(getpid())};
+              dir + "/scan-gpu1-" + std::to_string(getpid()),
+              dir + "/scan-shim-" + std::to_string(getpid())};
     const int m = ::open(paths_[0].c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     const int o = ::open(paths_[1].c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (m < 0 || o < 0 || ::ftruncate(m, 4096) != 0) return;
+    const int shim = ::open(paths_[2].c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (m < 0 || o < 0 || shim < 0 || ::ftruncate(m, 4096) != 0 || ::ftruncate(shim, 4096) != 0)
+      return;
+    // The shim as a preloaded library is mapped: here, when asked, its file.
+    if (shape == Shape::kWithShim &&
+        ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, shim, 0) == MAP_FAILED) {
+      return;
+    }
     int ready[2];
     if (::pipe2(ready, O_CLOEXEC) != 0) return;
     pid_ = ::fork();
@@ -74,6 +106,7 @@ class ScannedChild {
     ::close(ready[0]);
     ::close(m);
     ::close(o);
+    ::close(shim);
   }
   ~ScannedChild() {
     if (pid_ > 0) {
@@ -89,7 +122,8 @@ class ScannedChild {
   GpuProcessScanRequest request() const {
     GpuProcessScanRequest r;
     r.uids = {uid()};
-    r.devices = device_files(paths_);
+    r.devices = device_files({paths_[0], paths_[1]});
+    r.shims = device_files({paths_[2]});
     return r;
   }
   // The scan's sighting of this child; none: gpus empty.
@@ -150,14 +184,31 @@ TEST(GpuProcessScan, AProcessThatMapsAGpuIsFoundWithItsAncestors) {
   EXPECT_EQ(s.ancestors[0], getpid());
 }
 
-TEST(GpuProcessScan, AttachedProcessesAndTheirDescendantsAreNotSighted) {
-  ScannedChild child(ScannedChild::Shape::kPlain);
+TEST(GpuProcessScan, AttachedProcessesAndTheirDescendantsWithTheShimAreNotSighted) {
+  ScannedChild child(ScannedChild::Shape::kWithShim);
   ASSERT_TRUE(child.ready());
   auto r = child.request();
+  EXPECT_TRUE(child.sighting(r).maps_shim);  // not attached: sighted, with the shim
   r.attached = {child.pid()};
   EXPECT_TRUE(child.sighting(r).gpus.empty());
   r.attached = {getpid()};  // its parent
   EXPECT_TRUE(child.sighting(r).gpus.empty());
+}
+
+// Attached, then exec'd without LD_PRELOAD (its pid stays attached), or
+// forked and exec'd so by an attached process: without the shim, sighted.
+TEST(GpuProcessScan, AttachedOrDescendedWithoutTheShimIsSighted) {
+  ScannedChild child(ScannedChild::Shape::kPlain);
+  ASSERT_TRUE(child.ready());
+  auto r = child.request();
+  r.attached = {child.pid()};
+  auto s = child.sighting(r);
+  EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
+  EXPECT_FALSE(s.maps_shim);
+  r.attached = {getpid()};
+  s = child.sighting(r);
+  EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
+  EXPECT_FALSE(s.maps_shim);
 }
 
 TEST(GpuProcessScan, AProcessWhoseMapsCouldNotBeReadIsJudgedByItsOpenFiles) {
@@ -166,6 +217,9 @@ TEST(GpuProcessScan, AProcessWhoseMapsCouldNotBeReadIsJudgedByItsOpenFiles) {
   auto r = child.request();
   r.maps_unreadable = {{child.pid(), process_start_time(child.pid())}};
   EXPECT_EQ(child.sighting(r).gpus, (std::vector<uint32_t>{0, 1}));
+  EXPECT_FALSE(child.sighting(r).maps_shim);  // not attached: taken not to map it
+  r.attached = {child.pid()};
+  EXPECT_TRUE(child.sighting(r).gpus.empty());  // attached: given the benefit of the doubt
   // Another process at that pid (another start time) is read as usual.
   r.maps_unreadable = {{child.pid(), 1}};
   EXPECT_EQ(child.sighting(r).gpus, std::vector<uint32_t>{0});

@@ -29,10 +29,11 @@ EnforcedNode::EnforcedNode(const std::string& tag, NodeOptions options) {
                                            harness::SimGpuConfig{.devices = options.gpus,
                                                                  .memory_mb = options.memory_mb,
                                                                  .shared_by_users = options.users});
-  // The files simgpu maps as the driver maps /dev/nvidiaN: how the agent
-  // tells which processes use a GPU (UnmanagedProcesses=).
-  const std::string config =
-      "GpuDeviceFiles=" + gpu_->device_file_pattern() + "\n" + options.agent_config;
+  // The files simgpu maps as the driver maps /dev/nvidiaN, and the shim the
+  // jobs preload: how the agent tells which processes use a GPU and which of
+  // them are managed (UnmanagedProcesses=).
+  const std::string config = "GpuDeviceFiles=" + gpu_->device_file_pattern() +
+                             "\nShimLibrary=" + shim_path() + "\n" + options.agent_config;
   agent_ = std::make_unique<test::AgentProcess>(config, options.gpus,
                                                 static_cast<uint64_t>(options.memory_mb));
   EXPECT_TRUE(agent_->start()) << agent_->log();

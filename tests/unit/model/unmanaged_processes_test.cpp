@@ -10,8 +10,9 @@ constexpr uint32_t kAlice = 1001;
 constexpr uint32_t kBob = 1002;
 
 GpuProcessSighting sighting(int32_t pid, uint32_t uid, std::vector<uint32_t> gpus,
-                            uint64_t start = 100, std::vector<int32_t> ancestors = {1}) {
-  return {pid, start, uid, std::move(gpus), std::move(ancestors)};
+                            uint64_t start = 100, std::vector<int32_t> ancestors = {1},
+                            bool shim = false) {
+  return {pid, start, uid, std::move(gpus), std::move(ancestors), shim};
 }
 
 // GPU 0: Alice's instance; GPU 1: Bob's.
@@ -47,16 +48,37 @@ TEST(UnmanagedProcessWatch, OneScanIsNeverEnoughHoweverLongTheGapBefore) {
   EXPECT_TRUE(watch.observe(200 * kS, {sighting(10, kAlice, {0})}, kOwners, kNone).empty());
 }
 
-TEST(UnmanagedProcessWatch, AttachedProcessesAndTheirDescendantsAreManaged) {
+TEST(UnmanagedProcessWatch, AttachedProcessesAndTheirDescendantsWithTheShimAreManaged) {
   UnmanagedProcessWatch watch;
   const std::vector<GpuProcessSighting> scan = {
-      sighting(10, kAlice, {0}),                    // attached itself
-      sighting(11, kAlice, {0}, 100, {10, 1}),      // forked from it (a DataLoader worker)
-      sighting(12, kAlice, {0}, 100, {11, 10, 1}),  // and from that one
+      sighting(10, kAlice, {0}, 100, {1}, true),          // attached itself
+      sighting(11, kAlice, {0}, 100, {10, 1}, true),      // forked from it (a DataLoader worker)
+      sighting(12, kAlice, {0}, 100, {11, 10, 1}, true),  // and from that one
   };
   for (int64_t t = 0; t <= 10 * kS; t += kS)
     EXPECT_TRUE(watch.observe(t, scan, kOwners, {10}).empty()) << t;
   EXPECT_TRUE(watch.current().empty());
+}
+
+// Attached and then exec'd without LD_PRELOAD (same pid), or forked and
+// exec'd so by an attached process: no shim, so not managed.
+TEST(UnmanagedProcessWatch, WithoutTheShimAttachmentOrAncestryIsNotEnough) {
+  UnmanagedProcessWatch watch;
+  const std::vector<GpuProcessSighting> scan = {
+      sighting(10, kAlice, {0}, 100, {1}, false),
+      sighting(11, kAlice, {0}, 100, {10, 1}, false),
+  };
+  watch.observe(0, scan, kOwners, {10});
+  EXPECT_EQ(watch.observe(2 * kS, scan, kOwners, {10}).size(), 2u);
+}
+
+// The shim mapped but never attached (a refused attach, or one with no
+// attached process above it): it runs outside its share all the same.
+TEST(UnmanagedProcessWatch, TheShimWithoutAnAttachmentIsNotEnough) {
+  UnmanagedProcessWatch watch;
+  const std::vector<GpuProcessSighting> scan = {sighting(10, kAlice, {0}, 100, {1}, true)};
+  watch.observe(0, scan, kOwners, {99});
+  EXPECT_EQ(watch.observe(2 * kS, scan, kOwners, {99}).size(), 1u);
 }
 
 TEST(UnmanagedProcessWatch, RootAndOtherUsersProcessesAreNotJudged) {
@@ -100,7 +122,9 @@ TEST(UnmanagedProcessWatch, AScanWithoutOneEndsTheStreak) {
   watch.observe(0, escaped, kOwners, kNone);
   watch.observe(kS, {}, kOwners, kNone);  // none seen: forgotten
   EXPECT_TRUE(watch.observe(2 * kS, escaped, kOwners, kNone).empty());
-  EXPECT_TRUE(watch.observe(3 * kS, escaped, kOwners, {10}).empty());  // attached meanwhile
+  // Attached meanwhile (with the shim): managed.
+  EXPECT_TRUE(
+      watch.observe(3 * kS, {sighting(10, kAlice, {0}, 100, {1}, true)}, kOwners, {10}).empty());
   EXPECT_TRUE(watch.observe(4 * kS, escaped, kOwners, kNone).empty());
   EXPECT_TRUE(watch.observe(5 * kS, escaped, kOwners, kNone).empty());
   EXPECT_EQ(watch.observe(6 * kS, escaped, kOwners, kNone).size(), 1u);
