@@ -26,6 +26,11 @@ namespace {
 
 constexpr int64_t kScanPeriodNs = 1'000'000'000;
 constexpr size_t kMaxKnownShims = 16;
+constexpr size_t kMaxRefusedAttaches = 512;
+// After a start nothing is judged for this long: processes attached to the
+// agent before re-attach at their shim's next retry (every 5 s, after a
+// timeout of up to 2 s), and until then they look unattached.
+constexpr int64_t kQuietAfterStartNs = 15'000'000'000;
 
 std::string command_of(pid_t pid) {
   std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
@@ -50,7 +55,24 @@ void Agent::on_unmanaged_timer(evutil_socket_t, short, void* arg) {
   self->watch_unmanaged(monotonic_ns());
 }
 
+void Agent::note_refused_attach(pid_t pid) {
+  if (config_.unmanaged_processes == config::UnmanagedAction::kOff) return;
+  const uint64_t start = process_start_time(pid);
+  if (start == 0) return;
+  // Pruned when full (the gone first): an entry is one process's, and a
+  // stale one only spares a process at a reused pid that maps the shim.
+  if (refused_attaches_.size() >= kMaxRefusedAttaches) {
+    std::erase_if(refused_attaches_, [](const auto& entry) {
+      return process_start_time(entry.first) != entry.second;
+    });
+    if (refused_attaches_.size() >= kMaxRefusedAttaches)
+      refused_attaches_.erase(refused_attaches_.begin());
+  }
+  refused_attaches_[pid] = start;
+}
+
 void Agent::watch_unmanaged(int64_t now) {
+  if (now - started_ns_ < kQuietAfterStartNs) return;
   // Who may be judged where: the owners of each GPU's instances, root never.
   std::vector<std::set<uint32_t>> owners(arbiters_.size());
   GpuProcessScanRequest request;
@@ -62,6 +84,8 @@ void Agent::watch_unmanaged(int64_t now) {
   // Attached now: a process that attached since the scan was taken is
   // managed too (its attach was in the gap the grace covers).
   request.attached = tracker_->pids();
+  for (const auto& [pid, start] : refused_attaches_)
+    request.attached.insert(pid);
   const std::set<int32_t> attached(request.attached.begin(), request.attached.end());
   if (auto sightings = unmanaged_scanner_.take_result()) {
     for (const model::UnmanagedProcess& p : unmanaged_.observe(now, *sightings, owners, attached))

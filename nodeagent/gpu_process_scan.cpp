@@ -81,23 +81,36 @@ std::string task_dir(pid_t pid, bool zombie) {
 }
 
 // The GPUs whose device file a process holds open, by the names its
-// descriptors link to.
-std::vector<uint32_t> open_gpus(const std::string& dir, const std::vector<DeviceFile>& devices) {
+// descriptors link to; nullopt past kMaxDescriptorsRead. A name that ends
+// in a device's path counts (a process chrooted in its own mount namespace
+// names /dev/nvidia0 /its/root/dev/nvidia0): the maps then say whether it
+// is the device (by device and inode).
+std::optional<std::vector<uint32_t>> open_gpus(const std::string& dir,
+                                               const std::vector<DeviceFile>& devices) {
   std::vector<uint32_t> gpus;
   const Dir fds(opendir((dir + "/fd").c_str()), closedir);
   if (!fds) return gpus;
   char target[4096];
+  size_t read = 0;
   while (const dirent* e = readdir(fds.get())) {
     if (e->d_name[0] == '.') continue;
+    if (++read > kMaxDescriptorsRead) return std::nullopt;
     const ssize_t n = readlinkat(dirfd(fds.get()), e->d_name, target, sizeof target);
     if (n <= 0 || static_cast<size_t>(n) >= sizeof target) continue;
     std::string_view path(target, static_cast<size_t>(n));
     if (path.ends_with(kDeleted)) path.remove_suffix(kDeleted.size());
     for (uint32_t g = 0; g < devices.size(); ++g) {
-      if (path == devices[g].path) add_gpu(gpus, g);
+      if (!devices[g].path.empty() && path.ends_with(devices[g].path)) add_gpu(gpus, g);
     }
   }
   return gpus;
+}
+
+uint64_t gpu_bits(const std::vector<uint32_t>& gpus) {
+  uint64_t bits = 0;
+  for (const uint32_t g : gpus)
+    bits |= g < 64 ? uint64_t{1} << g : 0;
+  return bits;
 }
 
 }  // namespace
@@ -177,43 +190,75 @@ MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices
   return found;
 }
 
+namespace {
+
+// Its parents up to init (nearest first), and whether one is attached.
+bool attached_ancestry(pid_t ppid, const std::set<pid_t>& attached,
+                       std::vector<int32_t>* ancestors) {
+  for (pid_t p = ppid; p > 1 && ancestors->size() < kMaxAncestors;) {
+    ancestors->push_back(p);
+    if (attached.contains(p)) return true;
+    const auto parent = read_status(p);
+    p = parent ? parent->ppid : 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open_gpus,
+                                                        size_t gpu_count,
+                                                        const std::set<pid_t>& attached) {
+  const auto status = read_status(pid);
+  if (!status || open_gpus == 0) return std::nullopt;
+  model::GpuProcessSighting s;
+  s.pid = pid;
+  s.uid = status->uid;
+  s.start_time = process_start_time(pid);
+  if (s.start_time == 0) return std::nullopt;
+  for (uint32_t g = 0; g < gpu_count && g < 64; ++g) {
+    if (open_gpus & (uint64_t{1} << g)) s.gpus.push_back(g);
+  }
+  s.maps_shim = attached.contains(pid) || attached_ancestry(status->ppid, attached, &s.ancestors);
+  return s;
+}
+
 std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRequest& request,
-                                                          std::atomic<pid_t>* reading) {
+                                                          ScanProgress* progress) {
   std::vector<model::GpuProcessSighting> out;
   if (request.uids.empty() || request.devices.empty()) return out;
   const Dir proc(opendir("/proc"), closedir);
   if (!proc) return out;
-  const auto mark = [reading](pid_t pid) {
-    if (reading != nullptr) reading->store(pid, std::memory_order_relaxed);
+  const auto mark = [progress](pid_t pid, uint64_t open) {
+    if (progress == nullptr) return;
+    progress->open_gpus.store(open, std::memory_order_relaxed);
+    progress->pid.store(pid, std::memory_order_relaxed);
   };
   while (const dirent* e = readdir(proc.get())) {
     char* end = nullptr;
     const long value = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || value <= 0) continue;
     const auto pid = static_cast<pid_t>(value);
-    mark(pid);
+    mark(pid, 0);
     const auto status = read_status(pid);
     if (!status || status->uid == 0 || !request.uids.contains(status->uid)) continue;
     const std::string dir = task_dir(pid, status->zombie);
-    if (open_gpus(dir, request.devices).empty()) continue;  // not a GPU's user
+    const auto open = open_gpus(dir, request.devices);
+    if (open && open->empty()) continue;  // not a GPU's user
     model::GpuProcessSighting s;
     s.pid = pid;
     s.uid = status->uid;
     // Attached itself, or forked from an attached process: managed if it
     // maps the shim (the maps say).
-    bool attached = request.attached.contains(pid);
-    for (pid_t p = status->ppid; !attached && p > 1 && s.ancestors.size() < kMaxAncestors;) {
-      s.ancestors.push_back(p);
-      attached = request.attached.contains(p);
-      const auto parent = read_status(p);
-      p = parent ? parent->ppid : 0;
-    }
+    const bool attached = request.attached.contains(pid) ||
+                          attached_ancestry(status->ppid, request.attached, &s.ancestors);
     s.start_time = process_start_time(pid);
     if (s.start_time == 0) continue;  // gone
+    mark(pid, open ? gpu_bits(*open) : ~uint64_t{0});
     const auto unreadable = request.maps_unreadable.find(pid);
-    if (unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
+    if (open && unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
       // Its maps wait on it: judged by its open files and its attachment.
-      s.gpus = open_gpus(dir, request.devices);
+      s.gpus = *open;
       s.maps_shim = attached;
     } else {
       std::ifstream maps(dir + "/maps");
@@ -224,9 +269,13 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     if (s.gpus.empty() || (attached && s.maps_shim)) continue;  // no GPU, or managed
     // Gone or replaced meanwhile (a pid reused between the reads): nothing.
     if (process_start_time(pid) != s.start_time) continue;
+    if (progress != nullptr) {
+      std::lock_guard lock(progress->mu);
+      progress->found.push_back(s);
+    }
     out.push_back(std::move(s));
   }
-  mark(0);
+  mark(0, 0);
   return out;
 }
 

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <istream>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -60,9 +62,30 @@ struct GpuProcessScanRequest {
   std::map<pid_t, uint64_t> maps_unreadable;
 };
 
-// Scans /proc once. `reading` is set to the pid being looked at (0 between
-// them), so a caller can tell which process a stuck scan waits on.
+// What a scan has done so far, for a caller that gives up waiting on it.
+struct ScanProgress {
+  std::atomic<pid_t> pid{0};           // the process being looked at (0: none)
+  std::atomic<uint64_t> open_gpus{0};  // its GPU files open (bit per GPU), once read
+  std::mutex mu;
+  std::vector<model::GpuProcessSighting> found;  // sightings so far (under mu)
+};
+
+// Descriptors read per process at most: past them its maps are read
+// instead (which vm.max_map_count bounds), so a process cannot make the
+// scan slow with a million open files.
+inline constexpr size_t kMaxDescriptorsRead = 4096;
+
+// The sighting of a process a scan got stuck on while it read its maps
+// (`open_gpus`: its GPU files open, ScanProgress's bits; all bits: not
+// known): judged by those and by its attachment (`attached` as in the
+// request), which earns it the benefit of the doubt on the shim. Nullopt
+// when it is gone.
+std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open_gpus,
+                                                        size_t gpu_count,
+                                                        const std::set<pid_t>& attached);
+
+// Scans /proc once; each sighting is also added to `progress`.
 std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRequest& request,
-                                                          std::atomic<pid_t>* reading);
+                                                          ScanProgress* progress);
 
 }  // namespace egpu::agent

@@ -28,6 +28,11 @@ WorkerPool* scan_workers() {
 UnmanagedProcessScanner::UnmanagedProcessScanner() = default;
 
 std::optional<std::vector<model::GpuProcessSighting>> UnmanagedProcessScanner::take_result() {
+  if (stuck_result_) {
+    auto result = std::move(stuck_result_);
+    stuck_result_.reset();
+    return result;
+  }
   if (!scan_) return std::nullopt;
   std::lock_guard lock(scan_->mu);
   if (!scan_->done) return std::nullopt;
@@ -42,14 +47,25 @@ bool UnmanagedProcessScanner::running(int64_t now) {
     std::lock_guard lock(scan_->mu);
     if (scan_->done) return false;  // finished, its result not taken yet: take it first
   }
-  const pid_t reading = scan_->reading.load(std::memory_order_relaxed);
+  const pid_t reading = scan_->progress.pid.load(std::memory_order_relaxed);
   if (reading == 0 || reading != last_reading_) {
     last_reading_ = reading;
     last_reading_seen_ = now;
     return true;
   }
   if (now - last_reading_seen_ < kStuckNs) return true;
-  // Stuck on `reading`: its worker is left to it.
+  // Stuck on `reading`: its worker is left to it, and what it found so far
+  // is the result, with the stuck process judged as it can be.
+  std::vector<model::GpuProcessSighting> found;
+  {
+    std::lock_guard lock(scan_->progress.mu);
+    found = scan_->progress.found;
+  }
+  if (auto stuck = stuck_sighting(reading, scan_->progress.open_gpus.load(), scan_->gpu_count,
+                                  scan_->attached)) {
+    found.push_back(std::move(*stuck));
+  }
+  stuck_result_ = std::move(found);
   maps_unreadable_[reading] = process_start_time(reading);
   stuck_.push_back(std::move(scan_));
   last_reading_ = 0;
@@ -66,7 +82,7 @@ int UnmanagedProcessScanner::stuck_scans() {
 
 bool UnmanagedProcessScanner::start(GpuProcessScanRequest request, int64_t now) {
   if (running(now)) return false;
-  if (scan_) return false;  // a result waits to be taken
+  if (scan_ || stuck_result_) return false;  // a result waits to be taken
   if (stuck_scans() >= kMaxWorkers) return false;
   WorkerPool* workers = scan_workers();
   if (workers == nullptr) return false;
@@ -75,10 +91,12 @@ bool UnmanagedProcessScanner::start(GpuProcessScanRequest request, int64_t now) 
                 [](const auto& entry) { return process_start_time(entry.first) != entry.second; });
   request.maps_unreadable = maps_unreadable_;
   auto scan = std::make_shared<Scan>();
+  scan->attached = request.attached;
+  scan->gpu_count = request.devices.size();
   const bool queued = workers->run([scan, request = std::move(request)] {
     std::vector<model::GpuProcessSighting> result;
     try {
-      result = scan_gpu_processes(request, &scan->reading);
+      result = scan_gpu_processes(request, &scan->progress);
     } catch (...) {
       result.clear();  // out of memory: an empty scan, the next one tries again
     }

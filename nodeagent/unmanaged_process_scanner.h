@@ -3,10 +3,12 @@
 // thread, which polls (no wake-up crosses threads). A job can make a read of
 // its own process's maps wait (its mmap lock, held behind a fault that a
 // FUSE file never answers): a scan stuck on one pid for kStuckNs is left to
-// its worker, that pid is looked at through its descriptors from then on,
-// and the next scan starts on another worker, up to kMaxWorkers stuck (a
-// stuck process that is not attached is killed on its descriptors'
-// evidence, which ends its fault and frees the worker). The
+// its worker; what it found so far, with the stuck process judged by its
+// open GPU files and its attachment, counts as a completed scan; that pid
+// is looked at through its descriptors from then on; and the next scan
+// starts on another worker, up to kMaxWorkers stuck (a stuck process that
+// is not attached is killed on that evidence, which ends its fault and
+// frees the worker). The
 // workers are the process's (never destroyed, like the page chores'): a scan
 // may outlive the agent that started it.
 #pragma once
@@ -19,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "nodeagent/gpu_process_scan.h"
@@ -45,7 +48,9 @@ class UnmanagedProcessScanner {
 
  private:
   struct Scan {
-    std::atomic<pid_t> reading{0};
+    ScanProgress progress;
+    std::set<pid_t> attached;  // the request's
+    size_t gpu_count = 0;
     std::mutex mu;
     bool done = false;
     std::vector<model::GpuProcessSighting> result;
@@ -54,6 +59,8 @@ class UnmanagedProcessScanner {
   bool running(int64_t now);
 
   std::shared_ptr<Scan> scan_;
+  // What a scan left stuck had found, taken as its result.
+  std::optional<std::vector<model::GpuProcessSighting>> stuck_result_;
   pid_t last_reading_ = 0;
   int64_t last_reading_seen_ = 0;
   std::map<pid_t, uint64_t> maps_unreadable_;

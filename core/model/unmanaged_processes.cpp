@@ -9,7 +9,7 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
     const std::vector<std::set<uint32_t>>& owners, const std::set<int32_t>& attached) {
   ++scans_;
   std::map<Key, UnmanagedProcess> next;
-  std::map<std::pair<uint32_t, uint32_t>, int64_t> streaks;
+  std::set<std::pair<uint32_t, uint32_t>> users_seen;
   for (const GpuProcessSighting& s : sightings) {
     const bool managed =
         s.maps_shim &&
@@ -23,19 +23,28 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
       UnmanagedProcess p{s.pid, s.start_time, s.uid, gpu, now, false, false};
       if (const auto it = seen_.find(key); it != seen_.end()) p = it->second;
       p.first = false;
-      const auto user = std::make_pair(s.uid, gpu);
-      const auto streak = streaks_.find(user);
-      streaks.emplace(user, streak != streaks_.end() ? streak->second : now);
+      users_seen.insert({s.uid, gpu});
       next.emplace(key, p);
     }
   }
-  // A user's streak goes on only through scans that saw one of its
-  // processes unmanaged on the GPU; one without ends it.
-  streaks_ = std::move(streaks);
+  // A user's streak on a GPU begins at a scan that sees one of its
+  // processes unmanaged there, and ends after kStreakGapScans without.
+  for (auto it = streaks_.begin(); it != streaks_.end();) {
+    if (users_seen.contains(it->first)) {
+      it->second.empty_scans = 0;
+    } else if (++it->second.empty_scans >= kStreakGapScans) {
+      it = streaks_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  for (const auto& user : users_seen)
+    streaks_.try_emplace(user, Streak{now, 0});
   std::vector<UnmanagedProcess> due;
   for (auto& [key, p] : next) {
-    const int64_t since = streaks_.at({p.uid, p.gpu});
-    if (!p.due && since < now && now - since >= kGraceNs) {
+    const int64_t since = streaks_.at({p.uid, p.gpu}).since_ns;
+    // Seen in an earlier scan too, in a streak past the grace.
+    if (!p.due && p.first_seen_ns < now && now - since >= kGraceNs) {
       p.due = true;
       p.first = true;
       ++total_due_;

@@ -19,11 +19,13 @@
 //     processes, and users with no instance on the GPU, are not egpu's to
 //     judge (daemons such as nvidia-persistenced run as users of their own;
 //     a whole-GPU job is on a GPU without instances);
-//   - once a user has had such a process on the GPU in every scan for
-//     kGraceNs (two scans at least), each of them is due: the grace covers
-//     a process caught between the driver's cuInit and its attach, and is
-//     the user's on that GPU, not each process's, so a relay of short-lived
-//     processes cannot stay under it.
+//   - once a user has had such processes on the GPU for kGraceNs (a streak
+//     that only kStreakGapScans scans in a row without one end), each of
+//     them that has been seen in two scans is due: the grace is the user's
+//     on that GPU, not each process's, so a relay of short-lived processes,
+//     gaps and all, does not stay under it; and a process is seen twice
+//     first, so an honest one caught once between the driver's cuInit and
+//     its attach is never due.
 // A process that maps the shim, attaches, and then calls around it is not
 // caught here (see README, "patched shim").
 #pragma once
@@ -60,6 +62,7 @@ struct UnmanagedProcess {
 class UnmanagedProcessWatch {
  public:
   static constexpr int64_t kGraceNs = 2'000'000'000;
+  static constexpr int kStreakGapScans = 3;
 
   // One completed scan at `now`. `owners[gpu]`: the uids that own an
   // instance on that GPU; `attached`: the pids attached to the agent now (a
@@ -87,8 +90,11 @@ class UnmanagedProcessWatch {
     auto operator<=>(const Key&) const = default;
   };
   std::map<Key, UnmanagedProcess> seen_;
-  // (uid, gpu) -> when its current run of scans with an unmanaged process began.
-  std::map<std::pair<uint32_t, uint32_t>, int64_t> streaks_;
+  struct Streak {
+    int64_t since_ns = 0;  // its first scan with an unmanaged process
+    int empty_scans = 0;   // scans in a row without one since the last
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Streak> streaks_;  // by (uid, gpu)
   uint64_t total_due_ = 0;
   uint64_t scans_ = 0;
 };

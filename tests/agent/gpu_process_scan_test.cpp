@@ -128,12 +128,15 @@ class ScannedChild {
   }
   // The scan's sighting of this child; none: gpus empty.
   model::GpuProcessSighting sighting(const GpuProcessScanRequest& r) const {
-    std::atomic<pid_t> reading{-1};
+    ScanProgress progress;
+    progress.pid = -1;
     model::GpuProcessSighting found;
-    for (const auto& s : scan_gpu_processes(r, &reading)) {
+    const auto sightings = scan_gpu_processes(r, &progress);
+    for (const auto& s : sightings) {
       if (s.pid == pid_) found = s;
     }
-    EXPECT_EQ(reading.load(), 0);
+    EXPECT_EQ(progress.pid.load(), 0);
+    EXPECT_EQ(progress.found.size(), sightings.size());
     return found;
   }
 
@@ -223,6 +226,24 @@ TEST(GpuProcessScan, AProcessWhoseMapsCouldNotBeReadIsJudgedByItsOpenFiles) {
   // Another process at that pid (another start time) is read as usual.
   r.maps_unreadable = {{child.pid(), 1}};
   EXPECT_EQ(child.sighting(r).gpus, std::vector<uint32_t>{0});
+}
+
+// What the agent makes of a process a scan got stuck on: its open GPUs, and
+// the benefit of the doubt on the shim when it or a parent is attached.
+TEST(GpuProcessScan, AStuckProcessIsJudgedByItsOpenFilesAndAttachment) {
+  ScannedChild child(ScannedChild::Shape::kPlain);
+  ASSERT_TRUE(child.ready());
+  auto s = stuck_sighting(child.pid(), 0b10, 2, {});
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->gpus, std::vector<uint32_t>{1});
+  EXPECT_FALSE(s->maps_shim);
+  EXPECT_EQ(s->uid, child.uid());
+  EXPECT_EQ(s->start_time, process_start_time(child.pid()));
+  s = stuck_sighting(child.pid(), ~uint64_t{0}, 2, {getpid()});  // not known: all; parent attached
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->gpus, (std::vector<uint32_t>{0, 1}));
+  EXPECT_TRUE(s->maps_shim);
+  EXPECT_FALSE(stuck_sighting(child.pid(), 0, 2, {}).has_value());  // stuck before its files
 }
 
 // A name may hold ") " and a newline: the start time is still the right one

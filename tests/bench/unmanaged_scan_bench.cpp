@@ -73,8 +73,8 @@ double median_scan_ms(const egpu::agent::GpuProcessScanRequest& request) {
   std::vector<double> ms;
   for (int i = 0; i < 7; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    std::atomic<pid_t> reading{0};
-    (void)egpu::agent::scan_gpu_processes(request, &reading);
+    egpu::agent::ScanProgress progress;
+    (void)egpu::agent::scan_gpu_processes(request, &progress);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                      .count());
   }

@@ -132,11 +132,23 @@ Outcome create(const SimConfig& config, void** base, size_t* bytes, std::string*
   return Outcome::kDone;
 }
 
+// Opens a segment for reading and writing. One another user is creating has
+// its creator's umask's mode until the fchmod right after its creation:
+// EACCES for that long is not a refusal. -1 with errno set otherwise.
+int open_segment(const std::string& name) {
+  const uint64_t deadline = monotonic_ns() + kInitWaitNs;
+  for (;;) {
+    const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+    if (fd >= 0 || errno != EACCES || monotonic_ns() > deadline) return fd;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // Waits for a complete segment and maps all of it. kRetry: it was stale (its
 // creator died before finishing) or vanished, and may be created again.
 Outcome attach_existing(const std::string& name, bool may_unlink_stale, void** base, size_t* bytes,
                         std::string* error) {
-  const Fd fd(::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0));
+  const Fd fd(open_segment(name));
   if (fd.get() < 0) {
     if (errno == ENOENT && may_unlink_stale) return Outcome::kRetry;
     *error = errno_text("shm_open", name);

@@ -104,27 +104,42 @@ TEST(UnmanagedProcessWatch, EachGpuOfAProcessIsJudgedOnItsOwn) {
   EXPECT_EQ(due[0].gpu + due[1].gpu, 1u);
 }
 
-// The grace is the user's on the GPU: processes that each live less than
-// it, one after another, are due as soon as the user's streak passes it.
-TEST(UnmanagedProcessWatch, ARelayOfShortLivedProcessesIsCaught) {
+// The grace is the user's on the GPU, and a scan or two without one does not
+// end it: processes that each live a couple of seconds, one after another
+// with gaps, are due once the streak passes the grace.
+TEST(UnmanagedProcessWatch, ARelayWithGapsIsCaught) {
   UnmanagedProcessWatch watch;
-  EXPECT_TRUE(watch.observe(0, {sighting(10, kAlice, {0})}, kOwners, kNone).empty());
-  EXPECT_TRUE(watch.observe(kS, {sighting(11, kAlice, {0})}, kOwners, kNone).empty());
-  const auto due = watch.observe(2 * kS, {sighting(12, kAlice, {0})}, kOwners, kNone);
+  const auto one = [](int32_t pid) {
+    return std::vector<GpuProcessSighting>{sighting(pid, kAlice, {0})};
+  };
+  EXPECT_TRUE(watch.observe(0, one(10), kOwners, kNone).empty());
+  EXPECT_TRUE(watch.observe(kS, one(10), kOwners, kNone).empty());      // within the grace
+  EXPECT_TRUE(watch.observe(2 * kS, {}, kOwners, kNone).empty());       // a gap
+  EXPECT_TRUE(watch.observe(3 * kS, one(11), kOwners, kNone).empty());  // seen once so far
+  const auto due = watch.observe(4 * kS, one(11), kOwners, kNone);
   ASSERT_EQ(due.size(), 1u);
-  EXPECT_EQ(due[0].pid, 12);
-  EXPECT_EQ(due[0].first_seen_ns, 2 * kS);
+  EXPECT_EQ(due[0].pid, 11);
+  EXPECT_EQ(due[0].first_seen_ns, 3 * kS);
 }
 
-TEST(UnmanagedProcessWatch, AScanWithoutOneEndsTheStreak) {
+// A process seen once is never due, whatever its user's streak: an honest
+// one caught between the driver's cuInit and its attach.
+TEST(UnmanagedProcessWatch, AProcessSeenOnceIsNeverDue) {
+  UnmanagedProcessWatch watch;
+  const GpuProcessSighting escaped = sighting(10, kAlice, {0});
+  watch.observe(0, {escaped}, kOwners, kNone);
+  EXPECT_EQ(watch.observe(2 * kS, {escaped}, kOwners, kNone).size(), 1u);
+  const auto due = watch.observe(3 * kS, {escaped, sighting(12, kAlice, {0})}, kOwners, kNone);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].pid, 10);
+}
+
+TEST(UnmanagedProcessWatch, ThreeScansWithoutOneEndTheStreak) {
   UnmanagedProcessWatch watch;
   const std::vector<GpuProcessSighting> escaped = {sighting(10, kAlice, {0})};
   watch.observe(0, escaped, kOwners, kNone);
-  watch.observe(kS, {}, kOwners, kNone);  // none seen: forgotten
-  EXPECT_TRUE(watch.observe(2 * kS, escaped, kOwners, kNone).empty());
-  // Attached meanwhile (with the shim): managed.
-  EXPECT_TRUE(
-      watch.observe(3 * kS, {sighting(10, kAlice, {0}, 100, {1}, true)}, kOwners, {10}).empty());
+  for (int64_t t = kS; t <= 3 * kS; t += kS)
+    watch.observe(t, {}, kOwners, kNone);  // three without: streak and process forgotten
   EXPECT_TRUE(watch.observe(4 * kS, escaped, kOwners, kNone).empty());
   EXPECT_TRUE(watch.observe(5 * kS, escaped, kOwners, kNone).empty());
   EXPECT_EQ(watch.observe(6 * kS, escaped, kOwners, kNone).size(), 1u);
@@ -133,7 +148,8 @@ TEST(UnmanagedProcessWatch, AScanWithoutOneEndsTheStreak) {
 TEST(UnmanagedProcessWatch, AReusedPidIsAnotherProcessInTheSameStreak) {
   UnmanagedProcessWatch watch;
   watch.observe(0, {sighting(10, kAlice, {0}, 100)}, kOwners, kNone);
-  const auto due = watch.observe(2 * kS, {sighting(10, kAlice, {0}, 200)}, kOwners, kNone);
+  EXPECT_TRUE(watch.observe(2 * kS, {sighting(10, kAlice, {0}, 200)}, kOwners, kNone).empty());
+  const auto due = watch.observe(3 * kS, {sighting(10, kAlice, {0}, 200)}, kOwners, kNone);
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].start_time, 200u);
   EXPECT_EQ(due[0].first_seen_ns, 2 * kS);
