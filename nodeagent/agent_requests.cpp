@@ -88,10 +88,7 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
                                            uint32_t id) {
   const model::Instance* inst = nullptr;
   auto o = registry_->authorize_attach(peer.uid, r.job_id, r.step_id, r.gpu_index, &inst);
-  if (!o.ok()) {
-    note_refused_attach(peer.pid);  // its shim goes on per FailMode (UnmanagedProcesses=)
-    return {reply(error_reply(o.status, o.message), id)};
-  }
+  if (!o.ok()) return {reply(error_reply(o.status, o.message), id)};
   // The slot lives as long as the process that connected, never as long as
   // whoever has its pid by now (peer_process.h).
   auto pidfd = peer_pidfd(peer.socket, peer.pid, peer.uid);
@@ -104,7 +101,7 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
   GpuArbiter& arb = *arbiters_[inst->gpu];
   const int slot = arb.attach(inst->id, peer.pid);
   if (slot < 0) {
-    note_refused_attach(peer.pid);
+    note_refused_attach(peer.pid);  // its shim goes on per FailMode (UnmanagedProcesses=)
     return {reply(error_reply(ReplyStatus::kFull, "instance " + std::to_string(inst->id) + " has " +
                                                       std::to_string(shm::kMaxProcsPerInstance) +
                                                       " processes attached already"),

@@ -6,7 +6,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -25,7 +24,6 @@ namespace egpu::agent {
 namespace {
 
 constexpr int64_t kScanPeriodNs = 1'000'000'000;
-constexpr size_t kMaxKnownShims = 16;
 constexpr size_t kMaxRefusedAttaches = 512;
 // After a start nothing is judged for this long: processes attached to the
 // agent before re-attach at their shim's next retry (every 5 s, after a
@@ -43,6 +41,9 @@ std::string command_of(pid_t pid) {
 
 Status Agent::start_unmanaged_watch() {
   if (config_.unmanaged_processes == config::UnmanagedAction::kOff) return {};
+  // Looked up once, here: a shim on a hung network filesystem must not stop
+  // the loop each second (a later version at the same path is known by it).
+  shim_file_ = device_files({config_.shim_library}).front();
   unmanaged_timer_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_unmanaged_timer, this));
   const timeval period{kScanPeriodNs / 1'000'000'000, 0};
   if (!unmanaged_timer_ || event_add(unmanaged_timer_.get(), &period) != 0)
@@ -59,14 +60,17 @@ void Agent::note_refused_attach(pid_t pid) {
   if (config_.unmanaged_processes == config::UnmanagedAction::kOff) return;
   const uint64_t start = process_start_time(pid);
   if (start == 0) return;
-  // Pruned when full (the gone first): an entry is one process's, and a
-  // stale one only spares a process at a reused pid that maps the shim.
+  if (const auto it = refused_attaches_.find(pid); it != refused_attaches_.end()) {
+    it->second = start;  // the same process asking again, or a reused pid
+    return;
+  }
+  // Pruned when full (the gone first; the worker checks each entry's start
+  // time before it counts, so a stale one spares nobody).
   if (refused_attaches_.size() >= kMaxRefusedAttaches) {
     std::erase_if(refused_attaches_, [](const auto& entry) {
       return process_start_time(entry.first) != entry.second;
     });
-    if (refused_attaches_.size() >= kMaxRefusedAttaches)
-      refused_attaches_.erase(refused_attaches_.begin());
+    if (refused_attaches_.size() >= kMaxRefusedAttaches) return;  // full of live ones
   }
   refused_attaches_[pid] = start;
 }
@@ -84,11 +88,11 @@ void Agent::watch_unmanaged(int64_t now) {
   // Attached now: a process that attached since the scan was taken is
   // managed too (its attach was in the gap the grace covers).
   request.attached = tracker_->pids();
-  for (const auto& [pid, start] : refused_attaches_)
-    request.attached.insert(pid);
+  request.refused = refused_attaches_;
   const std::set<int32_t> attached(request.attached.begin(), request.attached.end());
-  if (auto sightings = unmanaged_scanner_.take_result()) {
-    for (const model::UnmanagedProcess& p : unmanaged_.observe(now, *sightings, owners, attached))
+  if (auto scan = unmanaged_scanner_.take_result()) {
+    for (const model::UnmanagedProcess& p :
+         unmanaged_.observe(now, scan->sightings, owners, attached, scan->stopped_at))
       act_on_unmanaged(p);
   } else if (request.uids.empty()) {
     unmanaged_.observe(now, {}, owners, attached);  // nobody to judge: nothing is found
@@ -98,16 +102,8 @@ void Agent::watch_unmanaged(int64_t now) {
   for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
     paths.push_back(config_.gpu_device_file(gpu));
   request.devices = device_files(paths);
-  // The installed shim, and the ones it replaced since the agent started.
-  const DeviceFile shim = device_files({config_.shim_library}).front();
-  const bool known = std::any_of(known_shims_.begin(), known_shims_.end(), [&](const auto& f) {
-    return f.dev == shim.dev && f.ino == shim.ino && f.path == shim.path;
-  });
-  if (!known) {
-    if (known_shims_.size() >= kMaxKnownShims) known_shims_.erase(known_shims_.begin());
-    known_shims_.push_back(shim);
-  }
-  request.shims = known_shims_;
+  // The shim as the agent started (a newer one at its path is known by it).
+  request.shims = {shim_file_};
   if (!unmanaged_scanner_.start(std::move(request), now) &&
       unmanaged_scanner_.stuck_scans() >= UnmanagedProcessScanner::kMaxWorkers &&
       unmanaged_stuck_log_.take(now).log) {

@@ -152,7 +152,7 @@ std::vector<DeviceFile> device_files(const std::vector<std::string>& paths) {
 }
 
 MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices,
-                      const std::vector<DeviceFile>& shims) {
+                      const std::vector<DeviceFile>& shims, bool stop_at_shim) {
   MapsFinding found;
   std::string line;
   while (std::getline(maps, line)) {
@@ -186,6 +186,7 @@ MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices
     for (const DeviceFile& shim : shims) {
       if (same(shim) || (!path.empty() && path == shim.path)) found.maps_shim = true;
     }
+    if (found.maps_shim && stop_at_shim) break;
   }
   return found;
 }
@@ -210,7 +211,7 @@ std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open
                                                         size_t gpu_count,
                                                         const std::set<pid_t>& attached) {
   const auto status = read_status(pid);
-  if (!status || open_gpus == 0) return std::nullopt;
+  if (!status || open_gpus == 0 || open_gpus == ~uint64_t{0}) return std::nullopt;
   model::GpuProcessSighting s;
   s.pid = pid;
   s.uid = status->uid;
@@ -231,7 +232,9 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
   if (!proc) return out;
   const auto mark = [progress](pid_t pid, uint64_t open) {
     if (progress == nullptr) return;
-    progress->open_gpus.store(open, std::memory_order_relaxed);
+    std::lock_guard lock(progress->mu);
+    progress->open_pid = pid;
+    progress->open_gpus = open;
     progress->pid.store(pid, std::memory_order_relaxed);
   };
   while (const dirent* e = readdir(proc.get())) {
@@ -250,20 +253,27 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     s.uid = status->uid;
     // Attached itself, or forked from an attached process: managed if it
     // maps the shim (the maps say).
-    const bool attached = request.attached.contains(pid) ||
-                          attached_ancestry(status->ppid, request.attached, &s.ancestors);
     s.start_time = process_start_time(pid);
     if (s.start_time == 0) continue;  // gone
+    const auto refused = request.refused.find(pid);
+    const bool attached = request.attached.contains(pid) ||
+                          (refused != request.refused.end() && refused->second == s.start_time) ||
+                          attached_ancestry(status->ppid, request.attached, &s.ancestors);
     mark(pid, open ? gpu_bits(*open) : ~uint64_t{0});
     const auto unreadable = request.maps_unreadable.find(pid);
-    if (open && unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
-      // Its maps wait on it: judged by its open files and its attachment.
+    if (unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
+      // Its maps waited on it before: judged by its open files and its
+      // attachment, never read again (nor at all when those are not known).
+      if (!open) continue;
       s.gpus = *open;
       s.maps_shim = attached;
     } else {
+      // Attached with its GPUs known from its files: only the shim is asked
+      // of its maps, read no further than it.
       std::ifstream maps(dir + "/maps");
-      const MapsFinding found = read_maps(maps, request.devices, request.shims);
-      s.gpus = found.gpus;
+      const MapsFinding found =
+          read_maps(maps, request.devices, request.shims, /*stop_at_shim=*/attached && open);
+      s.gpus = attached && open && found.maps_shim ? *open : found.gpus;
       s.maps_shim = found.maps_shim;
     }
     if (s.gpus.empty() || (attached && s.maps_shim)) continue;  // no GPU, or managed

@@ -46,17 +46,21 @@ struct MapsFinding {
   bool maps_shim = false;      // one of `shims` is mapped
 };
 
-// Reads a /proc/PID/maps text. `shims`: the shim's files (its installed
-// one and those it replaced while processes still map them), matched by
+// Reads a /proc/PID/maps text. `shims`: the shim's files, matched by
 // device and inode or by path (which only root can put a file at).
+// `stop_at_shim`: stop reading once the shim is found (the GPUs found so
+// far are then all it says).
 MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices,
-                      const std::vector<DeviceFile>& shims);
+                      const std::vector<DeviceFile>& shims, bool stop_at_shim = false);
 
 struct GpuProcessScanRequest {
   std::set<uid_t> uids;  // whose processes to look at (never root)
   std::vector<DeviceFile> devices;
   std::vector<DeviceFile> shims;
   std::set<pid_t> attached;  // with the shim mapped, managed with their descendants
+  // Refused an attach for want of a slot (pid -> start time): counts as
+  // attached while the start time matches.
+  std::map<pid_t, uint64_t> refused;
   // Processes (pid -> start time) whose maps an earlier scan could not read
   // in time: judged by the GPU files they hold open.
   std::map<pid_t, uint64_t> maps_unreadable;
@@ -64,9 +68,10 @@ struct GpuProcessScanRequest {
 
 // What a scan has done so far, for a caller that gives up waiting on it.
 struct ScanProgress {
-  std::atomic<pid_t> pid{0};           // the process being looked at (0: none)
-  std::atomic<uint64_t> open_gpus{0};  // its GPU files open (bit per GPU), once read
+  std::atomic<pid_t> pid{0};  // the process being looked at (0: none)
   std::mutex mu;
+  pid_t open_pid = 0;                            // whose open GPU files `open_gpus` are (under mu)
+  uint64_t open_gpus = 0;                        // bit per GPU; all bits: not known (under mu)
   std::vector<model::GpuProcessSighting> found;  // sightings so far (under mu)
 };
 
@@ -76,10 +81,10 @@ struct ScanProgress {
 inline constexpr size_t kMaxDescriptorsRead = 4096;
 
 // The sighting of a process a scan got stuck on while it read its maps
-// (`open_gpus`: its GPU files open, ScanProgress's bits; all bits: not
-// known): judged by those and by its attachment (`attached` as in the
-// request), which earns it the benefit of the doubt on the shim. Nullopt
-// when it is gone.
+// (`open_gpus`: its GPU files open, ScanProgress's bits): judged by those
+// and by its attachment (`attached` as in the request), which earns it the
+// benefit of the doubt on the shim. Nullopt when it is gone, or its GPUs
+// are not known (all bits: past kMaxDescriptorsRead).
 std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open_gpus,
                                                         size_t gpu_count,
                                                         const std::set<pid_t>& attached);

@@ -27,7 +27,7 @@ WorkerPool* scan_workers() {
 
 UnmanagedProcessScanner::UnmanagedProcessScanner() = default;
 
-std::optional<std::vector<model::GpuProcessSighting>> UnmanagedProcessScanner::take_result() {
+std::optional<UnmanagedProcessScanner::Result> UnmanagedProcessScanner::take_result() {
   if (stuck_result_) {
     auto result = std::move(stuck_result_);
     stuck_result_.reset();
@@ -36,7 +36,7 @@ std::optional<std::vector<model::GpuProcessSighting>> UnmanagedProcessScanner::t
   if (!scan_) return std::nullopt;
   std::lock_guard lock(scan_->mu);
   if (!scan_->done) return std::nullopt;
-  auto result = std::move(scan_->result);
+  Result result{std::move(scan_->result), std::nullopt};
   scan_.reset();
   return result;
 }
@@ -56,15 +56,15 @@ bool UnmanagedProcessScanner::running(int64_t now) {
   if (now - last_reading_seen_ < kStuckNs) return true;
   // Stuck on `reading`: its worker is left to it, and what it found so far
   // is the result, with the stuck process judged as it can be.
-  std::vector<model::GpuProcessSighting> found;
+  Result found{{}, reading};
+  uint64_t open_gpus = 0;
   {
     std::lock_guard lock(scan_->progress.mu);
-    found = scan_->progress.found;
+    found.sightings = scan_->progress.found;
+    if (scan_->progress.open_pid == reading) open_gpus = scan_->progress.open_gpus;
   }
-  if (auto stuck = stuck_sighting(reading, scan_->progress.open_gpus.load(), scan_->gpu_count,
-                                  scan_->attached)) {
-    found.push_back(std::move(*stuck));
-  }
+  if (auto stuck = stuck_sighting(reading, open_gpus, scan_->gpu_count, scan_->attached))
+    found.sightings.push_back(std::move(*stuck));
   stuck_result_ = std::move(found);
   maps_unreadable_[reading] = process_start_time(reading);
   stuck_.push_back(std::move(scan_));

@@ -8,7 +8,7 @@
 // is looked at through its descriptors from then on; and the next scan
 // starts on another worker, up to kMaxWorkers stuck (a stuck process that
 // is not attached is killed on that evidence, which ends its fault and
-// frees the worker). The
+// frees the worker; one that is attached keeps its worker). The
 // workers are the process's (never destroyed, like the page chores'): a scan
 // may outlive the agent that started it.
 #pragma once
@@ -30,14 +30,20 @@ namespace egpu::agent {
 
 class UnmanagedProcessScanner {
  public:
-  static constexpr int kMaxWorkers = 4;
+  static constexpr int kMaxWorkers = 16;
   static constexpr int64_t kStuckNs = 5'000'000'000;
 
   UnmanagedProcessScanner();
 
-  // A finished scan's sightings, once; nullopt while none has finished
-  // since the last call.
-  std::optional<std::vector<model::GpuProcessSighting>> take_result();
+  struct Result {
+    std::vector<model::GpuProcessSighting> sightings;
+    // A scan given up on: the pid it was stuck on (it read /proc in pid
+    // order, so it saw nothing above); nullopt for a scan that ended.
+    std::optional<int32_t> stopped_at;
+  };
+  // A finished scan's result, once; nullopt while none has finished since
+  // the last call.
+  std::optional<Result> take_result();
   // Starts a scan unless one is running (and not stuck); false when none
   // could start. `request.maps_unreadable` is filled in here.
   bool start(GpuProcessScanRequest request, int64_t now);
@@ -60,7 +66,7 @@ class UnmanagedProcessScanner {
 
   std::shared_ptr<Scan> scan_;
   // What a scan left stuck had found, taken as its result.
-  std::optional<std::vector<model::GpuProcessSighting>> stuck_result_;
+  std::optional<Result> stuck_result_;
   pid_t last_reading_ = 0;
   int64_t last_reading_seen_ = 0;
   std::map<pid_t, uint64_t> maps_unreadable_;

@@ -6,7 +6,8 @@ namespace egpu::model {
 
 std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
     int64_t now, const std::vector<GpuProcessSighting>& sightings,
-    const std::vector<std::set<uint32_t>>& owners, const std::set<int32_t>& attached) {
+    const std::vector<std::set<uint32_t>>& owners, const std::set<int32_t>& attached,
+    std::optional<int32_t> stopped_at) {
   ++scans_;
   std::map<Key, UnmanagedProcess> next;
   std::set<std::pair<uint32_t, uint32_t>> users_seen;
@@ -25,6 +26,15 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
       p.first = false;
       users_seen.insert({s.uid, gpu});
       next.emplace(key, p);
+    }
+  }
+  // What a scan given up on did not reach stays as it was.
+  if (stopped_at) {
+    for (const auto& [key, p] : seen_) {
+      if (key.pid <= *stopped_at || next.contains(key)) continue;
+      if (p.gpu >= owners.size() || !owners[p.gpu].contains(p.uid)) continue;
+      next.emplace(key, p);
+      users_seen.insert({p.uid, p.gpu});
     }
   }
   // A user's streak on a GPU begins at a scan that sees one of its

@@ -22,16 +22,18 @@
 //   - once a user has had such processes on the GPU for kGraceNs (a streak
 //     that only kStreakGapScans scans in a row without one end), each of
 //     them that has been seen in two scans is due: the grace is the user's
-//     on that GPU, not each process's, so a relay of short-lived processes,
-//     gaps and all, does not stay under it; and a process is seen twice
-//     first, so an honest one caught once between the driver's cuInit and
-//     its attach is never due.
+//     on that GPU, not each process's, so a relay of processes that each
+//     live through two scans, gaps and all, does not stay under it; and a
+//     process is seen twice first, so an honest one caught once between
+//     the driver's cuInit and its attach is never due (nor is a process
+//     that lives less than a scan period: the residual).
 // A process that maps the shim, attaches, and then calls around it is not
 // caught here (see README, "patched shim").
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -69,11 +71,14 @@ class UnmanagedProcessWatch {
   // sighting that maps the shim and is one of them, or descends from one,
   // is managed). Returns the
   // processes due at this scan: every one still seen (a kill is retried),
-  // `first` set the first time.
+  // `first` set the first time. `stopped_at`: the scan was given up at this
+  // pid and saw none above it (it reads /proc in pid order): those are kept
+  // as the last scan saw them.
   std::vector<UnmanagedProcess> observe(int64_t now,
                                         const std::vector<GpuProcessSighting>& sightings,
                                         const std::vector<std::set<uint32_t>>& owners,
-                                        const std::set<int32_t>& attached);
+                                        const std::set<int32_t>& attached,
+                                        std::optional<int32_t> stopped_at = std::nullopt);
 
   // Every process the last scan found unmanaged, due or not (for status).
   std::vector<UnmanagedProcess> current() const;

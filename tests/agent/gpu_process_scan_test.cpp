@@ -198,6 +198,18 @@ TEST(GpuProcessScan, AttachedProcessesAndTheirDescendantsWithTheShimAreNotSighte
   EXPECT_TRUE(child.sighting(r).gpus.empty());
 }
 
+// Refused an attach for want of a slot: counts as attached while it is the
+// same process (start time), with the shim.
+TEST(GpuProcessScan, ARefusedAttachCountsForThatProcessAlone) {
+  ScannedChild child(ScannedChild::Shape::kWithShim);
+  ASSERT_TRUE(child.ready());
+  auto r = child.request();
+  r.refused = {{child.pid(), process_start_time(child.pid())}};
+  EXPECT_TRUE(child.sighting(r).gpus.empty());
+  r.refused = {{child.pid(), 1}};  // another process that had its pid
+  EXPECT_EQ(child.sighting(r).gpus, std::vector<uint32_t>{0});
+}
+
 // Attached, then exec'd without LD_PRELOAD (its pid stays attached), or
 // forked and exec'd so by an attached process: without the shim, sighted.
 TEST(GpuProcessScan, AttachedOrDescendedWithoutTheShimIsSighted) {
@@ -239,11 +251,13 @@ TEST(GpuProcessScan, AStuckProcessIsJudgedByItsOpenFilesAndAttachment) {
   EXPECT_FALSE(s->maps_shim);
   EXPECT_EQ(s->uid, child.uid());
   EXPECT_EQ(s->start_time, process_start_time(child.pid()));
-  s = stuck_sighting(child.pid(), ~uint64_t{0}, 2, {getpid()});  // not known: all; parent attached
+  s = stuck_sighting(child.pid(), 0b11, 2, {getpid()});  // its parent attached
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->gpus, (std::vector<uint32_t>{0, 1}));
   EXPECT_TRUE(s->maps_shim);
   EXPECT_FALSE(stuck_sighting(child.pid(), 0, 2, {}).has_value());  // stuck before its files
+  // Its GPUs not known (past kMaxDescriptorsRead): no evidence, no sighting.
+  EXPECT_FALSE(stuck_sighting(child.pid(), ~uint64_t{0}, 2, {}).has_value());
 }
 
 // A name may hold ") " and a newline: the start time is still the right one

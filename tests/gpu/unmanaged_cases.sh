@@ -11,7 +11,7 @@
 # shellcheck shell=bash
 # What validate provides (a missing one stops the run here):
 # shellcheck disable=SC2154
-: "${work:?}" "${greedy:?}" "${seconds:?}" "${device_files:?}" "${#pid_of[@]}"
+: "${work:?}" "${greedy:?}" "${seconds:?}" "${device_files:?}" "${shim:?}" "${sock:?}" "${#pid_of[@]}"
 
 # device_use PID: "open N, mapped M" for the GPU's device file in PID.
 device_use() {
@@ -27,6 +27,14 @@ unmanaged_case() {
   local name="a process without the shim is killed" user=65534 job=81
   if [[ $(id -u) -ne 0 ]] || ! command -v setpriv >/dev/null; then
     row --case "$name" --status skipped --notes "needs root and setpriv (runs a job as nobody)"
+    return 0
+  fi
+  # What nobody must reach: else the loader skips the preload unsaid, and the
+  # row would fault the agent for a folder's mode.
+  if ! setpriv --reuid="$user" --regid="$user" --clear-groups \
+    test -r "$shim" -a -x "$greedy" -a -w "$sock" 2>/dev/null; then
+    row --case "$name" --status skipped \
+      --notes "nobody cannot read the shim, run greedy or reach the agent's socket here"
     return 0
   fi
   say "(h) nobody's greedy with and without the shim, one instance"

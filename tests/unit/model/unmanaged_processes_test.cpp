@@ -72,8 +72,9 @@ TEST(UnmanagedProcessWatch, WithoutTheShimAttachmentOrAncestryIsNotEnough) {
   EXPECT_EQ(watch.observe(2 * kS, scan, kOwners, {10}).size(), 2u);
 }
 
-// The shim mapped but never attached (a refused attach, or one with no
-// attached process above it): it runs outside its share all the same.
+// The shim mapped but never attached, nor below an attached process: it
+// runs outside its share all the same (its attach refused as not its job's,
+// or never asked).
 TEST(UnmanagedProcessWatch, TheShimWithoutAnAttachmentIsNotEnough) {
   UnmanagedProcessWatch watch;
   const std::vector<GpuProcessSighting> scan = {sighting(10, kAlice, {0}, 100, {1}, true)};
@@ -153,6 +154,18 @@ TEST(UnmanagedProcessWatch, AReusedPidIsAnotherProcessInTheSameStreak) {
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].start_time, 200u);
   EXPECT_EQ(due[0].first_seen_ns, 2 * kS);
+}
+
+// A scan given up at pid 20 saw nothing above it: pid 30 is kept as it was
+// (and becomes due in time); pid 10, below, was looked at and is gone.
+TEST(UnmanagedProcessWatch, AScanGivenUpKeepsWhatItDidNotReach) {
+  UnmanagedProcessWatch watch;
+  watch.observe(0, {sighting(10, kAlice, {0}), sighting(30, kAlice, {0})}, kOwners, kNone);
+  const auto due = watch.observe(2 * kS, {sighting(20, kAlice, {0})}, kOwners, kNone, 20);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].pid, 30);
+  EXPECT_EQ(due[0].first_seen_ns, 0);
+  EXPECT_EQ(watch.current().size(), 2u);  // 20 and 30
 }
 
 TEST(UnmanagedProcessWatch, AnInstanceEndedMeansItsUserIsNoLongerJudgedThere) {
