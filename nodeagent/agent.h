@@ -217,6 +217,7 @@ class Agent {
   std::map<pid_t, uint64_t> refused_attaches_;  // pid -> start time
   EventHandle unmanaged_timer_;
   uint64_t unmanaged_killed_ = 0;
+  int64_t unmanaged_judged_from_ns_ = 0;  // after the quiet start, when one is needed
   LogBudget unmanaged_stuck_log_{1, 1.0 / 300};
 };
 

@@ -25,9 +25,11 @@ namespace {
 
 constexpr int64_t kScanPeriodNs = 1'000'000'000;
 constexpr size_t kMaxRefusedAttaches = 512;
-// After a start nothing is judged for this long: processes attached to the
-// agent before re-attach at their shim's next retry (every 5 s, after a
-// timeout of up to 2 s), and until then they look unattached.
+// After a start that recovered instances nothing is judged for this long:
+// processes attached to the agent before re-attach at their shim's next
+// retry (every 5 s, after a timeout of up to 2 s), and until then they look
+// unattached. A start that recovered none has no such processes: a process
+// of a lost instance cannot attach again, and is gated by its shim anyway.
 constexpr int64_t kQuietAfterStartNs = 15'000'000'000;
 
 std::string command_of(pid_t pid) {
@@ -44,6 +46,7 @@ Status Agent::start_unmanaged_watch() {
   // Looked up once, here: a shim on a hung network filesystem must not stop
   // the loop each second (a later version at the same path is known by it).
   shim_file_ = device_files({config_.shim_library}).front();
+  if (!registry_->all().empty()) unmanaged_judged_from_ns_ = started_ns_ + kQuietAfterStartNs;
   unmanaged_timer_.reset(event_new(base_.get(), -1, EV_PERSIST, &Agent::on_unmanaged_timer, this));
   const timeval period{kScanPeriodNs / 1'000'000'000, 0};
   if (!unmanaged_timer_ || event_add(unmanaged_timer_.get(), &period) != 0)
@@ -76,7 +79,7 @@ void Agent::note_refused_attach(pid_t pid) {
 }
 
 void Agent::watch_unmanaged(int64_t now) {
-  if (now - started_ns_ < kQuietAfterStartNs) return;
+  if (now < unmanaged_judged_from_ns_) return;
   // Who may be judged where: the owners of each GPU's instances, root never.
   std::vector<std::set<uint32_t>> owners(arbiters_.size());
   GpuProcessScanRequest request;
