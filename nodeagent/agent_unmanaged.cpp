@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <string>
 
@@ -19,6 +18,7 @@
 #include "core/util/unique_fd.h"
 #include "nodeagent/agent.h"
 #include "nodeagent/event_loop.h"
+#include "nodeagent/proc_files.h"
 
 namespace egpu::agent {
 namespace {
@@ -33,9 +33,8 @@ constexpr size_t kMaxRefusedAttaches = 512;
 constexpr int64_t kQuietAfterStartNs = 15'000'000'000;
 
 std::string command_of(pid_t pid) {
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(comm, name);
+  std::string name = read_proc_file(pid, "comm");
+  if (name.ends_with('\n')) name.pop_back();
   return name.empty() ? "?" : printable(name);
 }
 

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "nodeagent/proc_files.h"
+
 namespace egpu::agent {
 namespace {
 
@@ -25,45 +27,6 @@ using Dir = std::unique_ptr<DIR, int (*)(DIR*)>;
 
 void add_gpu(std::vector<uint32_t>& gpus, uint32_t gpu) {
   if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) gpus.push_back(gpu);
-}
-
-// A /proc file whole (they are small; read() hands out what is there).
-std::string read_all(const std::string& path) {
-  std::string out;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  char buffer[4096];
-  ssize_t n = 0;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
-    out.append(buffer, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
-
-struct Status {
-  uid_t uid = 0;  // real: a process cannot change it without privileges
-  pid_t ppid = 0;
-  bool zombie = false;  // a leader that exited while other threads run on
-};
-
-// /proc/PID/status (its Name: line may hold anything but a newline, which
-// the kernel escapes there).
-std::optional<Status> read_status(pid_t pid) {
-  std::istringstream text(read_all("/proc/" + std::to_string(pid) + "/status"));
-  Status s;
-  bool have_uid = false;
-  std::string line;
-  while (std::getline(text, line)) {
-    if (line.rfind("Uid:", 0) == 0) {
-      have_uid = std::sscanf(line.c_str() + 4, "%u", &s.uid) == 1;
-    } else if (line.rfind("PPid:", 0) == 0) {
-      std::sscanf(line.c_str() + 5, "%d", &s.ppid);
-    } else if (line.rfind("State:", 0) == 0) {
-      s.zombie = line.find('Z') != std::string::npos;
-    }
-  }
-  if (!have_uid) return std::nullopt;
-  return s;
 }
 
 // Where a process's files and maps are read: /proc/PID, or for a leader
@@ -115,21 +78,6 @@ uint64_t gpu_bits(const std::vector<uint32_t>& gpus) {
 
 }  // namespace
 
-uint64_t process_start_time(pid_t pid) {
-  // Field 22, after the command's closing ')': the command may hold spaces,
-  // parentheses and newlines, so the whole file is read.
-  const std::string text = read_all("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(text.substr(close + 1));
-  std::string field;
-  for (int i = 3; i < 22 && fields >> field; ++i) {
-  }
-  uint64_t value = 0;
-  fields >> value;
-  return value;
-}
-
 std::vector<DeviceFile> device_files(const std::vector<std::string>& paths) {
   std::vector<DeviceFile> out;
   out.reserve(paths.size());
@@ -156,25 +104,13 @@ MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices
   MapsFinding found;
   std::string line;
   while (std::getline(maps, line)) {
-    // "start-end perms offset major:minor inode [path]": numbers in hex but
-    // the inode; the path starts after the inode's spaces, and may hold any.
-    unsigned major = 0;
-    unsigned minor = 0;
-    unsigned long long inode = 0;
-    int path_at = -1;
-    if (std::sscanf(line.c_str(), "%*s %*s %*s %x:%x %llu %n", &major, &minor, &inode, &path_at) <
-            3 ||
-        inode == 0) {
-      continue;  // anonymous, or not a mapping line
-    }
-    std::string_view path;
-    if (path_at > 0 && static_cast<size_t>(path_at) <= line.size())
-      path = std::string_view(line).substr(static_cast<size_t>(path_at));
-    if (path.ends_with(kDeleted)) path.remove_suffix(kDeleted.size());
-    const dev_t dev = makedev(major, minor);
+    const auto mapped = parse_maps_line(line);
+    if (!mapped) continue;  // anonymous, or not a mapping line
+    const std::string_view path = mapped->path;
+    const dev_t dev = mapped->dev;
+    const auto inode = mapped->ino;
     const auto same = [&](const DeviceFile& f) {
-      return f.ino != 0 ? f.dev == dev && f.ino == static_cast<ino_t>(inode)
-                        : !path.empty() && path == f.path;
+      return f.ino != 0 ? f.dev == dev && f.ino == inode : !path.empty() && path == f.path;
     };
     for (uint32_t g = 0; g < devices.size(); ++g) {
       if (same(devices[g])) add_gpu(found.gpus, g);
@@ -199,7 +135,7 @@ bool attached_ancestry(pid_t ppid, const std::set<pid_t>& attached,
   for (pid_t p = ppid; p > 1 && ancestors->size() < kMaxAncestors;) {
     ancestors->push_back(p);
     if (attached.contains(p)) return true;
-    const auto parent = read_status(p);
+    const auto parent = read_proc_status(p);
     p = parent ? parent->ppid : 0;
   }
   return false;
@@ -210,7 +146,7 @@ bool attached_ancestry(pid_t ppid, const std::set<pid_t>& attached,
 std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open_gpus,
                                                         size_t gpu_count,
                                                         const std::set<pid_t>& attached) {
-  const auto status = read_status(pid);
+  const auto status = read_proc_status(pid);
   if (!status || open_gpus == 0 || open_gpus == ~uint64_t{0}) return std::nullopt;
   model::GpuProcessSighting s;
   s.pid = pid;
@@ -243,7 +179,7 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     if (*end != '\0' || value <= 0) continue;
     const auto pid = static_cast<pid_t>(value);
     mark(pid, 0);
-    const auto status = read_status(pid);
+    const auto status = read_proc_status(pid);
     if (!status || status->uid == 0 || !request.uids.contains(status->uid)) continue;
     const std::string dir = task_dir(pid, status->zombie);
     const auto open = open_gpus(dir, request.devices);

@@ -38,9 +38,6 @@ struct DeviceFile {
 // path); one that does not exist keeps its path.
 std::vector<DeviceFile> device_files(const std::vector<std::string>& paths);
 
-// /proc/PID/stat's starttime: with the pid, names one process (0: unreadable).
-uint64_t process_start_time(pid_t pid);
-
 struct MapsFinding {
   std::vector<uint32_t> gpus;  // GPUs whose device file is mapped
   bool maps_shim = false;      // one of `shims` is mapped

@@ -1,17 +1,16 @@
 #include "nodeagent/process_tracker.h"
 
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "nodeagent/event_loop.h"
+#include "nodeagent/proc_files.h"
 
 namespace egpu::agent {
 
@@ -70,17 +69,9 @@ std::set<pid_t> ProcessTracker::pids() const {
 }
 
 std::optional<uid_t> ProcessTracker::real_uid(pid_t pid) {
-  if (pid <= 0) return std::nullopt;
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Uid:", 0) != 0) continue;
-    std::istringstream fields(line.substr(4));
-    unsigned long uid = 0;
-    if (fields >> uid) return static_cast<uid_t>(uid);
-    return std::nullopt;
-  }
-  return std::nullopt;
+  const auto status = read_proc_status(pid);
+  if (!status) return std::nullopt;
+  return status->uid;
 }
 
 bool ProcessTracker::maps_file(pid_t pid, dev_t dev, ino_t ino) {
@@ -88,16 +79,8 @@ bool ProcessTracker::maps_file(pid_t pid, dev_t dev, ino_t ino) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::string line;
   while (std::getline(maps, line)) {
-    // "start-end perms offset major:minor inode [path]", numbers in hex but the inode.
-    std::istringstream fields(line);
-    std::string range, perms, offset, device;
-    unsigned long long inode = 0;
-    if (!(fields >> range >> perms >> offset >> device >> inode)) continue;
-    const auto colon = device.find(':');
-    if (colon == std::string::npos || inode != static_cast<unsigned long long>(ino)) continue;
-    const unsigned long major = std::strtoul(device.substr(0, colon).c_str(), nullptr, 16);
-    const unsigned long minor = std::strtoul(device.substr(colon + 1).c_str(), nullptr, 16);
-    if (makedev(major, minor) == dev) return true;
+    const auto mapped = parse_maps_line(line);
+    if (mapped && mapped->dev == dev && mapped->ino == ino) return true;
   }
   return false;
 }

@@ -3,11 +3,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "nodeagent/event_loop.h"
+#include "nodeagent/proc_files.h"
 
 namespace egpu::agent {
 
@@ -17,17 +16,7 @@ StepReaper::StepReaper(event_base* base, GoneCallback on_gone)
 model::Creator StepReaper::creator_of(pid_t pid) {
   model::Creator c;
   c.pid = pid;
-  // Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces
-  // and parentheses, so count from its closing one.
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return c;
-  std::istringstream fields(text.substr(close + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && (fields >> field); ++i) {
-    if (i == 22) c.start = static_cast<uint32_t>(std::stoull(field));
-  }
+  c.start = static_cast<uint32_t>(process_start_time(pid));  // as the page records it
   return c;
 }
 

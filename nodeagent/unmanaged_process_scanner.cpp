@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/util/log.h"
+#include "nodeagent/proc_files.h"
 #include "nodeagent/worker_pool.h"
 
 namespace egpu::agent {

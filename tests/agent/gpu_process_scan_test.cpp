@@ -19,6 +19,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "nodeagent/proc_files.h"
+
 namespace egpu::agent {
 namespace {
 
