@@ -343,8 +343,11 @@ int InstanceRuntime::attach(pid_t pid) {
     return static_cast<int>(i);
   }
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
-    // A slot the job wrote a negative pid into reads as free, as in scan().
-    if (shm::read_proc_slot(p->procs[i]).pid != 0) continue;
+    // Free: a slot the agent did not give out, whatever the job wrote there
+    // (pids in every slot would have its later processes refused, and run
+    // unpaced), or one it gave out that reads free (its process ended, or
+    // the job wrote 0 or a negative pid there, as scan() reads it).
+    if (attached_.test(i) && shm::read_proc_slot(p->procs[i]).pid != 0) continue;
     seen_device_ns_[i] = 0;
     seen_launches_[i] = 0;
     shm::claim_proc_slot(p->procs[i], pid);

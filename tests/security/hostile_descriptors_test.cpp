@@ -412,6 +412,32 @@ TEST_F(HostileDescriptors, AProcessAttachingToAForgedSlotIsLookedAt) {
   expect_agent_serving();
 }
 
+// A job writes pids into every process slot the agent did not give out, so
+// that its later processes are refused for want of a slot (and run outside
+// the agent's pacing, under a fail mode their own environment sets). The
+// slots the agent did not give out are free whatever the job wrote there.
+TEST_F(HostileDescriptors, ForgedSlotsDoNotFillAnInstance) {
+  const int rc = run_as(kMallory, [&] {
+    auto own = attach_and_map_page(agent.socket());
+    if (!own) return 1;
+    auto* page = own->page.as<shm::InstancePage>();
+    for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
+      if (i != own->att.reply.proc_slot) page->procs[i].pid.store(1);
+    }
+    const pid_t second = fork();
+    if (second == 0) {
+      auto mine = attach(agent.socket(), kMalloryJob, 0, 0);
+      _exit(!mine ? 3 : mine->reply.status == ReplyStatus::kOk ? 0 : 2);
+    }
+    int status = 0;
+    if (waitpid(second, &status, 0) != second || !WIFEXITED(status)) return 3;
+    return WEXITSTATUS(status);
+  });
+  EXPECT_EQ(rc, 0) << "2: the second process was refused; 3: it could not ask";
+  expect_agent_serving();
+  expect_honest_attach();
+}
+
 // A restart of the agent after a truncation keeps the instance (its page is
 // started afresh), instead of dropping it and freeing its units to others.
 TEST_F(HostileDescriptors, ARestartAfterATruncationKeepsTheInstance) {
