@@ -143,10 +143,6 @@ class Agent {
   static void on_unmanaged_timer(evutil_socket_t, short, void* arg);
   void watch_unmanaged(int64_t now);
   void act_on_unmanaged(const model::UnmanagedProcess& p);
-  // A process whose attach the agent refused for want of a slot (its
-  // instance has kMaxProcsPerInstance): its shim runs on per FailMode and
-  // retries; for UnmanagedProcesses= it counts as attached while it lives.
-  void note_refused_attach(pid_t pid);
   static void on_tick_timer(evutil_socket_t, short, void* arg);
   static void on_kick(evutil_socket_t, short, void* arg);
   static void on_heartbeat(evutil_socket_t, short, void* arg);
@@ -214,7 +210,6 @@ class Agent {
   // The shim's files seen at ShimLibrary since the agent started (an upgrade
   // replaces it while processes map the one before).
   DeviceFile shim_file_;  // ShimLibrary as the agent started (newer ones: by path)
-  std::map<pid_t, uint64_t> refused_attaches_;  // pid -> start time
   EventHandle unmanaged_timer_;
   uint64_t unmanaged_killed_ = 0;
   int64_t unmanaged_judged_from_ns_ = 0;  // after the quiet start, when one is needed

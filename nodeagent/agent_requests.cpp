@@ -101,7 +101,8 @@ std::vector<Outgoing> Agent::handle_attach(const PeerCred& peer, const protocol:
   GpuArbiter& arb = *arbiters_[inst->gpu];
   const int slot = arb.attach(inst->id, peer.pid);
   if (slot < 0) {
-    note_refused_attach(peer.pid);  // its shim goes on per FailMode (UnmanagedProcesses=)
+    // Its shim goes on per FailMode; a refused process that uses the GPU is
+    // judged by UnmanagedProcesses= like any unattached one.
     return {reply(error_reply(ReplyStatus::kFull, "instance " + std::to_string(inst->id) + " has " +
                                                       std::to_string(shm::kMaxProcsPerInstance) +
                                                       " processes attached already"),

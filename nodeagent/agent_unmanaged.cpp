@@ -24,7 +24,6 @@ namespace egpu::agent {
 namespace {
 
 constexpr int64_t kScanPeriodNs = 1'000'000'000;
-constexpr size_t kMaxRefusedAttaches = 512;
 // After a start that recovered instances nothing is judged for this long:
 // processes attached to the agent before re-attach at their shim's next
 // retry (every 5 s, after a timeout of up to 2 s), and until then they look
@@ -58,25 +57,6 @@ void Agent::on_unmanaged_timer(evutil_socket_t, short, void* arg) {
   self->watch_unmanaged(monotonic_ns());
 }
 
-void Agent::note_refused_attach(pid_t pid) {
-  if (config_.unmanaged_processes == config::UnmanagedAction::kOff) return;
-  const uint64_t start = process_start_time(pid);
-  if (start == 0) return;
-  if (const auto it = refused_attaches_.find(pid); it != refused_attaches_.end()) {
-    it->second = start;  // the same process asking again, or a reused pid
-    return;
-  }
-  // Pruned when full (the gone first; the worker checks each entry's start
-  // time before it counts, so a stale one spares nobody).
-  if (refused_attaches_.size() >= kMaxRefusedAttaches) {
-    std::erase_if(refused_attaches_, [](const auto& entry) {
-      return process_start_time(entry.first) != entry.second;
-    });
-    if (refused_attaches_.size() >= kMaxRefusedAttaches) return;  // full of live ones
-  }
-  refused_attaches_[pid] = start;
-}
-
 void Agent::watch_unmanaged(int64_t now) {
   if (now < unmanaged_judged_from_ns_) return;
   // Who may be judged where: the owners of each GPU's instances, root never.
@@ -89,9 +69,9 @@ void Agent::watch_unmanaged(int64_t now) {
   }
   // Attached now: a process that attached since the scan was taken is
   // managed too (its attach was in the gap the grace covers).
-  request.attached = tracker_->pids();
-  request.refused = refused_attaches_;
-  const std::set<int32_t> attached(request.attached.begin(), request.attached.end());
+  const model::AttachedProcesses attached = tracker_->attached_gpus();
+  for (const auto& [pid, gpus] : attached)
+    request.attached.insert(pid);
   if (auto scan = unmanaged_scanner_.take_result()) {
     for (const model::UnmanagedProcess& p :
          unmanaged_.observe(now, scan->sightings, owners, attached, scan->stopped_at))
@@ -146,12 +126,18 @@ void Agent::act_on_unmanaged(const model::UnmanagedProcess& p) {
     }
   }
   if (!p.first) return;  // said once per process
+  // With the shim mapped it did not attach: refused (its instance has no
+  // free process slot), or its shim kept from the agent (its environment).
+  const char* how = p.maps_shim
+                        ? "with the egpu shim loaded but not attached to the agent (refused a "
+                          "process slot, or its EGPU_* environment changed)"
+                        : "without the egpu shim (LD_PRELOAD unset, or the driver reached from a "
+                          "program the loader did not preload into)";
   EGPU_LOG_WARN(
-      "GPU %u: process %d (%s) of uid %u uses the GPU without the egpu shim (LD_PRELOAD unset, "
-      "or the driver reached from a program the loader did not preload into), outside the "
-      "share and memory quota of its instances there (%s): %s",
-      p.gpu, static_cast<int>(p.pid), command.c_str(), p.uid, jobs.empty() ? "none" : jobs.c_str(),
-      outcome.c_str());
+      "GPU %u: process %d (%s) of uid %u uses the GPU %s, outside the share and memory quota of "
+      "its instances there (%s): %s",
+      p.gpu, static_cast<int>(p.pid), command.c_str(), p.uid, how,
+      jobs.empty() ? "none" : jobs.c_str(), outcome.c_str());
 }
 
 }  // namespace egpu::agent

@@ -191,9 +191,7 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     // maps the shim (the maps say).
     s.start_time = process_start_time(pid);
     if (s.start_time == 0) continue;  // gone
-    const auto refused = request.refused.find(pid);
     const bool attached = request.attached.contains(pid) ||
-                          (refused != request.refused.end() && refused->second == s.start_time) ||
                           attached_ancestry(status->ppid, request.attached, &s.ancestors);
     mark(pid, open ? gpu_bits(*open) : ~uint64_t{0});
     const auto unreadable = request.maps_unreadable.find(pid);

@@ -55,9 +55,6 @@ struct GpuProcessScanRequest {
   std::vector<DeviceFile> devices;
   std::vector<DeviceFile> shims;
   std::set<pid_t> attached;  // with the shim mapped, managed with their descendants
-  // Refused an attach for want of a slot (pid -> start time): counts as
-  // attached while the start time matches.
-  std::map<pid_t, uint64_t> refused;
   // Processes (pid -> start time) whose maps an earlier scan could not read
   // in time: judged by the GPU files they hold open.
   std::map<pid_t, uint64_t> maps_unreadable;

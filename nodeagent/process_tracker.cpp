@@ -61,10 +61,10 @@ void ProcessTracker::forget_instance(uint64_t instance_id) {
   }
 }
 
-std::set<pid_t> ProcessTracker::pids() const {
-  std::set<pid_t> out;
+std::map<pid_t, std::set<uint32_t>> ProcessTracker::attached_gpus() const {
+  std::map<pid_t, std::set<uint32_t>> out;
   for (const auto& [slot, watch] : watches_)
-    out.insert(watch->attachment.pid);
+    out[watch->attachment.pid].insert(watch->attachment.gpu);
   return out;
 }
 

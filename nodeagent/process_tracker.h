@@ -46,8 +46,8 @@ class ProcessTracker {
   // Forgets the attachments of a removed instance.
   void forget_instance(uint64_t instance_id);
   size_t size() const { return watches_.size(); }
-  // The processes watched now.
-  std::set<pid_t> pids() const;
+  // The processes watched now, each with the GPUs of its attachments.
+  std::map<pid_t, std::set<uint32_t>> attached_gpus() const;
 
   // For pids read back from pages a job could write: the real uid a
   // process runs as (/proc/PID/status; nullopt when it is gone or

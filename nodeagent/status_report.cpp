@@ -153,6 +153,7 @@ std::string status_json(const Agent& agent, uid_t caller) {
                          {"uid", p.uid},
                          {"gpu", p.gpu},
                          {"seen_s", static_cast<double>(now - p.first_seen_ns) / 1e9},
+                         {"shim", p.maps_shim},
                          {"acted", p.due}});
   }
   root["agent"]["unmanaged_processes"] = {{"action", to_string(agent.config().unmanaged_processes)},

@@ -6,22 +6,26 @@ namespace egpu::model {
 
 std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
     int64_t now, const std::vector<GpuProcessSighting>& sightings,
-    const std::vector<std::set<uint32_t>>& owners, const std::set<int32_t>& attached,
+    const std::vector<std::set<uint32_t>>& owners, const AttachedProcesses& attached,
     std::optional<int32_t> stopped_at) {
   ++scans_;
   std::map<Key, UnmanagedProcess> next;
   std::set<std::pair<uint32_t, uint32_t>> users_seen;
   for (const GpuProcessSighting& s : sightings) {
-    const bool managed =
-        s.maps_shim &&
-        (attached.contains(s.pid) || std::any_of(s.ancestors.begin(), s.ancestors.end(),
-                                                 [&](int32_t a) { return attached.contains(a); }));
-    if (s.uid == 0 || s.pid <= 0 || managed) continue;
+    if (s.uid == 0 || s.pid <= 0) continue;
     for (const uint32_t gpu : s.gpus) {
       if (gpu >= owners.size() || !owners[gpu].contains(s.uid)) continue;
+      const auto attached_here = [&](int32_t pid) {
+        const auto it = attached.find(pid);
+        return it != attached.end() && it->second.contains(gpu);
+      };
+      if (s.maps_shim && (attached_here(s.pid) ||
+                          std::any_of(s.ancestors.begin(), s.ancestors.end(), attached_here))) {
+        continue;  // managed on this GPU
+      }
       const Key key{s.pid, s.start_time, gpu};
       if (next.contains(key)) continue;  // a GPU listed twice
-      UnmanagedProcess p{s.pid, s.start_time, s.uid, gpu, now, false, false};
+      UnmanagedProcess p{s.pid, s.start_time, s.uid, gpu, now, s.maps_shim, false, false};
       if (const auto it = seen_.find(key); it != seen_.end()) p = it->second;
       p.first = false;
       users_seen.insert({s.uid, gpu});

@@ -50,6 +50,9 @@ struct GpuProcessSighting {
   bool maps_shim = false;          // maps the installed shim
 };
 
+// pid -> the GPUs where it is attached to an instance.
+using AttachedProcesses = std::map<int32_t, std::set<uint32_t>>;
+
 // A process found using `gpu` without the shim.
 struct UnmanagedProcess {
   int32_t pid = 0;
@@ -57,8 +60,9 @@ struct UnmanagedProcess {
   uint32_t uid = 0;
   uint32_t gpu = 0;
   int64_t first_seen_ns = 0;
-  bool due = false;    // its user's streak on the GPU passed the grace
-  bool first = false;  // in observe()'s answer: due for the first time
+  bool maps_shim = false;  // with the shim, unattached: refused, or kept from the agent
+  bool due = false;        // its user's streak on the GPU passed the grace
+  bool first = false;      // in observe()'s answer: due for the first time
 };
 
 class UnmanagedProcessWatch {
@@ -67,9 +71,11 @@ class UnmanagedProcessWatch {
   static constexpr int kStreakGapScans = 3;
 
   // One completed scan at `now`. `owners[gpu]`: the uids that own an
-  // instance on that GPU; `attached`: the pids attached to the agent now (a
-  // sighting that maps the shim and is one of them, or descends from one,
-  // is managed). Returns the
+  // instance on that GPU; `attached`: the pids attached to the agent now,
+  // each with the GPUs of its instances (a sighting on a GPU that maps the
+  // shim and is attached there, or descends from a process that is, is
+  // managed there: a process attached on one GPU and driving another, its
+  // EGPU_* environment changed, is not). Returns the
   // processes due at this scan: every one still seen (a kill is retried),
   // `first` set the first time. `stopped_at`: the scan was given up at this
   // pid and saw none above it (it reads /proc in pid order): those are kept
@@ -77,7 +83,7 @@ class UnmanagedProcessWatch {
   std::vector<UnmanagedProcess> observe(int64_t now,
                                         const std::vector<GpuProcessSighting>& sightings,
                                         const std::vector<std::set<uint32_t>>& owners,
-                                        const std::set<int32_t>& attached,
+                                        const AttachedProcesses& attached,
                                         std::optional<int32_t> stopped_at = std::nullopt);
 
   // Every process the last scan found unmanaged, due or not (for status).

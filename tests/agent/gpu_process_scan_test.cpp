@@ -200,18 +200,6 @@ TEST(GpuProcessScan, AttachedProcessesAndTheirDescendantsWithTheShimAreNotSighte
   EXPECT_TRUE(child.sighting(r).gpus.empty());
 }
 
-// Refused an attach for want of a slot: counts as attached while it is the
-// same process (start time), with the shim.
-TEST(GpuProcessScan, ARefusedAttachCountsForThatProcessAlone) {
-  ScannedChild child(ScannedChild::Shape::kWithShim);
-  ASSERT_TRUE(child.ready());
-  auto r = child.request();
-  r.refused = {{child.pid(), process_start_time(child.pid())}};
-  EXPECT_TRUE(child.sighting(r).gpus.empty());
-  r.refused = {{child.pid(), 1}};  // another process that had its pid
-  EXPECT_EQ(child.sighting(r).gpus, std::vector<uint32_t>{0});
-}
-
 // Attached, then exec'd without LD_PRELOAD (its pid stays attached), or
 // forked and exec'd so by an attached process: without the shim, sighted.
 TEST(GpuProcessScan, AttachedOrDescendedWithoutTheShimIsSighted) {

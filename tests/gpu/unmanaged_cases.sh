@@ -47,6 +47,14 @@ unmanaged_case() {
   # shellcheck disable=SC2046
   start unm-shim "$job" -- "${as_nobody[@]}" "$greedy" --duration-s $((seconds + 8)) \
     $(greedy_args) --label shimmed
+  # Attached first: a shimmed process seen twice between its cuInit and its
+  # attach, while its user's streak runs, would be judged unattached.
+  local _
+  for _ in $(seq 300); do
+    ctl --json show "$job.0" >"$work/unmanaged.show" 2>/dev/null &&
+      [[ $(json_get "$work/unmanaged.show" processes 0) -ge 1 ]] && break
+    sleep 0.2
+  done
   # shellcheck disable=SC2046
   start unm-none "$job" LD_PRELOAD= -- "${as_nobody[@]}" "$greedy" --duration-s $((seconds + 8)) \
     $(greedy_args) --label unshimmed

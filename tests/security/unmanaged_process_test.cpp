@@ -42,6 +42,19 @@ nlohmann::json unmanaged_status(EnforcedNode& node) {
   return nlohmann::json::parse(r.out)["agent"]["unmanaged_processes"];
 }
 
+// Until instance `id` has `n` processes attached (the deadline is for a
+// broken agent, not a measure).
+bool attached_within(EnforcedNode& node, uint64_t id, int n) {
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < end) {
+    const CtlResult r = node.egpuctl({"show", std::to_string(id), "--json"});
+    const auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (r.code == 0 && j.is_object() && j.value("processes", 0) >= n) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
 bool listed(const nlohmann::json& status, pid_t pid, bool acted) {
   if (!status.is_object()) return false;
   for (const auto& p : status["processes"]) {
@@ -55,10 +68,14 @@ TEST(UnmanagedProcesses, AProcessWithoutTheShimIsKilledAndItsJobsOthersRunOn) {
   NodeOptions options;
   options.users = true;
   EnforcedNode node("unmanaged-kill", options);
-  node.create(1, 50, "burst", 0, 0, kMallory);
-  node.create(2, 50, "burst", 0, 0, kAlice);
+  const uint64_t mallory = node.create(1, 50, "burst", 0, 0, kMallory);
+  const uint64_t alice = node.create(2, 50, "burst", 0, 0, kAlice);
   auto honest = node.start_program(2, greedy_argv("alice"), 0, {}, kAlice);
   auto shimmed = node.start_program(1, greedy_argv("mallory"), 0, {}, kMallory);
+  // Attached first: a shimmed process seen twice between its cuInit and its
+  // attach, while its user's streak runs, would be judged unattached.
+  ASSERT_TRUE(attached_within(node, mallory, 1)) << node.agent().log();
+  ASSERT_TRUE(attached_within(node, alice, 1)) << node.agent().log();
   auto escaped = node.start_program(1, greedy_argv("escaped"), 0, kNoShim, kMallory);
   // It runs until something stops it: the agent, within its grace and a
   // scan or two (the deadline is for a broken agent, not a measure).

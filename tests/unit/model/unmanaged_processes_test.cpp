@@ -17,7 +17,7 @@ GpuProcessSighting sighting(int32_t pid, uint32_t uid, std::vector<uint32_t> gpu
 
 // GPU 0: Alice's instance; GPU 1: Bob's.
 const std::vector<std::set<uint32_t>> kOwners = {{kAlice}, {kBob}};
-const std::set<int32_t> kNone;
+const AttachedProcesses kNone;
 
 TEST(UnmanagedProcessWatch, AProcessWithoutTheShimIsDueAfterTheGraceAndASecondScan) {
   UnmanagedProcessWatch watch;
@@ -56,7 +56,7 @@ TEST(UnmanagedProcessWatch, AttachedProcessesAndTheirDescendantsWithTheShimAreMa
       sighting(12, kAlice, {0}, 100, {11, 10, 1}, true),  // and from that one
   };
   for (int64_t t = 0; t <= 10 * kS; t += kS)
-    EXPECT_TRUE(watch.observe(t, scan, kOwners, {10}).empty()) << t;
+    EXPECT_TRUE(watch.observe(t, scan, kOwners, {{10, {0}}}).empty()) << t;
   EXPECT_TRUE(watch.current().empty());
 }
 
@@ -68,8 +68,8 @@ TEST(UnmanagedProcessWatch, WithoutTheShimAttachmentOrAncestryIsNotEnough) {
       sighting(10, kAlice, {0}, 100, {1}, false),
       sighting(11, kAlice, {0}, 100, {10, 1}, false),
   };
-  watch.observe(0, scan, kOwners, {10});
-  EXPECT_EQ(watch.observe(2 * kS, scan, kOwners, {10}).size(), 2u);
+  watch.observe(0, scan, kOwners, {{10, {0}}});
+  EXPECT_EQ(watch.observe(2 * kS, scan, kOwners, {{10, {0}}}).size(), 2u);
 }
 
 // The shim mapped but never attached, nor below an attached process: it
@@ -78,8 +78,29 @@ TEST(UnmanagedProcessWatch, WithoutTheShimAttachmentOrAncestryIsNotEnough) {
 TEST(UnmanagedProcessWatch, TheShimWithoutAnAttachmentIsNotEnough) {
   UnmanagedProcessWatch watch;
   const std::vector<GpuProcessSighting> scan = {sighting(10, kAlice, {0}, 100, {1}, true)};
-  watch.observe(0, scan, kOwners, {99});
-  EXPECT_EQ(watch.observe(2 * kS, scan, kOwners, {99}).size(), 1u);
+  watch.observe(0, scan, kOwners, {{99, {0}}});
+  EXPECT_EQ(watch.observe(2 * kS, scan, kOwners, {{99, {0}}}).size(), 1u);
+}
+
+// Attached on one GPU, driving another (its EGPU_* environment names one
+// GPU of its step for another): managed on the first only, and so are the
+// processes forked from it.
+TEST(UnmanagedProcessWatch, AnAttachmentOnOneGpuDoesNotCoverAnother) {
+  UnmanagedProcessWatch watch;
+  const std::vector<std::set<uint32_t>> owners = {{kAlice}, {kAlice}};
+  const std::vector<GpuProcessSighting> scan = {
+      sighting(10, kAlice, {0, 1}, 100, {1}, true),
+      sighting(11, kAlice, {1}, 100, {10, 1}, true),
+  };
+  const AttachedProcesses attached = {{10, {0}}};
+  watch.observe(0, scan, owners, attached);
+  const auto due = watch.observe(2 * kS, scan, owners, attached);
+  ASSERT_EQ(due.size(), 2u);
+  for (const auto& p : due) {
+    EXPECT_EQ(p.gpu, 1u) << p.pid;
+    EXPECT_TRUE(p.maps_shim) << p.pid;
+  }
+  EXPECT_TRUE(watch.observe(3 * kS, scan, owners, {{10, {0, 1}}}).empty());
 }
 
 TEST(UnmanagedProcessWatch, RootAndOtherUsersProcessesAreNotJudged) {
