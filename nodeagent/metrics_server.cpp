@@ -71,7 +71,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(event_base* base,
   const int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 ||
-      ::listen(fd.get(), 16) != 0) {
+      ::listen(fd.get(), SOMAXCONN) != 0) {  // a short backlog is one a flood holds
     return Error{"cannot listen for metrics on " + where + ": " + std::strerror(errno)};
   }
   std::unique_ptr<MetricsServer> server(

@@ -23,9 +23,11 @@ namespace {
 #define EGPU_SO_PASSRIGHTS 83
 #endif
 
-// Messages a close takes in before it hands the socket on anyway (a client
-// can queue more small ones than this; handing on is always safe).
-constexpr int kMaxTakenAtClose = 256;
+// Messages a close takes in before it hands the socket on anyway (handing
+// on is always safe, and costs one send). Each costs the agent's thread two
+// calls, and a client can queue hundreds before it is accepted, then be
+// refused at once: 64 such accepts a turn would stall the GPUs' ticks.
+constexpr int kMaxTakenAtClose = 8;
 
 // Closes a socket that holds nothing a user passed, off the agent's thread:
 // before Linux 6.8 the last close of any unix socket runs the kernel's unix
