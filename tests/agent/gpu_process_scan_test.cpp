@@ -155,7 +155,12 @@ class ScannedChild {
       if (pthread_create(
               &t, nullptr,
               [](void*) -> void* {
-                usleep(100'000);  // the leader is gone by then
+                // Ready once the leader is a zombie (60 s at most).
+                for (int i = 0; i < 60'000; ++i) {
+                  const auto status = read_proc_status(::getpid());
+                  if (status && status->zombie) break;
+                  usleep(1'000);
+                }
                 if (::write(ready_fd, "r", 1) != 1) ::_exit(1);
                 for (;;)
                   ::pause();

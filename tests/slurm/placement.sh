@@ -21,7 +21,7 @@ fill=($(hold_job --gres=egpu:50))
 for ((i = 2; i < gpus; i++)); do fill+=($(hold_job --gres=egpu:100)); done
 for j in "${fill[@]}"; do wait_state "$j" RUNNING; done
 extra=$(hold_job --gres=egpu:10)
-wait_pending_reason "$extra" Resources 10
+wait_pending_reason "$extra" Resources 60
 sleep 3 # a scheduling pass later it still pends, and was never rejected
 [[ $(job_field "$extra" JobState) == PENDING ]] || fail "egpu:10 on a full node did not stay pending"
 ok "egpu:10 pends (Resources) with all $gpus GPUs full"

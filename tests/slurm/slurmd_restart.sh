@@ -7,8 +7,7 @@ a=$(hold_job --gres=egpu:40)
 b=$(hold_job --gres=egpu:40)
 wait_state "$a" RUNNING; wait_state "$b" RUNNING
 ga=$(job_gpus "$a"); gb=$(job_gpus "$b")
-tb restart slurmd n1
-sleep 2
+tb restart slurmd n1  # returns once n1's slurmd registered again
 for j in $a $b; do [[ $(job_field "$j" JobState) == RUNNING ]] || fail "job $j is $(job_field "$j" JobState)"; done
 [[ $(job_gpus "$a") == "$ga" && $(job_gpus "$b") == "$gb" ]] || fail "allocations changed"
 step=$(sl srun --jobid="$a" --overlap --gres=egpu:10 env | grep -E '^(EGPU_UNITS|EGPU_GPU_INDICES|CUDA_VISIBLE_DEVICES)=' | sort)

@@ -210,7 +210,11 @@ TEST(Workloads, SigtermStopsLaunchingAndPrintsTheSummary) {
                                       program,
                                       {},
                                       test_child::OutputMode::kInherit});
-    std::this_thread::sleep_for(milliseconds(700));
+    // Once its kernels run (with --iters-per-us given there is no
+    // calibration first: they are the run's), its handlers are in place.
+    ShareSampler sampler(simgpu_usage_source(gpu.shm_name()), milliseconds(10));
+    ASSERT_TRUE(sampler.wait_until(labels_busy({program}), std::chrono::seconds(60))) << program;
+    sampler.stop();
     ASSERT_TRUE(child->running()) << program;
     child->kill(SIGTERM);
     const json summary = finish_workload(*child);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "enforced_node.h"
+#include "memory_sharing.h"
 
 namespace egpu::integration {
 namespace {
@@ -20,19 +21,39 @@ nlohmann::json show(EnforcedNode& node, uint64_t id) {
   return j.is_discarded() ? nlohmann::json::object() : j;
 }
 
+// Instance `id` once it has no process and no memory left (the deadline is
+// for a broken agent, not a measure), else as it is then.
+nlohmann::json show_once_empty(EnforcedNode& node, uint64_t id) {
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    auto j = show(node, id);
+    const bool empty =
+        j.value("processes", -1) == 0 && j.value("memory_used_bytes", uint64_t{1}) == 0;
+    if (empty || std::chrono::steady_clock::now() > end) return j;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+// A memory-probe that fills its instance's quota in `chunk` pieces and holds
+// it until the test ends; `mark` made once all is held.
+std::vector<std::string> holder_argv(uint64_t chunk) {
+  return {memory_probe_path(), "fill", std::to_string(chunk), "120000"};
+}
+
 TEST(Faults, KillingOneOfThreeJobsGivesItsShareToTheOthersAndFreesItsMemory) {
   EnforcedNode node("kill3");
   const uint64_t victim = node.create(1, 40);
   node.create(2, 30);
   node.create(3, 30);
   auto v = node.start(1, greedy("victim"));
-  auto holder =
-      node.start_program(1, {memory_probe_path(), "fill", std::to_string(1ull << 30), "60000"});
+  const std::string mark = ::testing::TempDir() + "/kill3-held";
+  std::filesystem::remove(mark);
+  auto holder = node.start_program(1, holder_argv(1ull << 30), 0, {{"PROBE_MARK", mark}});
   auto a = node.start(2, greedy("a"));
   auto b = node.start(3, greedy("b"));
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"victim", "a", "b"}), 20s));
-  std::this_thread::sleep_for(2000ms);
+  ASSERT_TRUE(wait_for_file(mark, 60s)) << holder->stderr_text();
   auto before = show(node, victim);
   EXPECT_EQ(before.value("processes", 0), 2) << before.dump();
   EXPECT_GT(before.value("memory_used_bytes", uint64_t{0}), 1ull << 30) << before.dump();
@@ -51,7 +72,7 @@ TEST(Faults, KillingOneOfThreeJobsGivesItsShareToTheOthersAndFreesItsMemory) {
   EXPECT_NEAR(after_kill.share("a"), 0.50, 0.03);
   EXPECT_NEAR(after_kill.share("b"), 0.50, 0.03);
   EXPECT_LE(after_kill.share("victim"), 0.01);
-  auto gone = show(node, victim);
+  auto gone = show_once_empty(node, victim);
   EXPECT_EQ(gone.value("processes", -1), 0) << gone.dump();
   EXPECT_EQ(gone.value("memory_used_bytes", uint64_t{1}), 0u) << gone.dump();
   stop(*a);
@@ -64,11 +85,12 @@ TEST(Faults, AgentKilledUnderLoadNeitherCrashesNorHangsJobsAndResumes) {
   node.create(2, 30);
   auto wa = node.start(1, greedy("a"));
   auto wb = node.start(2, greedy("b"));
-  auto holder =
-      node.start_program(1, {memory_probe_path(), "fill", std::to_string(512ull << 20), "60000"});
+  const std::string mark = ::testing::TempDir() + "/agent-kill-held";
+  std::filesystem::remove(mark);
+  auto holder = node.start_program(1, holder_argv(512ull << 20), 0, {{"PROBE_MARK", mark}});
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"a", "b"}), 20s));
-  std::this_thread::sleep_for(2000ms);
+  ASSERT_TRUE(wait_for_file(mark, 60s)) << holder->stderr_text();
   const uint64_t mem_before = show(node, a).value("memory_used_bytes", uint64_t{0});
   EXPECT_GE(mem_before, 1ull << 30);
   node.agent().kill_hard();

@@ -41,9 +41,15 @@ TEST(Memory, QuotaIsWhatTheProcessSees) {
 TEST(Memory, OverQuotaFailsWithOutOfMemoryWithoutReachingTheDriver) {
   EnforcedNode node("mem-oom");
   node.create(1, 10, "burst", 0, 5 * kGiB);
-  auto p = node.start_program(1, {memory_probe_path(), "fill", std::to_string(kGiB), "1500"});
-  std::this_thread::sleep_for(1000ms);
+  const std::string dir = ::testing::TempDir();
+  const std::string mark = dir + "/mem-oom-held", hold = dir + "/mem-oom-go";
+  std::filesystem::remove(mark);
+  std::filesystem::remove(hold);
+  auto p = node.start_program(1, {memory_probe_path(), "fill", std::to_string(kGiB), "60000"}, 0,
+                              {{"PROBE_MARK", mark}, {"PROBE_HOLD_UNTIL", hold}});
+  ASSERT_TRUE(wait_for_file(mark, 60s)) << p->stderr_text();
   const uint64_t driver_used = simgpu_memory_used(node);
+  std::ofstream(hold).put('\n');
   auto st = p->wait_for(60s);
   ASSERT_TRUE(st && st->success()) << p->stderr_text();
   auto j = nlohmann::json::parse(p->stdout_text());

@@ -3,6 +3,7 @@
 //   memory-probe info                    cuMemGetInfo and cuDeviceTotalMem
 //   memory-probe each-api SIZE           every allocation API: alloc, info, free, info
 //   memory-probe fill CHUNK [HOLD_MS]    allocate CHUNK until refused, hold, free all
+//                                        (PROBE_MARK=FILE: made once all is held)
 //                                        (PROBE_HOLD_UNTIL=FILE: hold until FILE exists)
 //   memory-probe vmm-release-mapped SIZE create, map, release (the CUDA samples' idiom),
 //                                        retain, unmap, release: info after each
@@ -359,6 +360,7 @@ int main(int argc, char** argv) {
     out["allocated"] = held.size() * chunk;
     out["stopped_by"] = name_of(last);
     out["during"] = info();
+    mark();  // PROBE_MARK: all it could get is held
     // PROBE_HOLD_UNTIL (a path): stop holding early once it exists, so a
     // test decides when the probe ends instead of guessing how long it needs.
     const char* until = std::getenv("PROBE_HOLD_UNTIL");
