@@ -239,6 +239,16 @@ Status Agent::init() {
   } else {
     root_control_ = std::move(*root);
   }
+  // Each user's own socket (only root can give a socket to a user).
+  UserSockets::remove_left(config_.socket_path);
+  if (::geteuid() == 0) {
+    user_sockets_ = std::make_unique<UserSockets>(
+        base_.get(), config_.socket_path,
+        [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); });
+    user_sockets_sync_.reset(evtimer_new(base_.get(), &Agent::on_user_sockets_sync, this));
+    if (!user_sockets_sync_) return Error{"cannot add the users' sockets to the event loop"};
+    sync_user_sockets_soon();  // the recovered instances' users
+  }
   if (!config_.metrics_address.empty()) {
     auto m = MetricsServer::start(base_.get(), config_.metrics_host(), config_.metrics_port(),
                                   [this] { return metrics_text(*this); });
@@ -423,6 +433,19 @@ void Agent::on_process_exit(const Attachment& a) {
   if (a.gpu >= arbiters_.size()) return;
   arbiters_[a.gpu]->reclaim(a.instance_id, a.proc_slot, a.pid);
   tick(a.gpu);
+}
+
+void Agent::sync_user_sockets_soon() {
+  if (user_sockets_sync_) event_active(user_sockets_sync_.get(), EV_TIMEOUT, 0);
+}
+
+void Agent::on_user_sockets_sync(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<Agent*>(arg);
+  std::set<uid_t> owners;
+  for (const model::Instance* inst : self->registry_->all()) {
+    if (inst->uid != 0) owners.insert(inst->uid);
+  }
+  self->user_sockets_->sync(owners);
 }
 
 }  // namespace egpu::agent

@@ -32,6 +32,7 @@
 #include "nodeagent/process_tracker.h"
 #include "nodeagent/step_reaper.h"
 #include "nodeagent/unmanaged_process_scanner.h"
+#include "nodeagent/user_sockets.h"
 
 namespace egpu::agent {
 
@@ -137,6 +138,10 @@ class Agent {
   void restore_latency_control(uint32_t gpu);
   void save_latency_control(uint32_t gpu);
   static void on_latency_timer(evutil_socket_t, short, void* arg);
+  // The users' own sockets follow who owns instances: from the loop, never
+  // within a request (whose connection may be on a socket it would close).
+  void sync_user_sockets_soon();
+  static void on_user_sockets_sync(evutil_socket_t, short, void* arg);
   // UnmanagedProcesses= (agent_unmanaged.cpp): takes the last /proc scan's
   // result, acts on the processes it makes due, and starts the next scan.
   Status start_unmanaged_watch();
@@ -186,6 +191,8 @@ class Agent {
   std::unique_ptr<StepReaper> reaper_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<ControlServer> root_control_;  // root_socket_path: root's alone
+  std::unique_ptr<UserSockets> user_sockets_;    // user_socket_path: each user's own (as root)
+  EventHandle user_sockets_sync_;
   std::unique_ptr<MetricsServer> metrics_;
   EventHandle heartbeat_;
   int64_t pages_trimmed_ns_ = 0;  // when the heartbeat last looked at page lengths

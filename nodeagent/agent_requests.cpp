@@ -202,7 +202,8 @@ std::vector<Outgoing> Agent::handle_create(const PeerCred& peer, const protocol:
   }
   const model::Instance settled = *registry_->find(created.id);
   reaper_->watch(created.id, created.creator);
-  apply_gangs();  // a step's second GPU makes it a gang
+  sync_user_sockets_soon();  // its user's own socket, if it is the first
+  apply_gangs();             // a step's second GPU makes it a gang
   tick(created.gpu);
   EGPU_LOG_INFO(
       "created instance %llu: job %llu step %u on GPU %u, %u units (job %u), %s, quota %llu MiB",
@@ -250,6 +251,7 @@ std::vector<Outgoing> Agent::handle_usage(const PeerCred& peer, const protocol::
 }
 
 std::vector<accounting::StepUsage> Agent::drop(const std::vector<model::Instance>& removed) {
+  sync_user_sockets_soon();  // a user's last instance closes its socket
   std::vector<accounting::StepUsage> usage;
   for (const auto& inst : removed) {
     tracker_->forget_instance(inst.id);

@@ -80,11 +80,9 @@ ControlServer::~ControlServer() {
   close_elsewhere(std::move(listen_fd_), 0);
 }
 
-Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
-                                                             const std::string& path,
-                                                             Handler handler,
-                                                             const ControlLimits& limits,
-                                                             mode_t mode) {
+Result<std::unique_ptr<ControlServer>> ControlServer::listen(
+    event_base* base, const std::string& path, Handler handler, const ControlLimits& limits,
+    mode_t mode, std::optional<uid_t> owner) {
   sockaddr_un addr{};
   if (path.size() >= sizeof addr.sun_path) return Error{"socket path too long: " + path};
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -106,7 +104,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::listen(event_base* base,
   // Anyone may connect: shims run as the job's user, whoever that is, so no
   // narrower owner or group fits. Every request is authorised from
   // SO_PEERCRED, and what a user can hoard is bounded by the caps above.
-  if (Status s = set_socket_mode(path, mode); !s) return Error{s.error()};
+  if (Status s = set_socket_mode(path, mode, owner); !s) return Error{s.error()};
   // Accepted sockets inherit it: where the kernel can, senders of
   // descriptors are refused before anything reaches the agent.
   (void)refuse_passed_descriptors(fd.get());
@@ -171,7 +169,7 @@ bool ControlServer::admit(const PeerCred& peer, uid_t* counted_as) {
     return false;
   }
   if (peer.uid == 0) return true;  // only the total bounds root
-  if (limits_.root_only) return false;
+  if (limits_.root_only || (limits_.only_uid && peer.uid != *limits_.only_uid)) return false;
   const size_t users_max = limits_.max_connections > limits_.root_reserved
                                ? limits_.max_connections - limits_.root_reserved
                                : 0;

@@ -73,6 +73,8 @@ struct ControlLimits {
   int accept_pause_ms = 100;
   // Only root is served (the root socket; its mode already keeps others out).
   bool root_only = false;
+  // Only root and this uid are served (a user's own socket: likewise).
+  std::optional<uid_t> only_uid;
   // Reply bytes a connection may have waiting in the agent while its socket's
   // buffer is full (a status of a node with many instances), those of one
   // non-root uid's connections, and all non-root connections together; past
@@ -87,11 +89,12 @@ class ControlServer {
   using Handler = std::function<std::vector<Outgoing>(const PeerCred&, std::span<const uint8_t>)>;
 
   // `mode`: the socket file's; 0666 lets every job user connect, 0600 only
-  // root (connecting needs write permission on it).
+  // root (connecting needs write permission on it), or `owner` if given.
   static Result<std::unique_ptr<ControlServer>> listen(event_base* base, const std::string& path,
                                                        Handler handler,
                                                        const ControlLimits& limits = {},
-                                                       mode_t mode = 0666);
+                                                       mode_t mode = 0666,
+                                                       std::optional<uid_t> owner = std::nullopt);
   ~ControlServer();
 
   // Whether `uid` owns an instance here (asked at accept). Connections of

@@ -52,13 +52,28 @@ CallResult<ControlClient> ControlClient::connect(const std::string& socket_path,
   return open(socket_path, deadline, 0, deadline);
 }
 
+CallResult<ControlClient> ControlClient::connect_only(const std::string& socket_path,
+                                                      int timeout_ms) {
+  return connect_to(socket_path, Deadline::after_ms(timeout_ms), timeout_ms, std::nullopt);
+}
+
 std::string root_socket_path(const std::string& socket_path) {
   return socket_path + ".root";
 }
 
+std::string user_socket_path(const std::string& socket_path, uid_t uid) {
+  return socket_path + ".u" + std::to_string(uid);
+}
+
 CallResult<ControlClient> ControlClient::open(const std::string& socket_path, Deadline deadline,
                                               int timeout_ms, std::optional<Deadline> shared) {
-  if (::geteuid() == 0) {
+  if (const uid_t me = ::geteuid(); me != 0) {
+    // The user's own socket, with half the time at most, as root's below.
+    // Only root's listener is taken there too.
+    const std::string own = user_socket_path(socket_path, me);
+    const Deadline half((monotonic_ns() + deadline.at_ns()) / 2);
+    if (auto c = connect_to(own, half, timeout_ms, shared); c && c->peer_is_root()) return c;
+  } else {
     // Root's own socket when the agent has one (a missing one fails at
     // once), with half the time at most: a root socket that does not answer
     // must leave the public one time to. Only root's listener is taken: a

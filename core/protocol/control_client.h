@@ -5,6 +5,8 @@
 // whether asking again later may help.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -70,6 +72,10 @@ class ControlClient {
   // Connects by `deadline`, which every call after it shares: connect, send
   // and receive bounded together (a one-shot exchange).
   static CallResult<ControlClient> connect(const std::string& socket_path, Deadline deadline);
+  // To `socket_path` alone, never root's or the caller's own socket beside
+  // it (tests of what the public socket does).
+  static CallResult<ControlClient> connect_only(const std::string& socket_path,
+                                                int timeout_ms = kDefaultTimeoutMs);
 
   // Sends a request and returns the reply, whatever its status (a status is
   // the agent's answer, not a failure of the call); a reply sent in several
@@ -106,5 +112,13 @@ std::string default_socket_path();
 // connections cannot keep slurmstepd out. Root's connections go there
 // first, and to the public socket when it is missing (an older agent).
 std::string root_socket_path(const std::string& socket_path);
+
+// A user's own socket beside `socket_path` (mode 0600, the user's), there
+// while the user owns an instance on the node: no other user can connect to
+// it, so one flooding the public socket cannot keep that user's shims from
+// attaching (and so from being taken for processes without the shim). A
+// user's connections go there first, and to the public socket when it is
+// missing (no instance yet, an older agent) or does not answer in time.
+std::string user_socket_path(const std::string& socket_path, uid_t uid);
 
 }  // namespace egpu::protocol

@@ -76,7 +76,7 @@ Status check_trusted_directory(const std::string& dir, uid_t owner) {
   return {};
 }
 
-Status set_socket_mode(const std::string& path, mode_t mode) {
+Status set_socket_mode(const std::string& path, mode_t mode, std::optional<uid_t> owner) {
   // O_PATH pins what is at the path now; the mode is set on that inode
   // through /proc, as glibc's fchmodat(AT_SYMLINK_NOFOLLOW) does.
   UniqueFd at(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
@@ -89,6 +89,9 @@ Status set_socket_mode(const std::string& path, mode_t mode) {
   const std::string self = "/proc/self/fd/" + std::to_string(at.get());
   if (::chmod(self.c_str(), mode) != 0) {
     return Error{"chmod " + path + ": " + std::strerror(errno)};
+  }
+  if (owner && ::fchownat(at.get(), "", *owner, static_cast<gid_t>(-1), AT_EMPTY_PATH) != 0) {
+    return Error{"chown " + path + ": " + std::strerror(errno)};
   }
   return {};
 }

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 #include "core/util/result.h"
@@ -23,7 +24,9 @@ Status check_trusted_directory(const std::string& dir, uid_t owner);
 
 // chmod of the socket this process just bound at `path`, which follows no
 // symlink and changes nothing but a socket of this process's user: whatever
-// else is found there is an error and keeps its mode.
-Status set_socket_mode(const std::string& path, mode_t mode);
+// else is found there is an error and keeps its mode. With `owner`, the
+// socket is then given to that user (after the mode: never open to others).
+Status set_socket_mode(const std::string& path, mode_t mode,
+                       std::optional<uid_t> owner = std::nullopt);
 
 }  // namespace egpu

@@ -103,7 +103,7 @@ void release(Holder& h) {
 
 int status_as(const std::string& socket, uid_t uid) {
   return run_as(uid, [&] {
-    auto c = protocol::ControlClient::connect(socket);
+    auto c = protocol::ControlClient::connect_only(socket);
     if (!c) return 10;
     auto st = c->call(protocol::StatusRequest{0, 0});
     if (!st) return 11;

@@ -44,7 +44,8 @@ void collect(Holder& h, int wait_ms);
 // Kills and reaps the holder: its connections close.
 void release(Holder& h);
 
-// Status as `uid` over a fresh connection; 0 when answered kOk.
+// Status as `uid` over a fresh connection to `socket` itself (not the
+// user's own socket beside it); 0 when answered kOk.
 int status_as(const std::string& socket, uid_t uid);
 
 // Retries `ok` for up to `limit`: the agent notices closed connections

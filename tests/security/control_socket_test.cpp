@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,7 +109,7 @@ int status_in_groups(const std::string& socket, uid_t uid, gid_t gid, std::vecto
   if (pid == 0) {
     if (setgroups(extra.size(), extra.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
       _exit(99);
-    auto c = protocol::ControlClient::connect(socket);
+    auto c = protocol::ControlClient::connect_only(socket);
     if (!c) _exit(10);
     auto st = c->call(protocol::StatusRequest{0, 0});
     _exit(!st ? 11 : st->status == ReplyStatus::kOk ? 0 : 12);
@@ -244,6 +245,53 @@ TEST_F(ControlSocketExhaustion, RootHasASocketNoUserCanFill) {
   // Without the root socket, root's calls go to the public one.
   ASSERT_EQ(unlink(root_socket.c_str()), 0);
   create_and_remove_as_root(agent, 910);
+}
+
+// A user who owns an instance gets a socket of her own, which no other user
+// can connect to: one flooding the public socket cannot keep her shims from
+// attaching (a shim that cannot attach runs outside its share, and is then
+// killed as a process without the shim). Her clients go there first.
+TEST_F(ControlSocketExhaustion, AUserWithAnInstanceHasASocketNoOtherUserCanFill) {
+  AgentProcess& agent = make_agent();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  const std::string own = protocol::user_socket_path(agent.socket(), kBob);
+  struct stat st {};
+  EXPECT_NE(stat(own.c_str(), &st), 0) << "a socket for a user with no instance";
+  ASSERT_EQ(agent.call(create_request(81, 30, kBob))->status, ReplyStatus::kOk);
+  ASSERT_TRUE(eventually([&] { return stat(own.c_str(), &st) == 0; })) << own;
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, kBob);
+  // Nobody else can connect to it.
+  EXPECT_EQ(run_as(kMallory, [&] { return connect_unix(own) >= 0 ? 1 : 0; }), 0);
+  // With the public socket out of reach (as a flood's full backlog would
+  // keep it), Bob is served, through his own socket; Mallory is not.
+  const std::string away = agent.socket() + ".away";
+  ASSERT_EQ(rename(agent.socket().c_str(), away.c_str()), 0);
+  const int bob = run_as(kBob, [&] {
+    auto c = protocol::ControlClient::connect(agent.socket(), 5000);
+    if (!c) return 10;
+    auto status = c->call(protocol::StatusRequest{0, 0});
+    return !status ? 11 : status->status == ReplyStatus::kOk ? 0 : 12;
+  });
+  const int mallory = run_as(
+      kMallory, [&] { return protocol::ControlClient::connect(agent.socket(), 2000) ? 0 : 10; });
+  ASSERT_EQ(rename(away.c_str(), agent.socket().c_str()), 0);
+  EXPECT_EQ(bob, 0) << "10: no connection, 11: no answer, 12: refused";
+  EXPECT_EQ(mallory, 10);
+  // It goes with his last instance, and comes back with a restart that
+  // recovers one.
+  ASSERT_EQ(agent.call(create_request(82, 30, kBob))->status, ReplyStatus::kOk);
+  agent.kill_hard();
+  ASSERT_EQ(unlink(own.c_str()), 0);  // as if it had never been made
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_TRUE(eventually([&] { return stat(own.c_str(), &st) == 0; })) << agent.log();
+  for (const uint64_t job : {81, 82}) {
+    auto removed = agent.call(protocol::RemoveRequest{job, 0, 0});
+    ASSERT_TRUE(removed.ok()) << removed.error();
+  }
+  EXPECT_TRUE(eventually([&] { return stat(own.c_str(), &st) != 0; }))
+      << own << " is still there with no instance of its user's";
 }
 
 TEST_F(ControlSocketExhaustion, OutOfDescriptorsTheAgentWaitsInsteadOfSpinning) {

@@ -1,0 +1,52 @@
+// UserSockets: a control socket of their own for the users who own an
+// instance on the node (protocol::user_socket_path: SocketPath.uUID, mode
+// 0600, the user's). The public socket's backlog is everyone's: a user who
+// floods it with connections keeps other users' shims from attaching, and
+// a shim that cannot attach runs outside its share (FailMode=open) or not
+// at all, and is then taken for a process without the shim
+// (UnmanagedProcesses=). No other user can connect to a user's own socket,
+// so filling it keeps out nobody but its owner. Served by the same handler:
+// every request is authorised from SO_PEERCRED as on the public socket.
+#pragma once
+
+#include <event2/event.h>
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "nodeagent/control_server.h"
+
+namespace egpu::agent {
+
+class UserSockets {
+ public:
+  // Connections a user may hold on its own socket (on top of the public
+  // socket's): as many as there, for a many-task step's attaches at once.
+  static constexpr size_t kConnectionsPerUser = 64;
+
+  UserSockets(event_base* base, std::string public_path, ControlServer::Handler handler);
+
+  // Opens a socket for each of `owners` (never root) that has none, and
+  // closes those of users no longer in it. One that cannot be opened (a
+  // path too long for a socket's address) is logged once; that user's
+  // clients use the public socket.
+  void sync(const std::set<uid_t>& owners);
+
+  // Sockets beside `public_path` that a previous agent left: removed.
+  static void remove_left(const std::string& public_path);
+
+  // The users whose socket is open.
+  std::set<uid_t> users() const;
+
+ private:
+  event_base* base_;
+  std::string public_path_;
+  ControlServer::Handler handler_;
+  std::map<uid_t, std::unique_ptr<ControlServer>> servers_;
+  std::set<uid_t> failed_;  // logged once; tried again at each sync
+};
+
+}  // namespace egpu::agent
