@@ -90,7 +90,10 @@ static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
     uint64_t n = units_of(req, idx, this_nth, nbits);
     uint64_t mem = egpu_node_gpu_memory(dev);
     const char* uuid = egpu_node_gpu_uuid(dev);
-    xstrfmtcat(indices, "%s%d", sep, idx);
+    /* The agent numbers GPUs by device (GpuDeviceFiles=/dev/nvidia%d), and
+     * Slurm by gres.conf order: the same only where File= lists
+     * /dev/nvidia0..N-1 in order (not /dev/nvidia[1-3]). */
+    xstrfmtcat(indices, "%s%d", sep, dev);
     xstrfmtcat(units, "%s%" PRIu64, sep, n);
     /* A job's env holds its own allocation; a step's, its job's as
      * slurmstepd knows it (0: not known). Only a step's env pointer is
