@@ -193,9 +193,16 @@ void load_config(int ac, char** av) {
 }
 
 std::string getenv_of(spank_t sp, const char* name) {
-  std::vector<char> buf(4096);
-  if (spank_getenv(sp, name, buf.data(), static_cast<int>(buf.size())) != ESPANK_SUCCESS) return "";
-  return buf.data();
+  // Grown until it fits: a user's LD_PRELOAD may be long, and one cut or
+  // dropped would lose the user's own preloads. One variable is at most
+  // 128 KiB (MAX_ARG_STRLEN).
+  for (size_t size = 4096; size <= (size_t{1} << 20); size *= 4) {
+    std::vector<char> buf(size);
+    const spank_err_t rc = spank_getenv(sp, name, buf.data(), static_cast<int>(buf.size()));
+    if (rc == ESPANK_SUCCESS) return buf.data();
+    if (rc != ESPANK_NOSPACE) return "";
+  }
+  return "";
 }
 
 template <typename T>

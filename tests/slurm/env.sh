@@ -28,4 +28,14 @@ quota=$(env_of EGPU_MEM_QUOTA <<<"$batch")
 [[ $(env_of EGPU_GPU_INDICES <<<"$step") == "$idx" ]] || fail "step runs on another GPU"
 [[ $(env_of SLURM_STEP_GPUS <<<"$step") == "$idx" ]] || fail "step SLURM_STEP_GPUS"
 ok "batch and step env: GPU $idx, 25 and 20 units of the job's 25, quota $quota, uuid $uuid"
+
+# A user's own LD_PRELOAD, however long, is kept after the shim (it was
+# dropped past 4 KiB).
+long=$(printf '/lib/x86_64-linux-gnu/libm.so.6 %.0s' $(seq 160))
+j=$(submit --gres=egpu:10 --wrap "LD_PRELOAD='$long' srun --gres=egpu:10 sh -c 'echo PRELOAD \${#LD_PRELOAD} \${LD_PRELOAD%% *}'")
+read -r _ len first < <(job_output "$j" | grep '^PRELOAD ')
+[[ $first == */libegpu-shim.so ]] || fail "the step's LD_PRELOAD starts with '$first', not the shim"
+(( len == ${#long} + ${#first} + 1 )) ||
+  fail "the step's LD_PRELOAD is $len bytes: not the shim and the user's ${#long}"
+ok "a user's LD_PRELOAD of ${#long} bytes is kept after the shim"
 clean_jobs
