@@ -1,6 +1,7 @@
 #include "core/model/step_plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "core/config/byte_size.h"
@@ -42,6 +43,12 @@ Result<Mode> parse_mode_option(const std::string& text) {
 }
 
 Result<uint64_t> parse_mem_option(const std::string& text, uint64_t max_bytes) {
+  // Slurm's own --mem reads a bare number as megabytes; a quota read as
+  // bytes would fail the step's first allocation, far from the cause.
+  if (!text.empty() && std::isdigit(static_cast<unsigned char>(text.back())) != 0) {
+    return Error{"--egpu-mem=" + text + " has no unit: give one, e.g. " + text + "M or " + text +
+                 "G (a bare number is not read as megabytes, as --mem does)"};
+  }
   auto b = config::parse_byte_size(text);
   if (!b) return Error{"--egpu-mem=" + text + ": " + b.error()};
   if (*b == 0) return Error{"--egpu-mem must be more than 0"};

@@ -27,7 +27,9 @@ ok "egpu named twice in one --gres refused"
 refused "egpu-mode must be burst, cap or lend, got 'fast'" --gres=egpu:10 --egpu-mode=fast
 refused "egpu-mem=1PB is more than a GPU of this cluster has" --gres=egpu:10 --egpu-mem=1PB
 refused "egpu-mem=lots: size 'lots' does not start with a number" --gres=egpu:10 --egpu-mem=lots
-ok "--egpu-mode=fast, --egpu-mem=1PB and --egpu-mem=lots refused"
+# Slurm's --mem reads a bare number as megabytes; bytes would fail the job later.
+refused "egpu-mem=16000 has no unit: give one, e.g. 16000M or 16000G" --gres=egpu:10 --egpu-mem=16000
+ok "--egpu-mode=fast, --egpu-mem=1PB, --egpu-mem=lots and --egpu-mem=16000 refused"
 refused "egpu-slo=p101:5ms: the percentile 'p101' is out of range" --gres=egpu:10 --egpu-slo=p101:5ms
 refused "egpu-slo=p99:0ms: the latency target '0ms' is below 1ms" --gres=egpu:10 --egpu-slo=p99:0ms
 refused "egpu-slo needs burst mode: cap never goes above its share" --gres=egpu:10 --egpu-slo=p99:40ms --egpu-mode=cap

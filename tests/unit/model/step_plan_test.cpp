@@ -113,7 +113,12 @@ TEST(StepPlan, UserOptionsAreValidatedWithClearErrors) {
   EXPECT_NE(huge.error().find("more than a GPU of this cluster has (80.0 GiB)"), std::string::npos)
       << huge.error();
   EXPECT_TRUE(parse_mem_option("1PB", 0).ok());  // unknown GPU size: checked on the node
-  EXPECT_FALSE(parse_mem_option("0", 0).ok());
+  EXPECT_FALSE(parse_mem_option("0G", 0).ok());
+  // A bare number (bytes? megabytes, as --mem reads it?) is refused, naming both.
+  const auto bare = parse_mem_option("16000", 80 * kGiB);
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(bare.error().find("has no unit: give one, e.g. 16000M or 16000G"), std::string::npos)
+      << bare.error();
   EXPECT_FALSE(parse_mem_option("lots", 0).ok());
 }
 
