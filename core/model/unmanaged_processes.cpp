@@ -57,8 +57,9 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
   std::vector<UnmanagedProcess> due;
   for (auto& [key, p] : next) {
     const int64_t since = streaks_.at({p.uid, p.gpu}).since_ns;
-    // Seen in an earlier scan too, in a streak past the grace.
-    if (!p.due && p.first_seen_ns < now && now - since >= kGraceNs) {
+    // In a streak past the grace; with the shim, seen in an earlier scan too
+    // (an honest process between cuInit and its attach is seen once).
+    if (!p.due && (p.first_seen_ns < now || !p.maps_shim) && now - since >= kGraceNs) {
       p.due = true;
       p.first = true;
       ++total_due_;

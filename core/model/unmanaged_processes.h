@@ -21,12 +21,13 @@
 //     a whole-GPU job is on a GPU without instances);
 //   - once a user has had such processes on the GPU for kGraceNs (a streak
 //     that only kStreakGapScans scans in a row without one end), each of
-//     them that has been seen in two scans is due: the grace is the user's
-//     on that GPU, not each process's, so a relay of processes that each
-//     live through two scans, gaps and all, does not stay under it; and a
-//     process is seen twice first, so an honest one caught once between
-//     the driver's cuInit and its attach is never due (nor is a process
-//     that lives less than a scan period: the residual).
+//     them is due: the grace is the user's on that GPU, not each
+//     process's, so a relay of processes, gaps and all, does not stay
+//     under it. One that maps the shim is seen in two scans first: an
+//     honest one caught once between the driver's cuInit and its attach is
+//     never due. One without the shim cannot be that, and is due at first
+//     sight, so of a relay of processes each shorter than a scan period
+//     every one a scan meets is due (those none meets are the residual).
 // A process that maps the shim, attaches, and then calls around it is not
 // caught here (see README, "patched shim").
 #pragma once

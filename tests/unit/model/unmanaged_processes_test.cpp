@@ -19,7 +19,7 @@ GpuProcessSighting sighting(int32_t pid, uint32_t uid, std::vector<uint32_t> gpu
 const std::vector<std::set<uint32_t>> kOwners = {{kAlice}, {kBob}};
 const AttachedProcesses kNone;
 
-TEST(UnmanagedProcessWatch, AProcessWithoutTheShimIsDueAfterTheGraceAndASecondScan) {
+TEST(UnmanagedProcessWatch, AProcessWithoutTheShimIsDueOnceItsUsersStreakPassesTheGrace) {
   UnmanagedProcessWatch watch;
   const std::vector<GpuProcessSighting> scan = {sighting(10, kAlice, {0})};
   EXPECT_TRUE(watch.observe(0, scan, kOwners, kNone).empty());
@@ -42,7 +42,7 @@ TEST(UnmanagedProcessWatch, AProcessWithoutTheShimIsDueAfterTheGraceAndASecondSc
   EXPECT_EQ(watch.scans(), 4u);
 }
 
-TEST(UnmanagedProcessWatch, OneScanIsNeverEnoughHoweverLongTheGapBefore) {
+TEST(UnmanagedProcessWatch, TheGraceCountsFromTheFirstScanThatSeesOne) {
   UnmanagedProcessWatch watch;
   EXPECT_TRUE(watch.observe(100 * kS, {}, kOwners, kNone).empty());
   EXPECT_TRUE(watch.observe(200 * kS, {sighting(10, kAlice, {0})}, kOwners, kNone).empty());
@@ -127,33 +127,36 @@ TEST(UnmanagedProcessWatch, EachGpuOfAProcessIsJudgedOnItsOwn) {
 }
 
 // The grace is the user's on the GPU, and a scan or two without one does not
-// end it: processes that each live a couple of seconds, one after another
-// with gaps, are due once the streak passes the grace.
+// end it: processes one after another with gaps are due once the streak
+// passes the grace; one without the shim at first sight (one that lives
+// less than a scan period is met by a scan once at most).
 TEST(UnmanagedProcessWatch, ARelayWithGapsIsCaught) {
   UnmanagedProcessWatch watch;
   const auto one = [](int32_t pid) {
     return std::vector<GpuProcessSighting>{sighting(pid, kAlice, {0})};
   };
   EXPECT_TRUE(watch.observe(0, one(10), kOwners, kNone).empty());
-  EXPECT_TRUE(watch.observe(kS, one(10), kOwners, kNone).empty());      // within the grace
-  EXPECT_TRUE(watch.observe(2 * kS, {}, kOwners, kNone).empty());       // a gap
-  EXPECT_TRUE(watch.observe(3 * kS, one(11), kOwners, kNone).empty());  // seen once so far
-  const auto due = watch.observe(4 * kS, one(11), kOwners, kNone);
+  EXPECT_TRUE(watch.observe(kS, one(10), kOwners, kNone).empty());  // within the grace
+  EXPECT_TRUE(watch.observe(2 * kS, {}, kOwners, kNone).empty());   // a gap
+  const auto due = watch.observe(3 * kS, one(11), kOwners, kNone);  // its first scan
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].pid, 11);
   EXPECT_EQ(due[0].first_seen_ns, 3 * kS);
+  EXPECT_EQ(watch.observe(4 * kS, one(12), kOwners, kNone).size(), 1u);
 }
 
-// A process seen once is never due, whatever its user's streak: an honest
-// one caught between the driver's cuInit and its attach.
-TEST(UnmanagedProcessWatch, AProcessSeenOnceIsNeverDue) {
+// A process with the shim seen once is never due, whatever its user's
+// streak: an honest one caught between the driver's cuInit and its attach.
+TEST(UnmanagedProcessWatch, AProcessWithTheShimSeenOnceIsNeverDue) {
   UnmanagedProcessWatch watch;
   const GpuProcessSighting escaped = sighting(10, kAlice, {0});
+  const GpuProcessSighting attaching = sighting(12, kAlice, {0}, 100, {1}, /*shim=*/true);
   watch.observe(0, {escaped}, kOwners, kNone);
   EXPECT_EQ(watch.observe(2 * kS, {escaped}, kOwners, kNone).size(), 1u);
-  const auto due = watch.observe(3 * kS, {escaped, sighting(12, kAlice, {0})}, kOwners, kNone);
+  const auto due = watch.observe(3 * kS, {escaped, attaching}, kOwners, kNone);
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].pid, 10);
+  EXPECT_EQ(watch.observe(4 * kS, {escaped, attaching}, kOwners, kNone).size(), 2u);
 }
 
 TEST(UnmanagedProcessWatch, ThreeScansWithoutOneEndTheStreak) {
@@ -167,11 +170,15 @@ TEST(UnmanagedProcessWatch, ThreeScansWithoutOneEndTheStreak) {
   EXPECT_EQ(watch.observe(6 * kS, escaped, kOwners, kNone).size(), 1u);
 }
 
+// (With the shim: seen in two scans before it is due.)
 TEST(UnmanagedProcessWatch, AReusedPidIsAnotherProcessInTheSameStreak) {
   UnmanagedProcessWatch watch;
-  watch.observe(0, {sighting(10, kAlice, {0}, 100)}, kOwners, kNone);
-  EXPECT_TRUE(watch.observe(2 * kS, {sighting(10, kAlice, {0}, 200)}, kOwners, kNone).empty());
-  const auto due = watch.observe(3 * kS, {sighting(10, kAlice, {0}, 200)}, kOwners, kNone);
+  const auto with_shim = [](uint64_t start) {
+    return std::vector<GpuProcessSighting>{sighting(10, kAlice, {0}, start, {1}, true)};
+  };
+  watch.observe(0, with_shim(100), kOwners, kNone);
+  EXPECT_TRUE(watch.observe(2 * kS, with_shim(200), kOwners, kNone).empty());
+  const auto due = watch.observe(3 * kS, with_shim(200), kOwners, kNone);
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].start_time, 200u);
   EXPECT_EQ(due[0].first_seen_ns, 2 * kS);
@@ -179,10 +186,12 @@ TEST(UnmanagedProcessWatch, AReusedPidIsAnotherProcessInTheSameStreak) {
 
 // A scan given up at pid 20 saw nothing above it: pid 30 is kept as it was
 // (and becomes due in time); pid 10, below, was looked at and is gone.
+// (With the shim, so that 20, seen once, is not due.)
 TEST(UnmanagedProcessWatch, AScanGivenUpKeepsWhatItDidNotReach) {
   UnmanagedProcessWatch watch;
-  watch.observe(0, {sighting(10, kAlice, {0}), sighting(30, kAlice, {0})}, kOwners, kNone);
-  const auto due = watch.observe(2 * kS, {sighting(20, kAlice, {0})}, kOwners, kNone, 20);
+  const auto with_shim = [](int32_t pid) { return sighting(pid, kAlice, {0}, 100, {1}, true); };
+  watch.observe(0, {with_shim(10), with_shim(30)}, kOwners, kNone);
+  const auto due = watch.observe(2 * kS, {with_shim(20)}, kOwners, kNone, 20);
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].pid, 30);
   EXPECT_EQ(due[0].first_seen_ns, 0);
