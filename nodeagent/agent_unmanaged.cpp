@@ -69,9 +69,8 @@ void Agent::watch_unmanaged(int64_t now) {
   }
   // Attached now: a process that attached since the scan was taken is
   // managed too (its attach was in the gap the grace covers).
-  const model::AttachedProcesses attached = tracker_->attached_gpus();
-  for (const auto& [pid, gpus] : attached)
-    request.attached.insert(pid);
+  request.attached = tracker_->attached_gpus();
+  const model::AttachedProcesses attached = request.attached;  // the request moves on
   if (auto scan = unmanaged_scanner_.take_result()) {
     for (const model::UnmanagedProcess& p :
          unmanaged_.observe(now, scan->sightings, owners, attached, scan->stopped_at))

@@ -20,6 +20,8 @@
 namespace egpu::agent {
 namespace {
 
+using model::managed_everywhere;
+
 constexpr std::string_view kDeleted = " (deleted)";
 constexpr int kMaxAncestors = 64;
 
@@ -129,23 +131,25 @@ MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices
 
 namespace {
 
-// Its parents up to init (nearest first), and whether one is attached.
-bool attached_ancestry(pid_t ppid, const std::set<pid_t>& attached,
+// Its parents up to init (nearest first: all of them, each attached one may
+// cover other GPUs), and whether one is attached.
+bool attached_ancestry(pid_t ppid, const model::AttachedProcesses& attached,
                        std::vector<int32_t>* ancestors) {
+  bool any = false;
   for (pid_t p = ppid; p > 1 && ancestors->size() < kMaxAncestors;) {
     ancestors->push_back(p);
-    if (attached.contains(p)) return true;
+    any = any || attached.contains(p);
     const auto parent = read_proc_status(p);
     p = parent ? parent->ppid : 0;
   }
-  return false;
+  return any;
 }
 
 }  // namespace
 
 std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open_gpus,
                                                         size_t gpu_count,
-                                                        const std::set<pid_t>& attached) {
+                                                        const model::AttachedProcesses& attached) {
   const auto status = read_proc_status(pid);
   if (!status || open_gpus == 0 || open_gpus == ~uint64_t{0}) return std::nullopt;
   model::GpuProcessSighting s;
@@ -156,7 +160,10 @@ std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open
   for (uint32_t g = 0; g < gpu_count && g < 64; ++g) {
     if (open_gpus & (uint64_t{1} << g)) s.gpus.push_back(g);
   }
-  s.maps_shim = attached.contains(pid) || attached_ancestry(status->ppid, attached, &s.ancestors);
+  // Attached itself or below an attached process: taken to map the shim
+  // (the model judges each GPU by where those are attached).
+  const bool under_attached = attached_ancestry(status->ppid, attached, &s.ancestors);
+  s.maps_shim = attached.contains(pid) || under_attached;
   return s;
 }
 
@@ -191,8 +198,8 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     // maps the shim (the maps say).
     s.start_time = process_start_time(pid);
     if (s.start_time == 0) continue;  // gone
-    const bool attached = request.attached.contains(pid) ||
-                          attached_ancestry(status->ppid, request.attached, &s.ancestors);
+    const bool under_attached = attached_ancestry(status->ppid, request.attached, &s.ancestors);
+    const bool attached = request.attached.contains(pid) || under_attached;
     mark(pid, open ? gpu_bits(*open) : ~uint64_t{0});
     const auto unreadable = request.maps_unreadable.find(pid);
     if (unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
@@ -202,15 +209,23 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
       s.gpus = *open;
       s.maps_shim = attached;
     } else {
-      // Attached with its GPUs known from its files: only the shim is asked
-      // of its maps, read no further than it.
+      // Attached on every GPU whose file it holds: only the shim is asked of
+      // its maps, read no further than it. Otherwise they say which GPUs it
+      // maps (a file held open is not a GPU used: libcuda may open devices
+      // it never makes a context on).
+      const bool open_covered =
+          attached && open && std::all_of(open->begin(), open->end(), [&](uint32_t g) {
+            return model::attached_on(s, g, request.attached);
+          });
       std::ifstream maps(dir + "/maps");
       const MapsFinding found =
-          read_maps(maps, request.devices, request.shims, /*stop_at_shim=*/attached && open);
-      s.gpus = attached && open && found.maps_shim ? *open : found.gpus;
+          read_maps(maps, request.devices, request.shims, /*stop_at_shim=*/open_covered);
+      s.gpus = open_covered && found.maps_shim ? *open : found.gpus;
       s.maps_shim = found.maps_shim;
     }
-    if (s.gpus.empty() || (attached && s.maps_shim)) continue;  // no GPU, or managed
+    // No GPU, or managed on each (one attached on GPU 0 and driving GPU 1,
+    // its EGPU_* environment changed, is reported: the model judges GPU 1).
+    if (s.gpus.empty() || managed_everywhere(s, request.attached)) continue;
     // Gone or replaced meanwhile (a pid reused between the reads): nothing.
     if (process_start_time(pid) != s.start_time) continue;
     if (progress != nullptr) {

@@ -54,7 +54,8 @@ struct GpuProcessScanRequest {
   std::set<uid_t> uids;  // whose processes to look at (never root)
   std::vector<DeviceFile> devices;
   std::vector<DeviceFile> shims;
-  std::set<pid_t> attached;  // with the shim mapped, managed with their descendants
+  // With the shim mapped, managed on these GPUs with their descendants.
+  model::AttachedProcesses attached;
   // Processes (pid -> start time) whose maps an earlier scan could not read
   // in time: judged by the GPU files they hold open.
   std::map<pid_t, uint64_t> maps_unreadable;
@@ -81,7 +82,7 @@ inline constexpr size_t kMaxDescriptorsRead = 4096;
 // are not known (all bits: past kMaxDescriptorsRead).
 std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open_gpus,
                                                         size_t gpu_count,
-                                                        const std::set<pid_t>& attached);
+                                                        const model::AttachedProcesses& attached);
 
 // Scans /proc once; each sighting is also added to `progress`.
 std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRequest& request,

@@ -55,7 +55,7 @@ class UnmanagedProcessScanner {
  private:
   struct Scan {
     ScanProgress progress;
-    std::set<pid_t> attached;  // the request's
+    model::AttachedProcesses attached;  // the request's
     size_t gpu_count = 0;
     std::mutex mu;
     bool done = false;

@@ -4,6 +4,23 @@
 
 namespace egpu::model {
 
+bool attached_on(const GpuProcessSighting& s, uint32_t gpu, const AttachedProcesses& attached) {
+  const auto attached_here = [&](int32_t pid) {
+    const auto it = attached.find(pid);
+    return it != attached.end() && it->second.contains(gpu);
+  };
+  return attached_here(s.pid) || std::any_of(s.ancestors.begin(), s.ancestors.end(), attached_here);
+}
+
+bool managed_on(const GpuProcessSighting& s, uint32_t gpu, const AttachedProcesses& attached) {
+  return s.maps_shim && attached_on(s, gpu, attached);
+}
+
+bool managed_everywhere(const GpuProcessSighting& s, const AttachedProcesses& attached) {
+  return std::all_of(s.gpus.begin(), s.gpus.end(),
+                     [&](uint32_t gpu) { return managed_on(s, gpu, attached); });
+}
+
 std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
     int64_t now, const std::vector<GpuProcessSighting>& sightings,
     const std::vector<std::set<uint32_t>>& owners, const AttachedProcesses& attached,
@@ -15,14 +32,7 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
     if (s.uid == 0 || s.pid <= 0) continue;
     for (const uint32_t gpu : s.gpus) {
       if (gpu >= owners.size() || !owners[gpu].contains(s.uid)) continue;
-      const auto attached_here = [&](int32_t pid) {
-        const auto it = attached.find(pid);
-        return it != attached.end() && it->second.contains(gpu);
-      };
-      if (s.maps_shim && (attached_here(s.pid) ||
-                          std::any_of(s.ancestors.begin(), s.ancestors.end(), attached_here))) {
-        continue;  // managed on this GPU
-      }
+      if (managed_on(s, gpu, attached)) continue;
       const Key key{s.pid, s.start_time, gpu};
       if (next.contains(key)) continue;  // a GPU listed twice
       UnmanagedProcess p{s.pid, s.start_time, s.uid, gpu, now, s.maps_shim, false, false};

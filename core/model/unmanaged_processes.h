@@ -54,6 +54,13 @@ struct GpuProcessSighting {
 // pid -> the GPUs where it is attached to an instance.
 using AttachedProcesses = std::map<int32_t, std::set<uint32_t>>;
 
+// Whether `s` or one of its ancestors is attached on `gpu`.
+bool attached_on(const GpuProcessSighting& s, uint32_t gpu, const AttachedProcesses& attached);
+// Whether `s` is managed on `gpu`: it maps the shim, and is attached_on it.
+bool managed_on(const GpuProcessSighting& s, uint32_t gpu, const AttachedProcesses& attached);
+// Whether it is managed on each GPU it maps.
+bool managed_everywhere(const GpuProcessSighting& s, const AttachedProcesses& attached);
+
 // A process found using `gpu` without the shim.
 struct UnmanagedProcess {
   int32_t pid = 0;

@@ -199,10 +199,24 @@ TEST(GpuProcessScan, AttachedProcessesAndTheirDescendantsWithTheShimAreNotSighte
   ASSERT_TRUE(child.ready());
   auto r = child.request();
   EXPECT_TRUE(child.sighting(r).maps_shim);  // not attached: sighted, with the shim
-  r.attached = {child.pid()};
+  r.attached = {{child.pid(), {0}}};
   EXPECT_TRUE(child.sighting(r).gpus.empty());
-  r.attached = {getpid()};  // its parent
+  r.attached = {{getpid(), {0}}};  // its parent
   EXPECT_TRUE(child.sighting(r).gpus.empty());
+}
+
+// Attached on GPU 1 (its EGPU_* environment naming another GPU of its
+// step), it maps GPU 0: sighted, for the watch to judge GPU 0.
+TEST(GpuProcessScan, AnAttachmentOnAnotherGpuDoesNotHideAProcess) {
+  ScannedChild child(ScannedChild::Shape::kWithShim);
+  ASSERT_TRUE(child.ready());
+  auto r = child.request();
+  for (const pid_t attached : {child.pid(), getpid()}) {
+    r.attached = {{attached, {1}}};
+    const auto s = child.sighting(r);
+    EXPECT_EQ(s.gpus, std::vector<uint32_t>{0}) << attached;
+    EXPECT_TRUE(s.maps_shim) << attached;
+  }
 }
 
 // Attached, then exec'd without LD_PRELOAD (its pid stays attached), or
@@ -211,11 +225,11 @@ TEST(GpuProcessScan, AttachedOrDescendedWithoutTheShimIsSighted) {
   ScannedChild child(ScannedChild::Shape::kPlain);
   ASSERT_TRUE(child.ready());
   auto r = child.request();
-  r.attached = {child.pid()};
+  r.attached = {{child.pid(), {0}}};
   auto s = child.sighting(r);
   EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
   EXPECT_FALSE(s.maps_shim);
-  r.attached = {getpid()};
+  r.attached = {{getpid(), {0}}};
   s = child.sighting(r);
   EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
   EXPECT_FALSE(s.maps_shim);
@@ -228,8 +242,11 @@ TEST(GpuProcessScan, AProcessWhoseMapsCouldNotBeReadIsJudgedByItsOpenFiles) {
   r.maps_unreadable = {{child.pid(), process_start_time(child.pid())}};
   EXPECT_EQ(child.sighting(r).gpus, (std::vector<uint32_t>{0, 1}));
   EXPECT_FALSE(child.sighting(r).maps_shim);  // not attached: taken not to map it
-  r.attached = {child.pid()};
+  r.attached = {{child.pid(), {0, 1}}};
   EXPECT_TRUE(child.sighting(r).gpus.empty());  // attached: given the benefit of the doubt
+  r.attached = {{child.pid(), {0}}};
+  EXPECT_EQ(child.sighting(r).gpus, (std::vector<uint32_t>{0, 1}));  // but not on GPU 1
+  r.attached = {{child.pid(), {0, 1}}};
   // Another process at that pid (another start time) is read as usual.
   r.maps_unreadable = {{child.pid(), 1}};
   EXPECT_EQ(child.sighting(r).gpus, std::vector<uint32_t>{0});
@@ -246,7 +263,7 @@ TEST(GpuProcessScan, AStuckProcessIsJudgedByItsOpenFilesAndAttachment) {
   EXPECT_FALSE(s->maps_shim);
   EXPECT_EQ(s->uid, child.uid());
   EXPECT_EQ(s->start_time, process_start_time(child.pid()));
-  s = stuck_sighting(child.pid(), 0b11, 2, {getpid()});  // its parent attached
+  s = stuck_sighting(child.pid(), 0b11, 2, {{getpid(), {0, 1}}});  // its parent attached
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->gpus, (std::vector<uint32_t>{0, 1}));
   EXPECT_TRUE(s->maps_shim);
