@@ -76,8 +76,9 @@ ControlServer::~ControlServer() {
   resume_ev_.reset();
   listen_ev_.reset();
   ::unlink(path_.c_str());
-  // Connections not yet accepted are released with it, and their queues.
-  close_elsewhere(std::move(listen_fd_), 0);
+  // Connections not yet accepted are released with it, and their queues
+  // (on a user's own socket, what that user may have passed in them).
+  close_elsewhere(std::move(listen_fd_), limits_.only_uid.value_or(0));
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::listen(

@@ -2,24 +2,56 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <utility>
 
 #include "core/protocol/control_client.h"
 #include "core/util/log.h"
+#include "core/util/trusted_paths.h"
 
 namespace egpu::agent {
 
 UserSockets::UserSockets(event_base* base, std::string public_path, ControlServer::Handler handler)
     : base_(base), public_path_(std::move(public_path)), handler_(std::move(handler)) {}
 
+bool UserSockets::ensure_dir() {
+  if (dir_ready_) return true;
+  const std::string dir = protocol::user_socket_dir(public_path_);
+  std::string why;
+  // The longest name in it: a uid of 10 digits.
+  if (protocol::user_socket_path(public_path_, 4294967295u).size() >=
+      sizeof(sockaddr_un{}.sun_path)) {
+    why = "SocketPath is too long for sockets in " + dir + " (at most 90 bytes)";
+  } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    why = "mkdir " + dir + ": " + std::strerror(errno);
+  } else {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      why = dir + " is not a directory";
+    } else if (Status s = check_trusted_directory(dir, ::geteuid()); !s) {
+      why = s.error();
+    }
+  }
+  if (why.empty()) return dir_ready_ = true;
+  if (!dir_failure_logged_) {
+    dir_failure_logged_ = true;
+    EGPU_LOG_WARN("no user has a socket of its own (%s): all use %s", why.c_str(),
+                  public_path_.c_str());
+  }
+  return false;
+}
+
 void UserSockets::sync(const std::set<uid_t>& owners) {
   std::erase_if(servers_, [&](const auto& entry) { return !owners.contains(entry.first); });
   std::erase_if(failed_, [&](uid_t uid) { return !owners.contains(uid); });
+  if (!ensure_dir()) return;
   for (const uid_t uid : owners) {
     if (uid == 0 || servers_.contains(uid)) continue;
     ControlLimits limits;
@@ -42,20 +74,15 @@ void UserSockets::sync(const std::set<uid_t>& owners) {
 }
 
 void UserSockets::remove_left(const std::string& public_path) {
-  const size_t slash = public_path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : public_path.substr(0, slash + 1);
-  const std::string prefix =
-      (slash == std::string::npos ? public_path : public_path.substr(slash + 1)) + ".u";
+  const std::string dir = protocol::user_socket_dir(public_path);
   const std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
   if (!d) return;
   while (const dirent* e = readdir(d.get())) {
     const std::string_view name(e->d_name);
-    if (!name.starts_with(prefix)) continue;
-    const std::string_view digits = name.substr(prefix.size());
     uid_t uid = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), uid);
-    if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) continue;
-    const std::string path = dir + std::string(name);
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), uid);
+    if (name.empty() || ec != std::errc{} || end != name.data() + name.size()) continue;
+    const std::string path = dir + "/" + std::string(name);
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
   }

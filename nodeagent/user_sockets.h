@@ -1,10 +1,11 @@
 // UserSockets: a control socket of their own for the users who own an
-// instance on the node (protocol::user_socket_path: SocketPath.uUID, mode
-// 0600, the user's). The public socket's backlog is everyone's: a user who
-// floods it with connections keeps other users' shims from attaching, and
-// a shim that cannot attach runs outside its share (FailMode=open) or not
-// at all, and is then taken for a process without the shim
-// (UnmanagedProcesses=). No other user can connect to a user's own socket,
+// instance on the node (protocol::user_socket_path: SocketPath.users/UID,
+// mode 0600, the user's, in a directory of root's that no user can write,
+// so none can take another's name or replace a socket, even where
+// SocketPath's own directory is sticky and open to all). The public socket's backlog is everyone's:
+// a user who floods it with connections keeps other users' shims from attaching, and a shim that
+// cannot attach runs outside its share (FailMode=open) or not at all, and is then taken for a
+// process without the shim (UnmanagedProcesses=). No other user can connect to a user's own socket,
 // so filling it keeps out nobody but its owner. Served by the same handler:
 // every request is authorised from SO_PEERCRED as on the public socket.
 #pragma once
@@ -35,7 +36,7 @@ class UserSockets {
   // clients use the public socket.
   void sync(const std::set<uid_t>& owners);
 
-  // Sockets beside `public_path` that a previous agent left: removed.
+  // Sockets that a previous agent left: removed.
   static void remove_left(const std::string& public_path);
 
   // The users whose socket is open.
@@ -47,6 +48,12 @@ class UserSockets {
   ControlServer::Handler handler_;
   std::map<uid_t, std::unique_ptr<ControlServer>> servers_;
   std::set<uid_t> failed_;  // logged once; tried again at each sync
+  bool dir_ready_ = false;
+  bool dir_failure_logged_ = false;
+
+  // The sockets' directory made (root's, 0755) or found so; false (logged
+  // once) where it cannot be: a user's, a symlink, a path too long.
+  bool ensure_dir();
 };
 
 }  // namespace egpu::agent

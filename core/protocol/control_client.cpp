@@ -61,8 +61,12 @@ std::string root_socket_path(const std::string& socket_path) {
   return socket_path + ".root";
 }
 
+std::string user_socket_dir(const std::string& socket_path) {
+  return socket_path + ".users";
+}
+
 std::string user_socket_path(const std::string& socket_path, uid_t uid) {
-  return socket_path + ".u" + std::to_string(uid);
+  return user_socket_dir(socket_path) + "/" + std::to_string(uid);
 }
 
 CallResult<ControlClient> ControlClient::open(const std::string& socket_path, Deadline deadline,
@@ -131,7 +135,8 @@ CallResult<ControlClient> ControlClient::connect_to(const std::string& socket_pa
 bool ControlClient::peer_is_root() const {
   ucred cred{};
   socklen_t len = sizeof cred;
-  return ::getsockopt(fd_.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0;
+  return ::getsockopt(fd_.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+         (cred.uid == 0 || cred.uid == uid_of_the_unmapped());
 }
 
 Deadline ControlClient::call_deadline() const {

@@ -95,7 +95,9 @@ class ControlClient {
   static CallResult<ControlClient> connect_to(const std::string& socket_path, Deadline deadline,
                                               int timeout_ms, std::optional<Deadline> shared);
   Deadline call_deadline() const;
-  bool peer_is_root() const;  // the listener's owner, from SO_PEERCRED
+  // The listener is root's (from SO_PEERCRED; in a user namespace that does
+  // not map root, the unmapped uid is root's).
+  bool peer_is_root() const;
   CallResult<FdReply> exchange(std::span<const uint8_t> bytes, uint32_t request_id);
 
   UniqueFd fd_;
@@ -113,12 +115,14 @@ std::string default_socket_path();
 // first, and to the public socket when it is missing (an older agent).
 std::string root_socket_path(const std::string& socket_path);
 
-// A user's own socket beside `socket_path` (mode 0600, the user's), there
-// while the user owns an instance on the node: no other user can connect to
-// it, so one flooding the public socket cannot keep that user's shims from
-// attaching (and so from being taken for processes without the shim). A
-// user's connections go there first, and to the public socket when it is
-// missing (no instance yet, an older agent) or does not answer in time.
+// A user's own socket, in a directory of root's beside `socket_path`
+// (SocketPath.users/UID, mode 0600, the user's), there while the user owns
+// an instance on the node: no other user can connect to it, so one flooding
+// the public socket cannot keep that user's shims from attaching (and so
+// from being taken for processes without the shim). A user's connections go
+// there first, and to the public socket when it is missing (no instance
+// yet, an older agent) or does not answer in time.
 std::string user_socket_path(const std::string& socket_path, uid_t uid);
+std::string user_socket_dir(const std::string& socket_path);
 
 }  // namespace egpu::protocol

@@ -262,6 +262,13 @@ TEST_F(ControlSocketExhaustion, AUserWithAnInstanceHasASocketNoOtherUserCanFill)
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, kBob);
+  // In a directory of root's no user can write: none can take or replace
+  // another's socket there, whatever SocketPath's directory allows.
+  struct stat dir {};
+  ASSERT_EQ(lstat(protocol::user_socket_dir(agent.socket()).c_str(), &dir), 0);
+  EXPECT_TRUE(S_ISDIR(dir.st_mode));
+  EXPECT_EQ(dir.st_uid, 0u);
+  EXPECT_EQ(dir.st_mode & 0777, 0755u);
   // Nobody else can connect to it.
   EXPECT_EQ(run_as(kMallory, [&] { return connect_unix(own) >= 0 ? 1 : 0; }), 0);
   // With the public socket out of reach (as a flood's full backlog would
@@ -292,6 +299,25 @@ TEST_F(ControlSocketExhaustion, AUserWithAnInstanceHasASocketNoOtherUserCanFill)
   }
   EXPECT_TRUE(eventually([&] { return stat(own.c_str(), &st) != 0; }))
       << own << " is still there with no instance of its user's";
+}
+
+// Where SocketPath's directory lets users make names (sticky, as /tmp), one
+// could make the users' directory first and hold others' names in it. A
+// directory that is not root's alone turns the users' sockets off (logged):
+// everyone uses the public socket, as before there were any.
+TEST_F(ControlSocketExhaustion, AUsersDirectoryMadeByAUserIsNotUsed) {
+  AgentProcess& agent = make_agent();
+  const std::string dir = protocol::user_socket_dir(agent.socket());
+  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0) << dir;
+  ASSERT_EQ(chown(dir.c_str(), kMallory, kMallory), 0);
+  ASSERT_TRUE(agent.start()) << agent.log();
+  ASSERT_EQ(agent.call(create_request(83, 30, kBob))->status, ReplyStatus::kOk);
+  EXPECT_TRUE(eventually([&] {
+    return agent.log().find("no user has a socket of its own") != std::string::npos;
+  })) << agent.log();
+  struct stat st {};
+  EXPECT_NE(stat(protocol::user_socket_path(agent.socket(), kBob).c_str(), &st), 0);
+  EXPECT_EQ(status_as(agent.socket(), kBob), 0);
 }
 
 TEST_F(ControlSocketExhaustion, OutOfDescriptorsTheAgentWaitsInsteadOfSpinning) {
