@@ -37,6 +37,9 @@ bool UserSockets::ensure_dir() {
       why = dir + " is not a directory";
     } else if (Status s = check_trusted_directory(dir, ::geteuid()); !s) {
       why = s.error();
+    } else if ((st.st_mode & 07777) != 0755 && ::chmod(dir.c_str(), 0755) != 0) {
+      // Root's: made under a umask that left users unable to reach it.
+      why = "chmod " + dir + ": " + std::strerror(errno);
     }
   }
   if (why.empty()) return dir_ready_ = true;
@@ -86,13 +89,6 @@ void UserSockets::remove_left(const std::string& public_path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
   }
-}
-
-std::set<uid_t> UserSockets::users() const {
-  std::set<uid_t> out;
-  for (const auto& [uid, server] : servers_)
-    out.insert(uid);
-  return out;
 }
 
 }  // namespace egpu::agent

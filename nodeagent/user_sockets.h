@@ -39,9 +39,6 @@ class UserSockets {
   // Sockets that a previous agent left: removed.
   static void remove_left(const std::string& public_path);
 
-  // The users whose socket is open.
-  std::set<uid_t> users() const;
-
  private:
   event_base* base_;
   std::string public_path_;

@@ -253,7 +253,12 @@ TEST_F(ControlSocketExhaustion, RootHasASocketNoUserCanFill) {
 // killed as a process without the shim). Her clients go there first.
 TEST_F(ControlSocketExhaustion, AUserWithAnInstanceHasASocketNoOtherUserCanFill) {
   AgentProcess& agent = make_agent();
-  ASSERT_TRUE(agent.start()) << agent.log();
+  // Under a umask that keeps others out of what it makes: the users must
+  // still reach their sockets' directory.
+  const mode_t umask_before = umask(077);
+  const bool started = agent.start();
+  umask(umask_before);
+  ASSERT_TRUE(started) << agent.log();
   const std::string own = protocol::user_socket_path(agent.socket(), kBob);
   struct stat st {};
   EXPECT_NE(stat(own.c_str(), &st), 0) << "a socket for a user with no instance";
