@@ -1,18 +1,14 @@
 #include "nodeagent/gpu_process_scan.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "nodeagent/proc_files.h"
@@ -22,7 +18,6 @@ namespace {
 
 using model::managed_everywhere;
 
-constexpr std::string_view kDeleted = " (deleted)";
 constexpr int kMaxAncestors = 64;
 
 using Dir = std::unique_ptr<DIR, int (*)(DIR*)>;
@@ -62,8 +57,7 @@ std::optional<std::vector<uint32_t>> open_gpus(const std::string& dir,
     if (++read > kMaxDescriptorsRead) return std::nullopt;
     const ssize_t n = readlinkat(dirfd(fds.get()), e->d_name, target, sizeof target);
     if (n <= 0 || static_cast<size_t>(n) >= sizeof target) continue;
-    std::string_view path(target, static_cast<size_t>(n));
-    if (path.ends_with(kDeleted)) path.remove_suffix(kDeleted.size());
+    const std::string_view path = without_deleted({target, static_cast<size_t>(n)});
     for (uint32_t g = 0; g < devices.size(); ++g) {
       if (!devices[g].path.empty() && path.ends_with(devices[g].path)) add_gpu(gpus, g);
     }
@@ -109,10 +103,9 @@ MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices
     const auto mapped = parse_maps_line(line);
     if (!mapped) continue;  // anonymous, or not a mapping line
     const std::string_view path = mapped->path;
-    const dev_t dev = mapped->dev;
-    const auto inode = mapped->ino;
     const auto same = [&](const DeviceFile& f) {
-      return f.ino != 0 ? f.dev == dev && f.ino == inode : !path.empty() && path == f.path;
+      return f.ino != 0 ? f.dev == mapped->dev && f.ino == mapped->ino
+                        : !path.empty() && path == f.path;
     };
     for (uint32_t g = 0; g < devices.size(); ++g) {
       if (same(devices[g])) add_gpu(found.gpus, g);
@@ -131,13 +124,13 @@ MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices
 
 namespace {
 
-// Its parents up to init (nearest first: all of them, each attached one may
-// cover other GPUs), and whether one is attached.
-bool attached_ancestry(pid_t ppid, const model::AttachedProcesses& attached,
-                       std::vector<int32_t>* ancestors) {
-  bool any = false;
-  for (pid_t p = ppid; p > 1 && ancestors->size() < kMaxAncestors;) {
-    ancestors->push_back(p);
+// Fills `s->ancestors` (nearest first, all of them: each attached one may
+// cover other GPUs); whether `s` or one of them is attached anywhere.
+bool attached_or_below(model::GpuProcessSighting* s, pid_t ppid,
+                       const model::AttachedProcesses& attached) {
+  bool any = attached.contains(s->pid);
+  for (pid_t p = ppid; p > 1 && s->ancestors.size() < kMaxAncestors;) {
+    s->ancestors.push_back(p);
     any = any || attached.contains(p);
     const auto parent = read_proc_status(p);
     p = parent ? parent->ppid : 0;
@@ -162,8 +155,7 @@ std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open
   }
   // Attached itself or below an attached process: taken to map the shim
   // (the model judges each GPU by where those are attached).
-  const bool under_attached = attached_ancestry(status->ppid, attached, &s.ancestors);
-  s.maps_shim = attached.contains(pid) || under_attached;
+  s.maps_shim = attached_or_below(&s, status->ppid, attached);
   return s;
 }
 
@@ -194,12 +186,11 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     model::GpuProcessSighting s;
     s.pid = pid;
     s.uid = status->uid;
-    // Attached itself, or forked from an attached process: managed if it
-    // maps the shim (the maps say).
     s.start_time = process_start_time(pid);
     if (s.start_time == 0) continue;  // gone
-    const bool under_attached = attached_ancestry(status->ppid, request.attached, &s.ancestors);
-    const bool attached = request.attached.contains(pid) || under_attached;
+    // Attached itself, or forked from an attached process: managed where it
+    // is attached if it maps the shim (the maps say).
+    const bool attached = attached_or_below(&s, status->ppid, request.attached);
     mark(pid, open ? gpu_bits(*open) : ~uint64_t{0});
     const auto unreadable = request.maps_unreadable.find(pid);
     if (unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/util/log.h"
+#include "nodeagent/proc_files.h"
 #include "nodeagent/process_tracker.h"
 
 // Bookworm's headers lack it (Linux 6.5). Its number is asm-generic's only
@@ -62,9 +63,9 @@ Result<PinnedProcess> pin_process(pid_t pid) {
   PinnedProcess p{UniqueFd(fd), 0};
   // The pidfd holds one process whatever its pid does next; /proc is read
   // by pid, so what it says is that process's only if it still runs after.
-  const auto real = ProcessTracker::real_uid(pid);
-  if (!real || has_exited(p.pidfd.get())) return gone(pid, "has exited");
-  p.uid = *real;
+  const auto status = read_proc_status(pid);
+  if (!status || has_exited(p.pidfd.get())) return gone(pid, "has exited");
+  p.uid = status->uid;
   return p;
 }
 

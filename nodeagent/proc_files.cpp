@@ -28,6 +28,11 @@ bool field_value(std::string_view text, std::string_view key, T* out) {
 
 }  // namespace
 
+std::string_view without_deleted(std::string_view path) {
+  if (path.ends_with(kDeleted)) path.remove_suffix(kDeleted.size());
+  return path;
+}
+
 std::string read_proc_file(pid_t pid, const char* name) {
   std::string out;
   const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
@@ -91,7 +96,7 @@ std::optional<MappedFile> parse_maps_line(const std::string& line) {
   f.ino = static_cast<ino_t>(inode);
   if (path_at > 0 && static_cast<size_t>(path_at) <= line.size())
     f.path = std::string_view(line).substr(static_cast<size_t>(path_at));
-  if (f.path.ends_with(kDeleted)) f.path.remove_suffix(kDeleted.size());
+  f.path = without_deleted(f.path);
   return f;
 }
 

@@ -37,6 +37,10 @@ struct MappedFile {
   std::string_view path;  // without " (deleted)"; may be empty; points into the line
 };
 
+// `path` without the " (deleted)" the kernel appends to the name of a file
+// unlinked since (in /proc/PID/fd links and maps lines).
+std::string_view without_deleted(std::string_view path);
+
 // "start-end perms offset major:minor inode [path]", numbers in hex but the
 // inode, the path after the inode's spaces. nullopt for anonymous mappings
 // and lines that are not of that form.

@@ -68,12 +68,6 @@ std::map<pid_t, std::set<uint32_t>> ProcessTracker::attached_gpus() const {
   return out;
 }
 
-std::optional<uid_t> ProcessTracker::real_uid(pid_t pid) {
-  const auto status = read_proc_status(pid);
-  if (!status) return std::nullopt;
-  return status->uid;
-}
-
 bool ProcessTracker::maps_file(pid_t pid, dev_t dev, ino_t ino) {
   if (pid <= 0) return false;
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");

@@ -49,10 +49,8 @@ class ProcessTracker {
   // The processes watched now, each with the GPUs of its attachments.
   std::map<pid_t, std::set<uint32_t>> attached_gpus() const;
 
-  // For pids read back from pages a job could write: the real uid a
-  // process runs as (/proc/PID/status; nullopt when it is gone or
-  // unreadable), and whether it maps the file `dev`/`ino` (/proc/PID/maps).
-  static std::optional<uid_t> real_uid(pid_t pid);
+  // For pids read back from pages a job could write: whether it maps the
+  // file `dev`/`ino` (/proc/PID/maps). (Its real uid: read_proc_status.)
   static bool maps_file(pid_t pid, dev_t dev, ino_t ino);
 
  private:
