@@ -11,6 +11,11 @@
                                       targets and achieved are given, else S
   report.py split SHARES NAME...       "split 69.6/30.4 of 96.6% busy": the shares
                                       of a shares.py result normalised to their sum
+  report.py split --pairs [--min-busy F] SHARES NAME...
+                                      the same split as "NAME=PCT,..." (the form
+                                      row's --achieved takes); "?" for each when
+                                      the programs kept the device busy less than
+                                      F (0..1) of the window
   report.py charged [--pairs] BEFORE AFTER NAME=JOB...
                                       the device time the agent charged each job's
                                       instance between two `egpuctl --json status`
@@ -65,7 +70,13 @@ def cmd_get(args):
 def cmd_split(args):
     shares = last_json(args.shares) or {}
     fractions = [shares.get("programs", {}).get(n, {}).get("fraction") for n in args.names]
-    if any(f is None for f in fractions) or sum(fractions) <= 0:
+    unknown = any(f is None for f in fractions) or sum(fractions) <= 0
+    if args.pairs:
+        too_idle = not unknown and sum(fractions) < args.min_busy
+        print(",".join(f"{n}=?" if unknown or too_idle else f"{n}={f / sum(fractions) * 100:.1f}"
+                       for n, f in zip(args.names, fractions)))
+        return 0
+    if unknown:
         print("split ?")
         return 0
     total = sum(fractions)
@@ -188,6 +199,8 @@ def main():
     p.add_argument("--status")
     p.add_argument("--notes")
     p = sub.add_parser("split")
+    p.add_argument("--pairs", action="store_true")
+    p.add_argument("--min-busy", type=float, default=0.0)
     p.add_argument("shares")
     p.add_argument("names", nargs="+")
     p = sub.add_parser("charged")
