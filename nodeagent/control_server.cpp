@@ -4,7 +4,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <cstring>
 
 #include "core/protocol/messages.h"
+#include "core/protocol/unix_address.h"
 #include "core/util/log.h"
 #include "core/util/trusted_paths.h"
 #include "nodeagent/passed_descriptors.h"
@@ -84,12 +84,10 @@ ControlServer::~ControlServer() {
 Result<std::unique_ptr<ControlServer>> ControlServer::listen(
     event_base* base, const std::string& path, Handler handler, const ControlLimits& limits,
     mode_t mode, std::optional<uid_t> owner) {
-  sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) return Error{"socket path too long: " + path};
+  auto addr = protocol::UnixAddress::of(path);
+  if (!addr) return Error{addr.error()};
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Error{std::string("socket: ") + std::strerror(errno)};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   // Between bind and chmod a user who may rename in the socket's directory
   // could put a symlink in its place (set_socket_mode refuses it), or
   // replace the socket itself: such a directory is refused.
@@ -99,7 +97,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::listen(
     return Error{"socket " + path + ": " + s.error()};
   }
   ::unlink(path.c_str());  // a socket left by a previous agent
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (::bind(fd.get(), addr->get(), addr->size()) != 0) {
     return Error{"bind " + path + ": " + std::strerror(errno)};
   }
   // Anyone may connect: shims run as the job's user, whoever that is, so no

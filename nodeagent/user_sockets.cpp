@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,11 +24,7 @@ bool UserSockets::ensure_dir() {
   if (dir_ready_) return true;
   const std::string dir = protocol::user_socket_dir(public_path_);
   std::string why;
-  // The longest name in it: a uid of 10 digits.
-  if (protocol::user_socket_path(public_path_, 4294967295u).size() >=
-      sizeof(sockaddr_un{}.sun_path)) {
-    why = "SocketPath is too long for sockets in " + dir + " (at most 90 bytes)";
-  } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     why = "mkdir " + dir + ": " + std::strerror(errno);
   } else {
     struct stat st {};

@@ -31,9 +31,8 @@ class UserSockets {
   UserSockets(event_base* base, std::string public_path, ControlServer::Handler handler);
 
   // Opens a socket for each of `owners` (never root) that has none, and
-  // closes those of users no longer in it. One that cannot be opened (a
-  // path too long for a socket's address) is logged once; that user's
-  // clients use the public socket.
+  // closes those of users no longer in it. One that cannot be opened is
+  // logged once; that user's clients use the public socket.
   void sync(const std::set<uid_t>& owners);
 
   // Sockets that a previous agent left: removed.
@@ -49,7 +48,7 @@ class UserSockets {
   bool dir_failure_logged_ = false;
 
   // The sockets' directory made (root's, 0755) or found so; false (logged
-  // once) where it cannot be: a user's, a symlink, a path too long.
+  // once) where it cannot be: a user's, a symlink.
   bool ensure_dir();
 };
 

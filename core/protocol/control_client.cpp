@@ -2,7 +2,6 @@
 
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +13,7 @@
 
 #include "core/env/egpu_env_names.h"
 #include "core/protocol/socket_io.h"
+#include "core/protocol/unix_address.h"
 
 namespace egpu::protocol {
 namespace {
@@ -93,17 +93,11 @@ CallResult<ControlClient> ControlClient::open(const std::string& socket_path, De
 CallResult<ControlClient> ControlClient::connect_to(const std::string& socket_path,
                                                     Deadline deadline, int timeout_ms,
                                                     std::optional<Deadline> shared) {
-  sockaddr_un addr{};
-  if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path) {
-    return CallError{CallFailure::kRefused,
-                     "socket path '" + socket_path + "' is not usable (empty or too long)"};
-  }
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  auto addr = UnixAddress::of(socket_path);
+  if (!addr) return CallError{CallFailure::kRefused, addr.error()};
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return unreachable(std::string("socket: ") + std::strerror(errno));
-  const Status connected =
-      connect_by(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr, deadline);
+  const Status connected = connect_by(fd.get(), addr->get(), addr->size(), deadline);
   if (!connected) {
     // connect() says "Connection refused" for a file that is no socket.
     struct stat st {};

@@ -15,7 +15,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -98,6 +100,20 @@ AgentProcess::~AgentProcess() {
   if (pid_ > 0) kill_hard();
   std::string cmd = "rm -rf '" + dir_ + "'";
   (void)!system(cmd.c_str());
+}
+
+bool AgentProcess::set_socket_path(const std::string& path) {
+  std::ifstream in(config_);
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string line = "SocketPath=" + socket_ + "\n";
+  const size_t at = config.find(line);
+  if (at == std::string::npos) return false;
+  config.replace(at, line.size(), "SocketPath=" + path + "\n");
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec || !(std::ofstream(config_, std::ios::trunc) << config)) return false;
+  socket_ = path;
+  return true;
 }
 
 void AgentProcess::set_env(const std::string& name, const std::string& value) {

@@ -25,6 +25,9 @@ class AgentProcess {
                         uint64_t gpu_memory_mib = 80 * 1024);
   ~AgentProcess();
 
+  // Moves SocketPath to `path` (its directories made) from the next start
+  // on; false if the config could not be changed.
+  bool set_socket_path(const std::string& path);
   // Set in the agent's environment from the next start on.
   void set_env(const std::string& name, const std::string& value);
   bool start();      // waits until the socket answers

@@ -47,6 +47,9 @@ void release(Holder& h);
 // Status as `uid` over a fresh connection to `socket` itself (not the
 // user's own socket beside it); 0 when answered kOk.
 int status_as(const std::string& socket, uid_t uid);
+// Status as `uid` the way its clients connect (its own socket first);
+// 0 when answered kOk, 10 no connection, 11 no answer, 12 refused.
+int status_as_client(const std::string& socket, uid_t uid);
 
 // Retries `ok` for up to `limit`: the agent notices closed connections
 // asynchronously, so a slot comes back soon after, not at once.

@@ -280,12 +280,7 @@ TEST_F(ControlSocketExhaustion, AUserWithAnInstanceHasASocketNoOtherUserCanFill)
   // keep it), Bob is served, through his own socket; Mallory is not.
   const std::string away = agent.socket() + ".away";
   ASSERT_EQ(rename(agent.socket().c_str(), away.c_str()), 0);
-  const int bob = run_as(kBob, [&] {
-    auto c = protocol::ControlClient::connect(agent.socket(), 5000);
-    if (!c) return 10;
-    auto status = c->call(protocol::StatusRequest{0, 0});
-    return !status ? 11 : status->status == ReplyStatus::kOk ? 0 : 12;
-  });
+  const int bob = status_as_client(agent.socket(), kBob);
   const int mallory = run_as(
       kMallory, [&] { return protocol::ControlClient::connect(agent.socket(), 2000) ? 0 : 10; });
   ASSERT_EQ(rename(away.c_str(), agent.socket().c_str()), 0);
@@ -304,6 +299,33 @@ TEST_F(ControlSocketExhaustion, AUserWithAnInstanceHasASocketNoOtherUserCanFill)
   }
   EXPECT_TRUE(eventually([&] { return stat(own.c_str(), &st) != 0; }))
       << own << " is still there with no instance of its user's";
+}
+
+// A socket address holds 107 bytes of path; a deeper SocketPath (a test
+// cluster in a long checkout path, a site's deep RuntimeDir) still gets its
+// root and users' sockets beside it, and clients reach all three.
+TEST_F(ControlSocketExhaustion, ASocketPathPastAnAddressesLengthStillServesEveryone) {
+  AgentProcess& agent = make_agent();
+  const std::string deep = agent.dir() + "/" + std::string(70, 'd') + "/" + std::string(40, 'e');
+  ASSERT_TRUE(agent.set_socket_path(deep + "/agent.sock"));
+  ASSERT_GT(agent.socket().size(), sizeof(sockaddr_un{}.sun_path));
+  ASSERT_TRUE(agent.start()) << agent.log();
+  struct stat st {};
+  ASSERT_EQ(stat(protocol::root_socket_path(agent.socket()).c_str(), &st), 0) << agent.log();
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  ASSERT_EQ(agent.call(create_request(84, 30, kBob))->status, ReplyStatus::kOk);
+  const std::string own = protocol::user_socket_path(agent.socket(), kBob);
+  ASSERT_TRUE(eventually([&] { return stat(own.c_str(), &st) == 0; })) << agent.log();
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_uid, kBob);
+  // Mallory through the public socket; Bob through his own, with the
+  // public one out of his reach.
+  EXPECT_EQ(status_as(agent.socket(), kMallory), 0);
+  const std::string away = agent.socket() + ".away";
+  ASSERT_EQ(rename(agent.socket().c_str(), away.c_str()), 0);
+  const int bob = status_as_client(agent.socket(), kBob);
+  ASSERT_EQ(rename(away.c_str(), agent.socket().c_str()), 0);
+  EXPECT_EQ(bob, 0) << "10: no connection, 11: no answer, 12: refused";
 }
 
 // Where SocketPath's directory lets users make names (sticky, as /tmp), one

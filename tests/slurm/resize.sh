@@ -21,6 +21,18 @@ read -r id1 step1 < <(agent_instances "$j" | awk '$2 != "batch" && $4 == 70 { pr
 idb=$(instance_id "$j" batch)
 [[ -n $id0 && -n $id1 && -n $idb ]] || fail "instances of job $j: $(agent_instances "$j" | tr '\n' ';')"
 
+# The owner of an instance has a control socket of the agent's that only
+# that user may connect to (README), wherever the checkout lies: a path
+# longer than a socket address is reached through its directory.
+own="$state/run/agent-n1.sock.users/$(sl id -u egpuuser)"
+[[ $(sl stat -c '%F %U %a' "$own" 2>&1) == "socket egpuuser 600" ]] ||
+  fail "egpuuser's socket $own: $(sl stat -c '%F %U %a' "$own" 2>&1)"
+as_user egpuctl --socket "$own" status >/dev/null || fail "egpuuser is not served on $own"
+if sl runuser -u nobody -- egpuctl --socket "$own" status >/dev/null 2>&1; then
+  fail "user nobody was served on egpuuser's socket $own"
+fi
+ok "egpuuser's own socket (${#own} bytes of path) serves egpuuser and not nobody"
+
 shares=$(split_of_used "$(measure_shares 3 "r0-$tag" "r1-$tag")" "r0-$tag" "r1-$tag")
 b0=$(share_of "r0-$tag" <<<"$shares"); b1=$(share_of "r1-$tag" <<<"$shares")
 assert_near "step $step0 (30 units) before the resize" "$b0" 30
