@@ -264,5 +264,20 @@ TEST_F(ShimProcess, RtldNextStaysRelativeToTheCaller) {
   EXPECT_EQ(run.out, "102\n");
 }
 
+// RTLD_DEFAULT searches the caller's scope: a library opened RTLD_LOCAL
+// finds its own dependencies' functions through it, with the shim as
+// without (the shim once looked them up from its own scope, and got NULL).
+TEST_F(ShimProcess, RtldDefaultSearchesTheCallersScope) {
+  const std::vector<std::string> argv{std::string(EGPU_TEST_PROGRAM_DIR) + "/shim_default_probe",
+                                      EGPU_TEST_DEFAULT_PROBE_LIB};
+  ProgramRun without = run_program(argv, base_env(/*preload=*/false));
+  EXPECT_EQ(without.exit_code, 0) << without.err;
+  EXPECT_EQ(without.out, "7 absent\n");
+  ProgramRun with = run_program(argv, base_env());
+  EXPECT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_EQ(with.out, "7 absent\n") << "7: found through the caller's scope; absent: cuInit "
+                                       "without the driver loaded";
+}
+
 }  // namespace
 }  // namespace egpu::shim::testing
