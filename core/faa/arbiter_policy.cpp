@@ -16,7 +16,19 @@ constexpr Nanos kMaxHeldPerTickNs = 20 * kMillisecond;
 
 }  // namespace
 
-std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns) {
+std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns,
+                                   std::optional<std::size_t> holder) {
+  if (holder && *holder < charges.size()) {
+    Nanos credit = std::max<Nanos>(*credit_ns, 0);
+    const Nanos held = std::min(std::max<Nanos>(charges[*holder], 0), credit);
+    credit -= held;
+    std::vector<Nanos> others = charges;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(*holder));
+    std::vector<Nanos> out = trim_overcharge(others, &credit);
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(*holder), held);
+    *credit_ns = credit;
+    return out;
+  }
   std::vector<Nanos> out(charges.size());
   Nanos total = 0;
   for (std::size_t i = 0; i < charges.size(); ++i) {
@@ -164,11 +176,13 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos held_ns,
   static const Activity kNothing{};
   std::vector<Nanos> charges;
   charges.reserve(members_.size());
+  std::optional<std::size_t> holder;
   for (const auto& [id, m] : members_) {
+    if (published_ == id) holder = charges.size();
     auto o = observed.find(id);
     charges.push_back(o == observed.end() ? 0 : std::max<Nanos>(o->second.device_ns, 0));
   }
-  charges = trim_overcharge(charges, &charge_credit_ns_);
+  charges = trim_overcharge(charges, &charge_credit_ns_, holder);
   std::size_t i = 0;
   for (auto& [id, m] : members_) {
     auto o = observed.find(id);

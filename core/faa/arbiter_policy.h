@@ -183,7 +183,14 @@ Nanos inflight_bound(const PolicySettings& settings, std::size_t with_processes,
 // handover: the larger share tends to pay it). A job that reports more than
 // passed pays for it itself: taken equally from everyone, its lie would
 // cancel its neighbours' charges, and their accounting with them.
-std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns);
+// `holder`, the index of the instance that held the GPU meanwhile, is
+// served first, up to the credit: only it was let launch, so the others'
+// reports (tails of earlier slices, or lies) share what it leaves. Levelled
+// with it, a job that never asks and reports a second a tick cut an honest
+// holder's charge to half of what it ran, and with it the holder's usage,
+// its cap and its held-time floor.
+std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns,
+                                   std::optional<std::size_t> holder = std::nullopt);
 
 }  // namespace egpu::faa
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 
 namespace egpu::faa {
 namespace {
@@ -189,6 +190,46 @@ TEST(ArbiterPolicyDrain, ThrottledAndLongestWaitNeverGoBackAcrossADrain) {
     return !ok;
   });
   EXPECT_GT(drains, 10) << "the scenario must hand over through drains";
+}
+
+// B is attached and reports a second of device time at every look; A holds
+// the GPU and reports exactly the time that passed. A is charged all it
+// ran: levelled with B's lie, its charge was halved (and with it its usage,
+// its cap's spending and, contended, its held-time floor's verdict).
+TEST(ArbiterPolicyCharges, ALyingNeighbourCannotCutTheHoldersCharge) {
+  for (const bool liar_asks : {false, true}) {
+    SCOPED_TRACE(liar_asks ? "the liar asks too" : "the liar never asks");
+    ArbiterPolicy policy = ArbiterPolicy::create(settings(), 0).value();
+    ASSERT_TRUE(policy.join(kA, 0.5, Mode::kBurst, 0).ok());
+    ASSERT_TRUE(policy.join(kB, 0.5, Mode::kBurst, 0).ok());
+    std::map<InstanceId, Activity> observed;
+    Nanos now = 1;
+    Nanos last = 0;
+    Nanos reported = 0;
+    std::optional<InstanceId> holder;
+    while (now < kSecond) {
+      observed[kA] = Activity{};
+      observed[kA].processes = 1;
+      observed[kA].busy = 1;
+      observed[kA].launched = holder == kA;
+      // What A ran since the last look: all of it while it held the GPU.
+      observed[kA].device_ns = holder == kA ? now - last : 0;
+      reported += observed[kA].device_ns;
+      observed[kB] = Activity{};
+      observed[kB].processes = 1;
+      observed[kB].busy = liar_asks ? 1 : 0;
+      observed[kB].device_ns = kSecond;
+      const Decision d = policy.tick(now, observed);
+      holder = d.draining ? std::nullopt : d.holder;
+      last = now;
+      now = std::max(d.next_tick_ns, now + 1);
+      now = std::min(now, last + 5 * kMs);
+    }
+    const InstanceStats a = policy.scheduler().stats(kA, last).value();
+    ASSERT_GT(reported, 100 * kMs);
+    EXPECT_GE(a.charged, reported * 95 / 100) << "reported " << reported;
+    EXPECT_EQ(policy.floor_charged(kA), 0);
+  }
 }
 
 }  // namespace
