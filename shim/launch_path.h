@@ -9,6 +9,7 @@
 #include "shim/fast_clock.h"
 #include "shim/launch_admission.h"
 #include "shim/log.h"
+#include "shim/no_cancel_scope.h"
 #include "shim/process_state.h"
 #include "shim/stream_lookup.h"
 
@@ -17,6 +18,10 @@ namespace egpu::shim {
 template <typename RealLaunch>
 CUresult paced_launch(RealId id, CUstream stream, DefaultStream zero_means,
                       RealLaunch&& launch) noexcept {
+  // The driver's launch may sleep at a cancellation point (a full queue):
+  // acted on there, the unwind would meet this noexcept path and abort the
+  // program (see NoCancelScope). It waits for the thread's next one.
+  const NoCancelScope no_cancel;
   ProcessState* s = process_state();
   note_call(id);
   if (s == nullptr || !s->usable()) return launch();

@@ -31,12 +31,13 @@ inline SyncScope stream_scope(CUstream stream, DefaultStream zero_means) {
 
 template <typename RealSync>
 CUresult paced_sync(RealId id, SyncScope scope, RealSync&& sync) noexcept {
+  // It waits, for the stream locks and in the driver's sync, inside a
+  // noexcept path and a catch-all (see NoCancelScope). A sync costs far
+  // more than this.
+  const NoCancelScope no_cancel;
   ProcessState* s = process_state();
   note_call(id);
   if (s == nullptr || !s->usable()) return sync();
-  // It waits, for the stream locks and in the driver's sync, inside a
-  // catch-all (see NoCancelScope). A sync costs far more than this.
-  const NoCancelScope no_cancel;
   bool called = false;
   CUresult result = CUDA_ERROR_UNKNOWN;
   Attachment* a = nullptr;

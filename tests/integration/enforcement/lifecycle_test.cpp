@@ -32,6 +32,22 @@ TEST(ShimLifecycle, AThreadCancelledWhileWaitingForAStreamLockLeavesTheProgramRu
   EXPECT_EQ(out.value("failed", true), false) << out.dump();
 }
 
+// A thread cancelled while its launch sleeps in the driver (a cancellation
+// point there): the shim's launch path is noexcept, so an unwind acted on
+// inside the real launch aborted the program. The cancellation now waits
+// for the thread's own cancellation point, after the launch.
+TEST(ShimLifecycle, AThreadCancelledInsideTheDriversLaunchLeavesTheProgramRunning) {
+  EnforcedNode node("cancel-driver");
+  node.create(1, 50);
+  auto p = node.start_program(1, {cancelled_launcher_path(), "in-driver"}, 0,
+                              {{"SIMGPU_DEBUG_STALL_IN_DRIVER_MS", "1000"}});
+  const auto out = finish(*p);
+  ASSERT_TRUE(out.is_object()) << p->stderr_text();
+  EXPECT_EQ(out.value("cancelled", false), true) << out.dump();
+  EXPECT_EQ(out.value("launched", 0), 1) << out.dump();
+  EXPECT_EQ(out.value("failed", true), false) << out.dump();
+}
+
 // Contexts ended with memory still allocated in them: the driver frees it,
 // and so must the quota. Before, only raised context limits came back: a
 // program cycling contexts was refused once the quota was spent, holding

@@ -10,6 +10,10 @@
 //                                   holding the stream's pacing lock; a second
 //                                   thread synchronising the same stream is
 //                                   cancelled while it waits for that lock
+//   cancelled-launcher in-driver    the thread is cancelled while its launch
+//                                   sleeps in the driver (a cancellation
+//                                   point of the driver's, under the shim's
+//                                   noexcept launch path)
 #include <cuda.h>
 #include <pthread.h>
 #include <sched.h>
@@ -107,15 +111,34 @@ int cancelled_behind_stalled_launch(const egpu::workload::SpinKernel& spin, CUst
   return cancelled && !shared.failed.load() ? 0 : 3;
 }
 
+int cancelled_in_driver(const egpu::workload::SpinKernel& spin) {
+  using namespace std::chrono_literals;
+  Shared shared;
+  shared.spin = &spin;
+  pthread_t stalled;
+  if (pthread_create(&stalled, nullptr, &launch_once, &shared) != 0) return 2;
+  std::this_thread::sleep_for(300ms);  // its launch sleeps in the driver now
+  pthread_cancel(stalled);
+  void* result = nullptr;
+  pthread_join(stalled, &result);
+  const bool cancelled = result == PTHREAD_CANCELED;
+  std::printf("{\"cancelled\": %s, \"launched\": %llu, \"failed\": %s}\n",
+              cancelled ? "true" : "false", static_cast<unsigned long long>(shared.launched.load()),
+              shared.failed.load() ? "true" : "false");
+  return cancelled && !shared.failed.load() ? 0 : 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     egpu::workload::GpuSession session(0);
     const egpu::workload::SpinKernel spin(session.spin_function(), session.stream(), 1.0);
-    const int rc = argc > 1 && std::strcmp(argv[1], "behind-stall") == 0
+    const char* mode = argc > 1 ? argv[1] : "";
+    const int rc = std::strcmp(mode, "behind-stall") == 0
                        ? cancelled_behind_stalled_launch(spin, session.stream())
-                       : cancelled_while_throttled(spin);
+                   : std::strcmp(mode, "in-driver") == 0 ? cancelled_in_driver(spin)
+                                                         : cancelled_while_throttled(spin);
     session.synchronize();
     return rc;
   } catch (const std::exception& e) {
