@@ -84,7 +84,10 @@ VmmMappings::Pending VmmMappings::begin_unmap(uint64_t start, uint64_t size) {
   std::lock_guard lock(mu_);
   Pending p;
   auto first = ranges_.lower_bound(start);
-  const auto last = ranges_.lower_bound(start + size);
+  // A range past the address space (the driver refuses it) must not wrap
+  // below `start`: erase(first, last) with last before first corrupts the map.
+  const uint64_t end = size > UINT64_MAX - start ? UINT64_MAX : start + size;
+  const auto last = ranges_.lower_bound(end);
   std::vector<uint64_t> touched;
   for (auto r = first; r != last; ++r) {
     p.ranges.emplace_back(r->first, r->second.serial);

@@ -47,6 +47,22 @@ TEST(VmmMappings, AFailedReleaseOrUnmapIsUndone) {
   EXPECT_EQ(v.find_mapped(0x1100)->serial, serial);
 }
 
+// cuMemUnmap with a size past the end of the address space: the driver
+// refuses it, and the shim's table, looked at first, must take only the
+// mappings at or above its start (the end once wrapped below the start, and
+// the erase walked past the map's end).
+TEST(VmmMappings, AnUnmapPastTheAddressSpaceTakesOnlyWhatIsAboveItsStart) {
+  VmmMappings v;
+  v.add_mapping(v.add_handle(7, 0, 1024, false), 0x1000, 1024, 0);
+  v.add_mapping(v.add_handle(8, 0, 1024, false), 0x3000, 1024, 0);
+  const auto p = v.begin_unmap(0x2000, ~0ull - 0xFFF);
+  ASSERT_EQ(p.ranges.size(), 1u);
+  EXPECT_EQ(p.ranges[0].first, 0x3000u);
+  v.undo(p);
+  EXPECT_EQ(v.begin_unmap(0x1000, 1024).ranges.size(), 1u);
+  EXPECT_EQ(v.begin_unmap(0x3000, 1024).ranges.size(), 1u);
+}
+
 TEST(VmmMappings, AnImportGrowsToWhatIsMappedFromIt) {
   VmmMappings v;
   const uint64_t serial = v.add_handle(9, 1, 0, true);
