@@ -27,6 +27,7 @@
 #include "nodeagent/metrics_server.h"
 #include "nodeagent/page_chores.h"
 #include "nodeagent/passed_descriptors.h"
+#include "nodeagent/slo_memory_file.h"
 #include "nodeagent/status_report.h"
 #include "nodeagent/user_page_guard.h"
 
@@ -108,7 +109,14 @@ uint64_t random_epoch() {
 
 }  // namespace
 
-Agent::Agent(const config::EgpuConfig& config) : config_(config) {}
+Agent::Agent(const config::EgpuConfig& config)
+    : config_(config),
+      latency_saver_(
+          [dir = config.runtime_dir](uint32_t gpu, const std::optional<slo::SloMemory>& memory) {
+            if (memory) return SloMemoryFile::save(dir, gpu, *memory);
+            SloMemoryFile::remove(dir, gpu);
+            return Status{};
+          }) {}
 
 Agent::~Agent() {
   // Members holding events go before the base.
@@ -283,6 +291,7 @@ int Agent::run() {
   const int dispatched = event_base_dispatch(base_.get());
   for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
     save_latency_control(gpu);
+  latency_saver_.wait_idle();
   for (auto& arb : arbiters_)
     arb->shutdown();
   if (dispatched < 0) {

@@ -29,6 +29,7 @@
 #include "nodeagent/event_handle.h"
 #include "nodeagent/gpu_arbiter.h"
 #include "nodeagent/latency_control.h"
+#include "nodeagent/latency_memory_saver.h"
 #include "nodeagent/process_tracker.h"
 #include "nodeagent/step_reaper.h"
 #include "nodeagent/unmanaged_process_scanner.h"
@@ -200,6 +201,7 @@ class Agent {
   EventHandle latency_timer_;
   bool latency_timer_on_ = false;
   int64_t latency_last_ns_ = 0;
+  LatencyMemorySaver latency_saver_;         // its memory, written off the loop
   LogBudget latency_save_log_{1, 1.0 / 60};  // failed saves of its memory
   std::vector<EventHandle> signals_;
   model::GangPlan gangs_;

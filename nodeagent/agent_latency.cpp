@@ -26,7 +26,7 @@ void Agent::restore_latency_control(uint32_t gpu) {
   if (!latency_.wanted(gpu, *registry_)) {
     // Nothing of it is here any more: a stale file must not meet a reused id.
     latency_.forget(gpu);
-    SloMemoryFile::remove(config_.runtime_dir, gpu);
+    latency_saver_.remove(gpu);
     return;
   }
   EGPU_LOG_INFO(
@@ -37,13 +37,15 @@ void Agent::restore_latency_control(uint32_t gpu) {
 
 void Agent::save_latency_control(uint32_t gpu) {
   if (!latency_.wanted(gpu, *registry_)) return;
-  if (Status s = SloMemoryFile::save(config_.runtime_dir, gpu, latency_.memory(gpu)); !s) {
-    // Control goes on; a restart would start it afresh. Saves come with
-    // loan changes, which a job can make a few a second, and fail while
-    // RuntimeDir is full: once a minute.
+  // Written on a worker (LatencyMemorySaver): what failed is said at a
+  // later save. Control goes on; a restart would start it afresh. Saves
+  // come with loan changes, which a job can make a few a second, and fail
+  // while RuntimeDir is full: once a minute.
+  latency_saver_.save(gpu, latency_.memory(gpu));
+  if (const auto failure = latency_saver_.take_failure()) {
     if (const auto v = latency_save_log_.take(monotonic_ns()); v.log) {
-      EGPU_LOG_WARN("GPU %u: cannot keep the latency control's memory: %s%s", gpu,
-                    s.error().c_str(), dropped_note(v).c_str());
+      EGPU_LOG_WARN("cannot keep the latency control's memory: %s%s", failure->c_str(),
+                    dropped_note(v).c_str());
     }
   }
   latency_.mark_saved(gpu);
@@ -74,7 +76,7 @@ void Agent::on_latency_timer(evutil_socket_t, short, void* arg) {
   bool wanted = false;
   for (uint32_t gpu = 0; gpu < self->arbiters_.size(); ++gpu) {
     if (!self->latency_.wanted(gpu, *self->registry_)) {
-      if (self->latency_.forget(gpu)) SloMemoryFile::remove(self->config_.runtime_dir, gpu);
+      if (self->latency_.forget(gpu)) self->latency_saver_.remove(gpu);
       continue;
     }
     wanted = true;
