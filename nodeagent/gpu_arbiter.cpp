@@ -461,7 +461,8 @@ std::optional<InstanceView> GpuArbiter::view(uint64_t instance_id, int64_t now) 
   v.memory_used = m.runtime.memory_used();
   v.memory_limit = shm::slot_mem_limit(page()->slots[m.instance.slot]);
   v.throttled_ns = m.runtime.throttled_ns();
-  v.device_ns = m.runtime.device_ns_total();
+  v.device_ns = static_cast<uint64_t>(std::max<int64_t>(v.faa.charged, 0));
+  v.reported_device_ns = m.runtime.device_ns_total();
   v.mem_denied = m.runtime.mem_denied();
   v.floor_charged_ns = static_cast<uint64_t>(policy_.floor_charged(it->second));
   v.processes = m.runtime.processes();

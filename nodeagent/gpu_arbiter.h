@@ -42,7 +42,10 @@ struct InstanceView {  // for status and metrics
   uint64_t memory_used = 0;
   uint64_t memory_limit = 0;  // what its shims enforce (shm::kNoMemLimit: none)
   uint64_t throttled_ns = 0;
+  // Device time charged to it (FAA's, since the agent started), and what its
+  // shims reported: the job's own word, which the charge trims and floors.
   uint64_t device_ns = 0;
+  uint64_t reported_device_ns = 0;
   uint64_t mem_denied = 0;
   uint64_t floor_charged_ns = 0;  // charged for holding beyond its reports
   uint32_t processes = 0;

@@ -77,6 +77,7 @@ json instance_object(const model::Instance& inst, const GpuArbiter& arb,
     j["throttled_ms"] = static_cast<double>(v->faa.throttled) / 1e6;
     j["longest_wait_ms"] = static_cast<double>(v->faa.longest_wait) / 1e6;
     j["device_s"] = static_cast<double>(v->device_ns) / 1e9;
+    j["reported_device_s"] = static_cast<double>(v->reported_device_ns) / 1e9;
     j["grants"] = v->faa.grants;
     j["asking"] = v->faa.asking;
     j["holding"] = v->faa.holding;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/shm/page_file.h"
@@ -62,6 +63,54 @@ TEST(LyingReports, AHolderThatClaimsWorkAndReportsNoneDoesNotStarveAnHonestJob) 
   const auto status = node.egpuctl({"status", "--json"});
   EXPECT_EQ(status.code, 0) << status.err;
   EXPECT_NE(status.out.find("unreported_charged_s"), std::string::npos);
+  kill(liar, SIGKILL);
+  waitpid(liar, nullptr, 0);
+  stop(*honest);
+}
+
+// A process of Mallory's that never asks for the GPU says its work took a
+// day. The device time egpuctl status (and the metric) shows for her
+// instance is what FAA charged, within the time that passed; what her
+// shims said is shown apart, as theirs.
+TEST(LyingReports, AnOverReportIsNotTheDeviceTimeShown) {
+  EnforcedNode node("over-report");
+  node.create(1, 50);
+  node.create(2, 50, "burst", 0, 0, kMallory);
+  auto honest = node.start(1, greedy("h"));
+  harness::ShareSampler sampler(node.source(), 50ms);
+  ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"h"}), 20s));
+  sampler.stop();
+  const auto lying_from = std::chrono::steady_clock::now();
+  const pid_t liar =
+      test::attached_process(node.agent().socket(), 2, kMallory, [](const test::RawReply& att) {
+        if (att.fds.size() < 3) return false;
+        auto page = shm::map_fd(att.fds[1], sizeof(shm::InstancePage), shm::Access::kReadWrite);
+        if (!page) return false;
+        page->as<shm::InstancePage>()->procs[att.reply.proc_slot].device_ns.store(
+            86'400'000'000'000ull);
+        return true;
+      });
+  ASSERT_GT(liar, 0) << node.agent().log();
+  double shown = -1;
+  double reported = -1;
+  for (int i = 0; i < 100 && reported < 3600; ++i) {
+    std::this_thread::sleep_for(100ms);
+    const auto status = node.egpuctl({"--json", "status"});
+    ASSERT_EQ(status.code, 0) << status.err;
+    const nlohmann::json parsed = nlohmann::json::parse(status.out);
+    for (const auto& gpu : parsed.at("gpus")) {
+      for (const auto& inst : gpu.at("instances")) {
+        if (inst.value("job", 0) != 2) continue;
+        shown = inst.value("device_s", -1.0);
+        reported = inst.value("reported_device_s", -1.0);
+      }
+    }
+  }
+  const double passed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - lying_from).count();
+  EXPECT_GE(reported, 3600) << "the agent takes at most an hour of progress per look";
+  EXPECT_GE(shown, 0);
+  EXPECT_LE(shown, passed) << "shown " << shown << " s of device time in " << passed << " s";
   kill(liar, SIGKILL);
   waitpid(liar, nullptr, 0);
   stop(*honest);

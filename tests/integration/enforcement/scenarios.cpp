@@ -45,7 +45,8 @@ std::vector<Scenario> make_precision_scenarios() {
   return cases;
 }
 
-// Each instance's measured device time so far, by job id (egpuctl status).
+// Each instance's device time as its shims measured it so far, by job id
+// (egpuctl status).
 std::map<uint64_t, double> agent_device_seconds(EnforcedNode& node) {
   std::map<uint64_t, double> out;
   const CtlResult r = node.egpuctl({"--json", "status"});
@@ -54,8 +55,8 @@ std::map<uint64_t, double> agent_device_seconds(EnforcedNode& node) {
     const nlohmann::json status = nlohmann::json::parse(r.out);
     for (const auto& gpu : status.at("gpus")) {
       for (const auto& inst : gpu.at("instances")) {
-        if (inst.contains("device_s"))
-          out[inst.at("job").get<uint64_t>()] = inst.at("device_s").get<double>();
+        if (inst.contains("reported_device_s"))
+          out[inst.at("job").get<uint64_t>()] = inst.at("reported_device_s").get<double>();
       }
     }
   } catch (const nlohmann::json::exception&) {
