@@ -1,8 +1,11 @@
 #include "shim/log.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
@@ -34,6 +37,32 @@ bool take_budget() {
   }
 }
 
+// Writes to stderr as the program's own: a stderr whose reader is gone (a
+// closed pipe) must not raise SIGPIPE in a program that never writes there
+// itself, and the program's errno is left as it was. SIGPIPE is held off
+// for this thread meanwhile, and one the write raised is taken back (not
+// one that was pending already).
+void write_quietly(const char* line, size_t size) {
+  const int saved_errno = errno;
+  sigset_t pipe_only;
+  sigset_t before;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigset_t pending;
+  const bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+  const bool masked = pthread_sigmask(SIG_BLOCK, &pipe_only, &before) == 0;
+  const ssize_t written = ::write(STDERR_FILENO, line, size);
+  if (masked) {
+    if (written < 0 && errno == EPIPE && !was_pending) {
+      const timespec now{};
+      while (sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  }
+  errno = saved_errno;
+}
+
 void vwrite(const char* format, va_list args) {
   char line[1024];
   int n = std::snprintf(line, sizeof line, "egpu-shim[%d]: ", static_cast<int>(::getpid()));
@@ -44,8 +73,7 @@ void vwrite(const char* format, va_list args) {
   const int m = std::vsnprintf(line + used, cap - used, format, args);
   if (m > 0) used += std::min(static_cast<size_t>(m), cap - used - 1);
   line[used++] = '\n';
-  ssize_t ignored = ::write(STDERR_FILENO, line, used);
-  (void)ignored;
+  write_quietly(line, used);
 }
 
 }  // namespace

@@ -117,6 +117,14 @@ TEST_F(ShimProcess, WithoutJobIdPassesThroughAndSaysSoOnce) {
   EXPECT_EQ(count_of(run.err, "egpu-shim["), 1) << run.err;
 }
 
+// The shim's log goes to stderr; a stderr whose reader is gone (a closed
+// pipe) must not kill with SIGPIPE a program that never writes there itself.
+TEST_F(ShimProcess, ALogIntoABrokenPipeDoesNotKillTheProgram) {
+  ProgramRun run;
+  const auto summary = run_probe("direct", base_env(), false, &run, {"--broken-stderr", "1"});
+  EXPECT_EQ(summary.value("launches", 0), kLaunches);
+}
+
 TEST_F(ShimProcess, WithoutAnAgentFailModeOpenRunsAndSaysWhy) {
   auto env = base_env();
   env.insert(env.end(), {"EGPU_JOB_ID=4242", "EGPU_STEP_ID=0", "EGPU_GPU_INDICES=0",

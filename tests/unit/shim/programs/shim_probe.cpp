@@ -15,6 +15,8 @@
 // per-thread default stream), one of each, on a small buffer.
 // --legacy 1: one of each pre-CUDA-4 launch (cuLaunch, cuLaunchGrid,
 // cuLaunchGridAsync), reached through cuGetProcAddress and dlsym.
+// --broken-stderr 1: stderr is a pipe nobody reads from (a log collector
+// gone), as the shim logs into it.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -72,6 +74,12 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--capture") == 0) capture = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--memset") == 0) memset = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--legacy") == 0) legacy = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--broken-stderr") == 0 && std::atoi(argv[i + 1]) != 0) {
+      int ends[2];
+      if (pipe(ends) != 0 || dup2(ends[1], STDERR_FILENO) < 0) return 5;
+      close(ends[0]);
+      close(ends[1]);
+    }
   }
   g_driver = dlopen("libcuda.so.1", RTLD_NOW);
   if (g_driver == nullptr) {
