@@ -16,19 +16,7 @@ constexpr Nanos kMaxHeldPerTickNs = 20 * kMillisecond;
 
 }  // namespace
 
-std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns,
-                                   std::optional<std::size_t> holder) {
-  if (holder && *holder < charges.size()) {
-    Nanos credit = std::max<Nanos>(*credit_ns, 0);
-    const Nanos held = std::min(std::max<Nanos>(charges[*holder], 0), credit);
-    credit -= held;
-    std::vector<Nanos> others = charges;
-    others.erase(others.begin() + static_cast<std::ptrdiff_t>(*holder));
-    std::vector<Nanos> out = trim_overcharge(others, &credit);
-    out.insert(out.begin() + static_cast<std::ptrdiff_t>(*holder), held);
-    *credit_ns = credit;
-    return out;
-  }
+std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns) {
   std::vector<Nanos> out(charges.size());
   Nanos total = 0;
   for (std::size_t i = 0; i < charges.size(); ++i) {
@@ -176,13 +164,19 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos held_ns,
   static const Activity kNothing{};
   std::vector<Nanos> charges;
   charges.reserve(members_.size());
-  std::optional<std::size_t> holder;
-  for (const auto& [id, m] : members_) {
-    if (published_ == id) holder = charges.size();
+  for (auto& [id, m] : members_) {
     auto o = observed.find(id);
-    charges.push_back(o == observed.end() ? 0 : std::max<Nanos>(o->second.device_ns, 0));
+    Nanos charge = o == observed.end() ? 0 : std::max<Nanos>(o->second.device_ns, 0);
+    if (published_ != id) {
+      // Only the holder is let launch: another's report is the tail of its
+      // last slice, believed up to what that tail can have been, or a lie.
+      const Nanos believable = now <= m.tail_until_ns ? m.tail_budget_ns : 0;
+      charge = std::min(charge, believable);
+      m.tail_budget_ns = believable - charge;
+    }
+    charges.push_back(charge);
   }
-  charges = trim_overcharge(charges, &charge_credit_ns_, holder);
+  charges = trim_overcharge(charges, &charge_credit_ns_);
   std::size_t i = 0;
   for (auto& [id, m] : members_) {
     auto o = observed.find(id);
@@ -369,6 +363,19 @@ std::optional<Decision> ArbiterPolicy::handover_drain(Nanos now, Nanos slice_unt
 Decision ArbiterPolicy::granted(Nanos now, const Grant& grant) {
   drain_until_ns_ = 0;
   const bool same_holder = published_ == grant.holder;
+  if (!same_holder && published_) {
+    // What the old holder may still report: its queued tail (as it said it,
+    // at most MaxDrain: a drain waits no longer) and what it ran but had not
+    // reported yet (up to the in-flight bound), for as long as that could
+    // take to come in.
+    if (auto old = members_.find(*published_); old != members_.end()) {
+      Member& m = old->second;
+      m.tail_budget_ns =
+          std::min(std::max(m.inflight_ns, m.reported_inflight_ns), settings_.max_drain_ns) +
+          inflight_bound_ns_;
+      m.tail_until_ns = now + m.tail_budget_ns + kMaxChargeCreditNs;
+    }
+  }
   published_ = grant.holder;
   slice_end_ns_ = grant.until;
   Decision d;

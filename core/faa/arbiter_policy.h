@@ -119,7 +119,13 @@ class ArbiterPolicy {
     // poll for an idle holder backs off as they add up (see granted()).
     uint32_t active_looks = 0;
     HeldTimeFloor floor;  // its reports cannot hold the slice for free
-    bool wants = false;   // would ask, before gang windows are applied
+    // What it may still report while another holds the GPU: set when it
+    // stops holding (its tail then, and what it had not reported yet), spent
+    // by its reports, gone at tail_until_ns. Beyond it a report is not
+    // charged, so it cannot cut the holder's charge in the trim.
+    Nanos tail_budget_ns = 0;
+    Nanos tail_until_ns = 0;
+    bool wants = false;  // would ask, before gang windows are applied
     std::optional<GangWindow> gang;
   };
 
@@ -183,14 +189,12 @@ Nanos inflight_bound(const PolicySettings& settings, std::size_t with_processes,
 // handover: the larger share tends to pay it). A job that reports more than
 // passed pays for it itself: taken equally from everyone, its lie would
 // cancel its neighbours' charges, and their accounting with them.
-// `holder`, the index of the instance that held the GPU meanwhile, is
-// served first, up to the credit: only it was let launch, so the others'
-// reports (tails of earlier slices, or lies) share what it leaves. Levelled
-// with it, a job that never asks and reports a second a tick cut an honest
-// holder's charge to half of what it ran, and with it the holder's usage,
-// its cap and its held-time floor.
-std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns,
-                                   std::optional<std::size_t> holder = std::nullopt);
+// Before the trim, the agent believes an instance that does not hold the GPU
+// only up to its tail budget (ArbiterPolicy::Member): levelled with the
+// holder's, a job that never held it and reported a second a tick cut an
+// honest holder's charge to half of what it ran, and with it the holder's
+// usage, its cap and its held-time floor.
+std::vector<Nanos> trim_overcharge(const std::vector<Nanos>& charges, Nanos* credit_ns);
 
 }  // namespace egpu::faa
 

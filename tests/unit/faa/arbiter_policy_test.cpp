@@ -12,6 +12,7 @@
 
 #include <map>
 #include <optional>
+#include <vector>
 
 namespace egpu::faa {
 namespace {
@@ -230,6 +231,52 @@ TEST(ArbiterPolicyCharges, ALyingNeighbourCannotCutTheHoldersCharge) {
     EXPECT_GE(a.charged, reported * 95 / 100) << "reported " << reported;
     EXPECT_EQ(policy.floor_charged(kA), 0);
   }
+}
+
+// The instance that just lost the GPU reports its last work a look late:
+// charged, up to its tail (nothing queued here, so the in-flight bound's
+// 2 ms); a late report past that tail is not.
+TEST(ArbiterPolicyCharges, AnOldHoldersLateReportIsChargedUpToItsTail) {
+  ArbiterPolicy policy = ArbiterPolicy::create(settings(), 0).value();
+  ASSERT_TRUE(policy.join(kA, 0.5, Mode::kBurst, 0).ok());
+  ASSERT_TRUE(policy.join(kB, 0.5, Mode::kBurst, 0).ok());
+  std::map<InstanceId, Activity> observed;
+  Nanos now = 1;
+  Nanos last = 0;
+  std::optional<InstanceId> holder;
+  std::optional<InstanceId> lost;  // lost the GPU at the last look
+  std::vector<Nanos> late_charged;
+  const std::vector<Nanos> late_reports = {1 * kMs, 50 * kMs};
+  while (now < kSecond && late_charged.size() < late_reports.size()) {
+    for (InstanceId id : {kA, kB}) {
+      observed[id] = Activity{};
+      observed[id].processes = 1;
+      observed[id].busy = 1;
+      observed[id].launched = holder == id;
+      observed[id].device_ns = holder == id ? now - last : 0;
+    }
+    Nanos before = 0;
+    if (lost) {
+      // The new holder has not reported yet: the tick's credit is no limit.
+      for (InstanceId id : {kA, kB})
+        observed[id].device_ns = 0;
+      observed[*lost].device_ns = late_reports[late_charged.size()];
+      before = policy.scheduler().stats(*lost, last).value().charged;
+    }
+    const Decision d = policy.tick(now, observed);
+    if (lost) {
+      late_charged.push_back(policy.scheduler().stats(*lost, now).value().charged - before);
+      lost.reset();
+    }
+    const std::optional<InstanceId> next = d.draining ? holder : d.holder;
+    if (holder && next != holder) lost = holder;
+    holder = next;
+    last = now;
+    now = lost ? now + 10 * kMs : std::min(std::max(d.next_tick_ns, now + 1), last + 5 * kMs);
+  }
+  ASSERT_EQ(late_charged.size(), 2u);
+  EXPECT_EQ(late_charged[0], 1 * kMs);
+  EXPECT_EQ(late_charged[1], 2 * kMs) << "the tail is the in-flight bound here";
 }
 
 }  // namespace

@@ -52,30 +52,6 @@ TEST(TrimOvercharge, AnOverReportCannotCutANeighbourBelowTheCommonLevel) {
   EXPECT_EQ(out, (std::vector<int64_t>{4, 3, 3}));
 }
 
-// The holder ran the whole tick and said so; an instance that did not hold
-// the GPU says it ran a second. The holder keeps all it reported; the
-// others share what is left.
-TEST(TrimOvercharge, TheHolderIsServedBeforeTheOthers) {
-  int64_t credit = 10'000'000;
-  auto out = trim_overcharge({1'000'000'000, 10'000'000, 1'000'000'000}, &credit, 1);
-  EXPECT_EQ(out, (std::vector<int64_t>{0, 10'000'000, 0}));
-  EXPECT_EQ(credit, 0);
-  // A tail of the last holder's beside the new holder's 8 ms: the tail
-  // shares the 2 ms left with the liar.
-  credit = 10'000'000;
-  out = trim_overcharge({1'500'000, 8'000'000, 1'000'000'000}, &credit, 1);
-  EXPECT_EQ(out, (std::vector<int64_t>{1'000'000, 8'000'000, 1'000'000}));
-  // A holder that reports more than passed is cut to what passed.
-  credit = 10'000'000;
-  out = trim_overcharge({200'000, INT64_MAX}, &credit, 1);
-  EXPECT_EQ(out, (std::vector<int64_t>{0, 10'000'000}));
-  // Within the credit, everyone keeps all.
-  credit = 10'000'000;
-  out = trim_overcharge({2'000'000, 5'000'000}, &credit, 0);
-  EXPECT_EQ(out, (std::vector<int64_t>{2'000'000, 5'000'000}));
-  EXPECT_EQ(credit, 3'000'000);
-}
-
 TEST(TrimOvercharge, NoCreditChargesNothing) {
   int64_t credit = 0;
   auto out = trim_overcharge({1'000, 2'000}, &credit);
