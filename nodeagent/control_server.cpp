@@ -84,18 +84,19 @@ ControlServer::~ControlServer() {
 Result<std::unique_ptr<ControlServer>> ControlServer::listen(
     event_base* base, const std::string& path, Handler handler, const ControlLimits& limits,
     mode_t mode, std::optional<uid_t> owner) {
-  auto addr = protocol::UnixAddress::of(path);
-  if (!addr) return Error{addr.error()};
-  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return Error{std::string("socket: ") + std::strerror(errno)};
   // Between bind and chmod a user who may rename in the socket's directory
   // could put a symlink in its place (set_socket_mode refuses it), or
-  // replace the socket itself: such a directory is refused.
+  // replace the socket itself: such a directory is refused. Checked before
+  // the address opens it (a long path is bound through that descriptor).
   const size_t slash = path.rfind('/');
   const std::string dir = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
   if (Status s = check_trusted_directory(dir, ::geteuid()); !s) {
     return Error{"socket " + path + ": " + s.error()};
   }
+  auto addr = protocol::UnixAddress::of(path);
+  if (!addr) return Error{addr.error()};
+  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Error{std::string("socket: ") + std::strerror(errno)};
   ::unlink(path.c_str());  // a socket left by a previous agent
   if (::bind(fd.get(), addr->get(), addr->size()) != 0) {
     return Error{"bind " + path + ": " + std::strerror(errno)};

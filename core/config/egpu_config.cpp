@@ -170,15 +170,18 @@ const std::vector<KeySpec>& key_specs() {
        [](EgpuConfig& c, std::string_view v) -> Status {
          auto r = parse_absolute_path(v);
          if (!r) return Error{r.error()};
-         // A path longer than a socket address holds (107 bytes) is reached
-         // through its directory as /proc/self/fd/N/NAME (UnixAddress): the
-         // name, with ".root" for root's socket beside it, must fit there.
+         // A path longer than a socket address holds (107 bytes, with
+         // ".root" for root's socket beside it) is reached through its
+         // directory as /proc/thread-self/fd/N/NAME (UnixAddress): its name,
+         // with ".root", must fit there.
          const size_t name_bytes = r->size() - r->rfind('/') - 1;
-         constexpr size_t kMaxNameBytes = 107 - (sizeof "/proc/self/fd/2147483647/" - 1) - 5;
-         if (name_bytes > kMaxNameBytes) {
-           return Error{"names a socket of " + std::to_string(name_bytes) +
-                        " bytes; a socket's name may have " + std::to_string(kMaxNameBytes) +
-                        " (what an address holds past its directory, less \".root\")"};
+         constexpr size_t kMaxNameBytes = 107 - (sizeof "/proc/thread-self/fd/2147483647/" - 1) - 5;
+         if (r->size() + 5 > 107 && name_bytes > kMaxNameBytes) {
+           return Error{"names a socket of " + std::to_string(name_bytes) + " bytes in a path of " +
+                        std::to_string(r->size()) + "; a socket's name may have " +
+                        std::to_string(kMaxNameBytes) +
+                        " where the path is over 102 (what an address holds past its "
+                        "directory, less \".root\")"};
          }
          // The users' sockets beside it: SocketPath.users/UID.
          constexpr size_t kMaxBytes = 4000;

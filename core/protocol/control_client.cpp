@@ -94,7 +94,12 @@ CallResult<ControlClient> ControlClient::connect_to(const std::string& socket_pa
                                                     Deadline deadline, int timeout_ms,
                                                     std::optional<Deadline> shared) {
   auto addr = UnixAddress::of(socket_path);
-  if (!addr) return CallError{CallFailure::kRefused, addr.error()};
+  // A directory not there yet, or no descriptor free, may pass: only a path
+  // that can never work is the same answer again.
+  if (!addr) {
+    return addr.error_code() != 0 ? unreachable(addr.error())
+                                  : CallError{CallFailure::kRefused, addr.error()};
+  }
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return unreachable(std::string("socket: ") + std::strerror(errno));
   const Status connected = connect_by(fd.get(), addr->get(), addr->size(), deadline);

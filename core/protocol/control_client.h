@@ -27,7 +27,7 @@ enum class CallFailure {
   kUnreachable,
   // Asking again gets the same answer: the agent said no (a reply with a
   // status other than kOk, where the call requires kOk), or the request
-  // cannot be made at all (a socket path that does not fit sockaddr_un).
+  // cannot be made at all (a socket path no address can reach).
   kRefused,
 };
 

@@ -24,16 +24,27 @@ Result<UnixAddress> UnixAddress::of(const std::string& path) {
   }
   const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
   const std::string name = path.substr(slash + 1);
-  address.dir_.reset(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!address.dir_.valid()) {
-    return Error{"socket path '" + path + "': cannot open its directory: " + std::strerror(errno)};
-  }
-  const int n = std::snprintf(address.addr_.sun_path, sizeof address.addr_.sun_path,
-                              "/proc/self/fd/%d/%s", address.dir_.get(), name.c_str());
-  if (n < 0 || static_cast<size_t>(n) >= sizeof address.addr_.sun_path) {
+  if (name.size() > kMaxNameBytes) {
     return Error{"socket path '" + path +
                  "' is not usable (its name alone is too long for a socket)"};
   }
+  // The calling thread's descriptors: /proc/self is the main thread's,
+  // which may have exited (a program whose other threads go on), or have
+  // another descriptor table.
+  if (::access("/proc/thread-self/fd", F_OK) != 0) {
+    return Error{"socket path '" + path + "' is not usable (longer than a socket address holds, " +
+                     "it is reached through /proc/thread-self, which is not here)",
+                 ENOENT};
+  }
+  address.dir_.reset(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!address.dir_.valid()) {
+    const int err = errno;
+    return Error{"socket path '" + path +
+                     "' is not usable (cannot open its directory: " + std::strerror(err) + ")",
+                 err};
+  }
+  std::snprintf(address.addr_.sun_path, sizeof address.addr_.sun_path, "/proc/thread-self/fd/%d/%s",
+                address.dir_.get(), name.c_str());
   return address;
 }
 

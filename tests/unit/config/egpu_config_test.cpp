@@ -151,9 +151,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"MetricsAddress=127.0.0.1:99999", "port"},
         BadCase{"SocketPath=relative/sock", "absolute path"},
         // What no address could reach (root's socket adds ".root").
-        BadCase{"SocketPath=/run/egpu/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                "aaaaaaaaaaaaa.sock",
-                "names a socket of 78 bytes; a socket's name may have 77"},
+        BadCase{"SocketPath=/run/egpu/dddddddddddddddddddddddddddddd/aaaaaaaaaaaaaaaaaaaaaaaa"
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock",
+                "names a socket of 71 bytes in a path of 112; a socket's name may have 70"},
         BadCase{"GpuMemory=12XB", "unknown unit"}, BadCase{"GpuMemory=0", "more than 0"},
         BadCase{"HeartbeatMs=500 HeartbeatTimeoutMs=600", "at least twice"},
         BadCase{"PreemptThresholdPct=-1", "between 0 and 100"},
@@ -196,13 +196,16 @@ TEST(EgpuConfig, AnEmptyMonitorGroupIsNone) {
 }
 
 // Deeper than an address holds: the socket is reached through its
-// directory; its name of 77 bytes still fits there.
+// directory, and its name of 70 bytes still fits there. A path that fits
+// an address may have a longer name.
 TEST(EgpuConfig, ADeepSocketPathIsAccepted) {
-  const std::string path =
-      "/run/egpu/" + std::string(200, 'd') + "/" + std::string(77 - 5, 'a') + ".sock";
-  auto c = parse_egpu_config("SocketPath=" + path + "\n", "egpu.conf");
-  ASSERT_TRUE(c.ok()) << c.error();
-  EXPECT_EQ(c->socket_path, path);
+  for (const std::string& path :
+       {"/run/egpu/" + std::string(200, 'd') + "/" + std::string(70 - 5, 'a') + ".sock",
+        "/run/egpu/" + std::string(92 - 5, 'a') + ".sock"}) {
+    auto c = parse_egpu_config("SocketPath=" + path + "\n", "egpu.conf");
+    ASSERT_TRUE(c.ok()) << c.error();
+    EXPECT_EQ(c->socket_path, path);
+  }
 }
 
 // A directory opens and reads as nothing: the agent started on the defaults.
