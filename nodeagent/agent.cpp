@@ -292,6 +292,9 @@ int Agent::run() {
   for (uint32_t gpu = 0; gpu < arbiters_.size(); ++gpu)
     save_latency_control(gpu);
   latency_saver_.wait_idle();
+  if (const auto failure = latency_saver_.take_failure()) {
+    EGPU_LOG_WARN("cannot keep the latency control's memory: %s", failure->c_str());
+  }
   for (auto& arb : arbiters_)
     arb->shutdown();
   if (dispatched < 0) {

@@ -91,7 +91,8 @@ void Agent::on_latency_timer(evutil_socket_t, short, void* arg) {
                                                    : 0;
         },
         period);
-    // Loans at once (a restart must not drop them), the rest now and then.
+    // Loans at once (a restart must not drop them), the rest now and then;
+    // written on a worker, so a crash right after a change may miss it.
     if (changed || self->latency_.periods_unsaved(gpu) >= kSaveEveryPeriods)
       self->save_latency_control(gpu);
     if (!changed) continue;

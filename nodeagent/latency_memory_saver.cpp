@@ -1,5 +1,6 @@
 #include "nodeagent/latency_memory_saver.h"
 
+#include <exception>
 #include <utility>
 
 #include "nodeagent/worker_pool.h"
@@ -15,6 +16,9 @@ WorkerPool& writers() {
 }  // namespace
 
 void LatencyMemorySaver::submit(uint32_t gpu, std::optional<slo::SloMemory> op) {
+  // The task owns its memory (made before anything is counted: out of
+  // memory, nothing is left marked as writing).
+  auto task = std::make_shared<std::optional<slo::SloMemory>>();
   {
     std::lock_guard lock(mu_);
     Gpu& g = gpus_[gpu];
@@ -22,20 +26,25 @@ void LatencyMemorySaver::submit(uint32_t gpu, std::optional<slo::SloMemory> op) 
       g.next = std::move(op);
       return;
     }
+    *task = std::move(op);
     g.writing = true;
     ++writing_;
   }
-  // The task owns its memory; a pool that cannot take it (out of threads)
-  // has it written here, as before there was a pool.
-  auto task = std::make_shared<std::optional<slo::SloMemory>>(std::move(op));
+  // A pool that cannot take it (out of threads) has it written here, as
+  // before there was a pool.
   if (!writers().run([this, gpu, task] { drain(gpu, std::move(*task)); })) {
     drain(gpu, std::move(*task));
   }
 }
 
-void LatencyMemorySaver::drain(uint32_t gpu, std::optional<slo::SloMemory> op) {
+void LatencyMemorySaver::drain(uint32_t gpu, std::optional<slo::SloMemory> op) noexcept {
   for (;;) {
-    const Status s = write_(gpu, op);
+    Status s;
+    try {
+      s = write_(gpu, op);
+    } catch (const std::exception& e) {  // out of memory encoding it
+      s = Error{e.what()};
+    }
     std::lock_guard lock(mu_);
     if (!s) failure_ = s.error();
     Gpu& g = gpus_[gpu];

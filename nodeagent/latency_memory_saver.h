@@ -6,7 +6,9 @@
 // waited meanwhile. One write per GPU runs at a time; what comes meanwhile
 // replaces what waited (only the newest memory matters), and a removal is
 // one more such operation, so a late write never brings back a file
-// removed after it.
+// removed after it. A loan is applied before its save is on disk: a crash
+// in between restarts with the loans before it, which the control then
+// moves again.
 #pragma once
 
 #include <condition_variable>
@@ -48,7 +50,7 @@ class LatencyMemorySaver {
 
   void submit(uint32_t gpu, std::optional<slo::SloMemory> op);
   // Writes `op` and what comes behind it until nothing waits (a worker's task).
-  void drain(uint32_t gpu, std::optional<slo::SloMemory> op);
+  void drain(uint32_t gpu, std::optional<slo::SloMemory> op) noexcept;
 
   const Write write_;
   std::mutex mu_;
