@@ -31,8 +31,9 @@ __attribute__((visibility("hidden"))) void* egpu_dlsym_impl(void* handle, const 
   if (found == nullptr || !egpu::shim::looks_like_cuda_name(name)) return found;
   void* wrapper = egpu::shim::wrapper_for_name(name);
   if (wrapper == nullptr) return found;
-  // The shim's own handle finds its export even in a process that never
-  // loaded the driver: there, answer as if the shim were not here.
+  // A handle that searches the shim (its own, dlopen(NULL)'s) finds its
+  // export even in a process that never loaded the driver: there, answer
+  // as if the shim were not here.
   if (found == wrapper && !egpu::shim::libcuda_loaded()) return nullptr;
   return wrapper;
 }

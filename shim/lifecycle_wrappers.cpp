@@ -9,6 +9,7 @@
 #include "shim/launch_admission.h"
 #include "shim/log.h"
 #include "shim/memory_accounting.h"
+#include "shim/no_cancel_scope.h"
 #include "shim/pool_memory.h"
 #include "shim/process_state.h"
 #include "shim/stream_lookup.h"
@@ -61,6 +62,7 @@ bool primary_still_active(CUdevice dev) noexcept {
 
 template <typename RealDestroy>
 CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
+  const NoCancelScope no_cancel;  // the driver may wait here (see NoCancelScope)
   forget_context(-1);
   const CUresult result = real();
   if (result == CUDA_SUCCESS) {
@@ -76,6 +78,7 @@ CUresult destroy_context(CUcontext ctx, RealDestroy&& real) noexcept {
 // cuDevicePrimaryCtxReset (`reset`) or cuDevicePrimaryCtxRelease.
 template <typename RealEnd>
 CUresult end_primary(CUdevice dev, bool reset, RealEnd&& real) noexcept {
+  const NoCancelScope no_cancel;  // the driver may wait here (see NoCancelScope)
   // Its handle now: once it is gone the driver no longer says which it was.
   const CUcontext primary = managed_state() != nullptr ? active_primary(dev) : nullptr;
   forget_context(dev);

@@ -4,6 +4,7 @@
 #include "shim/array_bytes.h"
 #include "shim/capture_state.h"
 #include "shim/memory_accounting.h"
+#include "shim/no_cancel_scope.h"
 #include "shim/pool_memory.h"
 
 using egpu::shim::accounted_alloc;
@@ -31,6 +32,7 @@ uint64_t key_of(CUdeviceptr_v1 value) {
 template <typename Ptr, typename Size, typename RealAlloc, typename RealFree>
 CUresult pitched_alloc(RealId id, Ptr* dptr, Size* pitch, Size width, Size height,
                        RealAlloc&& alloc, RealFree&& free_fn) noexcept {
+  const NoCancelScope no_cancel;  // the driver may wait here (see NoCancelScope)
   constexpr uint64_t kMaxPitchAlignment = 512;
   ProcessState* s = process_state();
   note_call(id);
@@ -80,6 +82,7 @@ bool into_capture(RealId id, CUstream stream, bool per_thread) noexcept {
 template <typename Alloc, typename KeyOf>
 CUresult pooled_alloc(RealId id, CUmemoryPool pool, uint64_t bytes, Alloc&& alloc,
                       KeyOf&& key_of) noexcept {
+  const NoCancelScope no_cancel;  // the driver may wait here (see NoCancelScope)
   PoolTicket ticket;
   switch (admit_pool_allocation(pool, bytes, &ticket)) {
     case PoolAdmission::kPassThrough:
@@ -105,6 +108,7 @@ CUresult pooled_alloc(RealId id, CUmemoryPool pool, uint64_t bytes, Alloc&& allo
 // the pool keeps the memory at least until a synchronisation.)
 template <typename RealFree>
 CUresult pointer_free(RealId id, uint64_t key, RealFree&& free_fn) noexcept {
+  const NoCancelScope no_cancel;  // the driver may wait here (see NoCancelScope)
   const CUresult rc = accounted_free(id, AllocationKind::kPointer, key, free_fn);
   settle_mem_pools();
   return rc;
