@@ -193,6 +193,14 @@ TEST(ArbiterPolicyDrain, ThrottledAndLongestWaitNeverGoBackAcrossADrain) {
   EXPECT_GT(drains, 10) << "the scenario must hand over through drains";
 }
 
+// A and B at half the GPU each.
+ArbiterPolicy half_and_half() {
+  ArbiterPolicy policy = ArbiterPolicy::create(settings(), 0).value();
+  EXPECT_TRUE(policy.join(kA, 0.5, Mode::kBurst, 0).ok());
+  EXPECT_TRUE(policy.join(kB, 0.5, Mode::kBurst, 0).ok());
+  return policy;
+}
+
 // B is attached and reports a second of device time at every look; A holds
 // the GPU and reports exactly the time that passed. A is charged all it
 // ran: levelled with B's lie, its charge was halved (and with it its usage,
@@ -200,9 +208,7 @@ TEST(ArbiterPolicyDrain, ThrottledAndLongestWaitNeverGoBackAcrossADrain) {
 TEST(ArbiterPolicyCharges, ALyingNeighbourCannotCutTheHoldersCharge) {
   for (const bool liar_asks : {false, true}) {
     SCOPED_TRACE(liar_asks ? "the liar asks too" : "the liar never asks");
-    ArbiterPolicy policy = ArbiterPolicy::create(settings(), 0).value();
-    ASSERT_TRUE(policy.join(kA, 0.5, Mode::kBurst, 0).ok());
-    ASSERT_TRUE(policy.join(kB, 0.5, Mode::kBurst, 0).ok());
+    ArbiterPolicy policy = half_and_half();
     std::map<InstanceId, Activity> observed;
     Nanos now = 1;
     Nanos last = 0;
@@ -237,9 +243,7 @@ TEST(ArbiterPolicyCharges, ALyingNeighbourCannotCutTheHoldersCharge) {
 // charged, up to its tail (nothing queued here, so the in-flight bound's
 // 2 ms); a late report past that tail is not.
 TEST(ArbiterPolicyCharges, AnOldHoldersLateReportIsChargedUpToItsTail) {
-  ArbiterPolicy policy = ArbiterPolicy::create(settings(), 0).value();
-  ASSERT_TRUE(policy.join(kA, 0.5, Mode::kBurst, 0).ok());
-  ASSERT_TRUE(policy.join(kB, 0.5, Mode::kBurst, 0).ok());
+  ArbiterPolicy policy = half_and_half();
   std::map<InstanceId, Activity> observed;
   Nanos now = 1;
   Nanos last = 0;
