@@ -164,6 +164,9 @@ Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) 
   }
   std::unique_ptr<Attachment> a = std::move(*made);
   a->fail_mode_override = env_.fail_mode;
+  // No thread of this image waits yet (waits need the attachment): what
+  // the slot counts is an exec'd image's.
+  if (!again) a->me.forget_waits();
   // The slot holds what this process has live on the GPU (all of it when the
   // shim ran unattached until now, or the agent lost its pages).
   quota::set_held(a->instance, a->proc_slot, allocations_.live_bytes(b.ordinal()));

@@ -48,6 +48,13 @@ class ProcSlotWriter {
   void set_inflight(int64_t ns) const {
     slot_->inflight_ns.store(ns > 0 ? static_cast<uint64_t>(ns) : 0, std::memory_order_relaxed);
   }
+  // A new process image's first attach: the slot may be its pid's from an
+  // image that exec'd while threads waited, whose waits end with nothing to
+  // count them off. Its queue went with that image too.
+  void forget_waits() const {
+    slot_->busy.store(0, std::memory_order_release);
+    slot_->inflight_ns.store(0, std::memory_order_relaxed);
+  }
   // A synchronising call returned with nothing left queued at `now`.
   void mark_idle(int64_t now) const { slot_->idle_since_ns.store(now, std::memory_order_relaxed); }
   // An allocation refused for the quota.

@@ -24,6 +24,10 @@ std::string cancelled_launcher_path() {
   return EGPU_CANCELLED_LAUNCHER_PATH;
 }
 
+std::string exec_while_waiting_path() {
+  return EGPU_EXEC_WHILE_WAITING_PATH;
+}
+
 EnforcedNode::EnforcedNode(const std::string& tag, NodeOptions options) {
   gpu_ = std::make_unique<harness::SimGpu>(tag,
                                            harness::SimGpuConfig{.devices = options.gpus,

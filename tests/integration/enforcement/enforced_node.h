@@ -87,5 +87,6 @@ std::string shim_path();
 // a guessed time.
 harness::WorkloadOptions greedy(const std::string& label);
 std::string cancelled_launcher_path();
+std::string exec_while_waiting_path();
 
 }  // namespace egpu::integration

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "enforced_node.h"
 
@@ -46,6 +47,39 @@ TEST(ShimLifecycle, AThreadCancelledInsideTheDriversLaunchLeavesTheProgramRunnin
   EXPECT_EQ(out.value("cancelled", false), true) << out.dump();
   EXPECT_EQ(out.value("launched", 0), 1) << out.dump();
   EXPECT_EQ(out.value("failed", true), false) << out.dump();
+}
+
+// A process execs while one of its threads waits in a sync: the new image
+// attaches to the same slot, and the wait the exec cut short must not count
+// on. It did: the instance asked for the GPU for ever, idle.
+TEST(ShimLifecycle, AnExecThatCutsAWaitShortLeavesTheInstanceIdle) {
+  EnforcedNode node("exec-wait");
+  node.create(1, 50);
+  auto p = node.start_program(1, {exec_while_waiting_path()});
+  bool attached = false;
+  for (int i = 0; i < 300 && !attached; ++i) {
+    std::this_thread::sleep_for(50ms);
+    attached = p->stdout_text().find("\"attached\": true") != std::string::npos;
+  }
+  ASSERT_TRUE(attached) << p->stderr_text();
+  // Idle for 6 s from here: at some look meanwhile it no longer asks.
+  bool idle = false;
+  std::string last;
+  for (int i = 0; i < 50 && !idle; ++i) {
+    const CtlResult r = node.egpuctl({"--json", "status"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json status = nlohmann::json::parse(r.out);
+    for (const auto& gpu : status.at("gpus")) {
+      for (const auto& inst : gpu.at("instances")) {
+        if (inst.value("job", 0) != 1 || inst.value("processes", 0) == 0) continue;
+        idle = !inst.value("asking", true);
+        last = inst.dump();
+      }
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(idle) << last;
+  (void)finish(*p);
 }
 
 // Contexts ended with memory still allocated in them: the driver frees it,
