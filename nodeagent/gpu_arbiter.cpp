@@ -12,6 +12,7 @@
 
 #include "core/shm/gpu_page_io.h"
 #include "core/shm/grant_futex.h"
+#include "core/shm/page_paths.h"
 #include "core/shm/proc_slot_io.h"
 #include "core/shm/slot_control_io.h"
 #include "core/util/clock.h"
@@ -34,15 +35,15 @@ void unlink_elsewhere(const InstanceRuntime& runtime, uid_t uid) {
 }  // namespace
 
 std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) {
-  return runtime_dir + "/gpu" + std::to_string(gpu);
+  return shm::gpu_page_path(runtime_dir, gpu);
 }
 
 GpuArbiter::GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings,
-                       shm::PageFile page, faa::ArbiterPolicy policy, UsageLedger ledger)
+                       GpuPages pages, faa::ArbiterPolicy policy, UsageLedger ledger)
     : gpu_(gpu),
       memory_bytes_(memory),
       settings_(settings),
-      page_(std::move(page)),
+      pages_(std::move(pages)),
       policy_(std::move(policy)),
       ledger_(std::move(ledger)) {}
 
@@ -51,69 +52,9 @@ GpuArbiter::~GpuArbiter() = default;
 Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memory_bytes,
                                                      const ArbiterSettings& settings,
                                                      std::vector<model::Instance>* recovered) {
-  const std::string path = page_path(settings.runtime_dir, gpu);
-  if (struct stat st{}; ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-                        static_cast<size_t>(st.st_size) != sizeof(shm::GpuPage)) {
-    // open_page_file replaces it (see below for why not in place).
-    EGPU_LOG_ERROR(
-        "%s has %lld bytes, not this agent's %zu (another page layout): the "
-        "instances it held are not taken over",
-        path.c_str(), static_cast<long long>(st.st_size), sizeof(shm::GpuPage));
-  }
-  // Root only: shims get a read-only descriptor at attach, so a user sees the
-  // page only while running an egpu job on this GPU.
-  auto file = shm::open_page_file(path, sizeof(shm::GpuPage), 0, 0, 0600);
-  if (!file) return Error{file.error()};
-  auto* page = file->mapping.as<shm::GpuPage>();
-  // A page of fewer slots is taken over (an agent of an older default
-  // MaxInstancesPerGpu, 64): every slot of the layout was made free with
-  // the page. Its count is raised only when a slot past it is used (add()),
-  // so going back to that agent keeps the steps while none was.
-  const bool reuse = !file->created && page->magic == shm::kGpuPageMagic &&
-                     page->version == shm::kLayoutVersion && page->gpu_index == gpu &&
-                     page->max_slots <= settings.max_slots;
-  if (!file->created && !reuse) {
-    // Another agent's page that this one cannot take over: the previous
-    // version's (an upgrade that changed the layout), or another
-    // MaxInstancesPerGpu. Its instances are not carried over. A new file,
-    // not this one rewritten: the shims of those steps still map it, and
-    // must see their agent gone rather than read this layout as theirs.
-    if (page->magic == shm::kGpuPageMagic && page->version != shm::kLayoutVersion) {
-      EGPU_LOG_ERROR(
-          "%s was written by an agent with page layout %u (this one: %u): the "
-          "instances it held are not taken over; their steps run on as with a dead "
-          "agent (FailMode) until they end. Drain a node before an upgrade that "
-          "changes the layout.",
-          path.c_str(), page->version, shm::kLayoutVersion);
-    } else {
-      EGPU_LOG_ERROR(
-          "%s is not a page this agent can take over (GPU %u, %u slots; this agent: "
-          "GPU %u, %u slots): the instances it held are not taken over",
-          path.c_str(), page->gpu_index, page->max_slots, gpu, settings.max_slots);
-    }
-    file = shm::replace_page_file(path, sizeof(shm::GpuPage), 0, 0, 0600);
-    if (!file) return Error{file.error()};
-    page = file->mapping.as<shm::GpuPage>();
-  }
-  if (reuse) {
-    // Keep the file (shims map it) and the holder until the first decision.
-    for (uint32_t s = 0; s < settings.max_slots; ++s) {
-      auto slot = shm::read_slot_control(page->slots[s], gpu, s);
-      if (!slot) {
-        EGPU_LOG_WARN("%s", slot.error().c_str());
-        shm::free_slot_control(page->slots[s]);
-        continue;
-      }
-      if (!*slot) continue;
-      if (!(*slot)->warning.empty()) EGPU_LOG_WARN("%s", (*slot)->warning.c_str());
-      if (recovered != nullptr) recovered->push_back((*slot)->instance);
-    }
-  } else {
-    new (page) shm::GpuPage();
-    page->gpu_index = gpu;
-    page->max_slots = settings.max_slots;
-    page->holder.store(shm::kNoHolder);
-  }
+  auto pages = GpuPages::open(settings.runtime_dir, gpu, settings.max_slots, recovered);
+  if (!pages) return Error{pages.error()};
+  shm::GpuPage* page = pages->page();
   page->gpu_memory_bytes = memory_bytes;
   page->heartbeat_timeout_ns.store(settings.heartbeat_timeout_ns);
   page->inflight_limit_ns.store(settings.policy.inflight_limit_ns);
@@ -121,20 +62,17 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
   page->fail_mode.store(fail_mode_value(settings.fail_mode));
   page->heartbeat_ns.store(monotonic_ns());
   page->agent_epoch.store(settings.epoch, std::memory_order_release);
-  if (!reuse) {
-    page->version = shm::kLayoutVersion;
-    std::atomic_thread_fence(std::memory_order_release);
-    page->magic = shm::kGpuPageMagic;
-  }
+  pages->publish_header();
   auto policy = faa::ArbiterPolicy::create(settings.policy, monotonic_ns());
   if (!policy.ok()) return Error{policy.error()};
   auto ledger = UsageLedger::open(settings.runtime_dir, gpu, settings.max_slots);
   if (!ledger) return Error{ledger.error()};
-  std::unique_ptr<GpuArbiter> arbiter(new GpuArbiter(gpu, memory_bytes, settings, std::move(*file),
+  std::unique_ptr<GpuArbiter> arbiter(new GpuArbiter(gpu, memory_bytes, settings, std::move(*pages),
                                                      std::move(policy.value()),
                                                      std::move(*ledger)));
   arbiter->published_ = page->holder.load();
   if (arbiter->published_ != shm::kNoHolder) arbiter->policy_.restore_holder(arbiter->published_);
+  const std::string path = page_path(settings.runtime_dir, gpu);
   arbiter->readonly_fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!arbiter->readonly_fd_.valid()) return Error{"open " + path + ": " + std::strerror(errno)};
   return arbiter;
@@ -148,7 +86,7 @@ void GpuArbiter::publish_bound() {
 }
 
 void GpuArbiter::write_control(const model::Instance& inst) {
-  shm::write_slot_control(page()->slots[inst.slot], inst);
+  shm::write_slot_control(pages_.record_page()->records[inst.slot], page()->slots[inst.slot], inst);
 }
 
 Status GpuArbiter::add(const model::Instance& instance, double target, uint64_t mem_limit,
@@ -193,7 +131,7 @@ void GpuArbiter::remove(uint64_t instance_id) {
   if (it == slot_of_.end()) return;
   const uint32_t slot = it->second;
   policy_.leave(slot, monotonic_ns());
-  shm::free_slot_control(page()->slots[slot]);
+  shm::free_slot_control(pages_.record_page()->records[slot], page()->slots[slot]);
   if (published_ == slot) publish(std::nullopt, 0);
   auto m = members_.find(slot);
   if (m != members_.end()) {

@@ -22,6 +22,7 @@
 #include "core/util/fail_mode.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
+#include "nodeagent/gpu_pages.h"
 #include "nodeagent/instance_runtime.h"
 #include "nodeagent/usage_ledger.h"
 #include "nodeagent/wake_channel.h"
@@ -139,14 +140,14 @@ class GpuArbiter {
     bool said_wake_bound = false;  // logged that a grant woke kMaxWokenPerGrant
   };
 
-  GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, shm::PageFile page,
+  GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings, GpuPages pages,
              faa::ArbiterPolicy policy, UsageLedger ledger);
   // Adds what the member did since the last fold to its ledger totals.
   void fold_usage(uint32_t slot, Member& m, int64_t now);
   // Bumps the member's grant word and wakes its sleepers (bounded: see
   // core/shm/grant_futex.h); says once when a job parks more than the bound.
   void wake(Member& m);
-  shm::GpuPage* page() const { return page_.mapping.as<shm::GpuPage>(); }
+  shm::GpuPage* page() const { return pages_.page(); }
   shm::GpuPageWriter writer() const { return shm::GpuPageWriter(page()); }
   void publish(std::optional<faa::InstanceId> holder, int64_t until);
   void publish_draining();
@@ -157,7 +158,7 @@ class GpuArbiter {
   uint64_t memory_bytes_;
   uint64_t page_trims_ = 0;
   ArbiterSettings settings_;
-  shm::PageFile page_;
+  GpuPages pages_;
   faa::ArbiterPolicy policy_;
   UsageLedger ledger_;
   UniqueFd readonly_fd_;

@@ -33,7 +33,7 @@ struct Attachment {
   // EGPU_FAIL_MODE, when set, wins over the page's value.
   std::optional<FailMode> fail_mode_override;
 
-  const shm::SlotControl& control() const { return gpu->slots[gpu_slot]; }
+  const shm::SlotGrant& control() const { return gpu->slots[gpu_slot]; }
   // The agent removed the instance: its GPU slot is free or someone else's.
   bool instance_gone() const { return shm::slot_instance(control()) != instance_id; }
   FailMode fail_mode() const {

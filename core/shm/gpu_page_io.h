@@ -93,15 +93,15 @@ inline FailMode page_fail_mode(const GpuPage& gpu) {
   return fail_mode_from_value(gpu.fail_mode.load(std::memory_order_relaxed));
 }
 
-// An instance's record (SlotControl, written by slot_control_io.h): its id
-// (0: the slot is free), its units, the memory limit the shims enforce.
-inline uint64_t slot_instance(const SlotControl& c) {
+// What a slot grants its instance (SlotGrant, written by slot_control_io.h):
+// its id (0: the slot is free), its units, the memory limit the shims enforce.
+inline uint64_t slot_instance(const SlotGrant& c) {
   return c.instance_id.load(std::memory_order_acquire);
 }
-inline uint32_t slot_units(const SlotControl& c) {
+inline uint32_t slot_units(const SlotGrant& c) {
   return c.units.load(std::memory_order_relaxed);
 }
-inline uint64_t slot_mem_limit(const SlotControl& c) {
+inline uint64_t slot_mem_limit(const SlotGrant& c) {
   return c.mem_limit.load(std::memory_order_relaxed);
 }
 

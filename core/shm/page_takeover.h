@@ -15,7 +15,8 @@ namespace egpu::shm {
 // OK when the running agent holds no instance (no instance page in
 // `runtime_dir`: an idle node restarts whatever its pages), or every GPU page
 // (gpu0..gpu63) is absent or one this build, with `max_slots` instances per
-// GPU, reuses; else an error naming each page it cannot and why.
+// GPU, reuses, with its record page (gpuN.records) beside it; else an error
+// naming each page it cannot and why.
 Status check_page_takeover(const std::string& runtime_dir, uint32_t max_slots);
 
 }  // namespace egpu::shm

@@ -2,18 +2,21 @@
 //
 // Pages are split by writer (DESIGN.md "Shared memory and the control socket"):
 // - GpuPage, one per physical GPU, is written only by the agent (root, 0600;
-//   attached shims get a read-only descriptor):
-//   who holds the slice, the instances' quotas and shares, the heartbeat.
+//   attached shims get a read-only descriptor): who holds the slice, the
+//   heartbeat, and per instance only what its shims enforce (SlotGrant).
+// - GpuRecordPage, beside it, is root's alone (0600, never passed to a job):
+//   each instance's full record (job, uid, creator, objective) that a
+//   restarted agent takes over. Kept apart so that a job that maps its GPU's
+//   page cannot read who else shares the GPU.
 // - InstancePage, one per instance, is owned by the job's uid (0600) and written
 //   by that instance's processes: their activity, device time, memory. The agent
 //   reads it, and writes only a process slot's pid (attach, reclaim).
 // Fields are fixed-size atomics: no pointers, and readers validate what they read.
 // Pages go through small APIs in core: the GPU page through gpu_page_io.h
-// and slot_control_io.h; the instance page through proc_slot_io.h,
-// latency_counts.h, quota/memory_quota.h and grant_futex.h (grant_word),
-// except the header fields, which the agent writes once when it creates the
-// page. Each field below says its writer, its unit and the bound the agent
-// reads it with.
+// and slot_control_io.h (which also writes the record page); the instance page through
+// proc_slot_io.h, latency_counts.h, quota/memory_quota.h and grant_futex.h (grant_word), except the
+// header fields, which the agent writes once when it creates the page. Each field below says its
+// writer, its unit and the bound the agent reads it with.
 #pragma once
 
 #include <pthread.h>
@@ -25,19 +28,21 @@
 
 namespace egpu::shm {
 
-inline constexpr uint32_t kGpuPageMagic = 0x47504745;       // "EGPG"
-inline constexpr uint32_t kInstancePageMagic = 0x49504745;  // "EGPI"
+inline constexpr uint32_t kGpuPageMagic = 0x47504745;        // "EGPG"
+inline constexpr uint32_t kInstancePageMagic = 0x49504745;   // "EGPI"
+inline constexpr uint32_t kGpuRecordPageMagic = 0x52504745;  // "EGPR"
 // 2: InstancePage::grant_word; 3: SlotControl::mem_limit (128 bytes);
 // 4: SlotControl's latency objective, InstancePage's latency counts;
-// 5: SlotControl::granted_units
-inline constexpr uint32_t kLayoutVersion = 5;
+// 5: SlotControl::granted_units; 6: SlotControl split into the GPU page's
+// SlotGrant and the record page's SlotRecord
+inline constexpr uint32_t kLayoutVersion = 6;
 inline constexpr uint32_t kMaxSlotsPerGpu = 256;
 inline constexpr uint32_t kMaxProcsPerInstance = 64;
 inline constexpr uint32_t kNoHolder = 0xffffffff;
 
-// SlotControl.flags bit beyond the protocol's create flags.
+// SlotRecord.flags bit beyond the protocol's create flags.
 inline constexpr uint32_t kSlotQuotaExplicit = 1u << 16;
-// SlotControl.mem_limit when the agent knows no memory size for the GPU:
+// SlotGrant.mem_limit when the agent knows no memory size for the GPU:
 // allocations are accounted, never refused.
 inline constexpr uint64_t kNoMemLimit = UINT64_MAX;
 
@@ -52,8 +57,22 @@ inline constexpr uint64_t kMaxCumulative = uint64_t{1} << 56;
 
 enum class SlotState : uint32_t { kFree = 0, kActive = 1 };
 
-// Per instance, in the GPU page (agent-written).
-struct alignas(64) SlotControl {
+// Per instance, in the GPU page (agent-written): what the instance's shims
+// enforce, and nothing about who runs it.
+struct alignas(64) SlotGrant {
+  std::atomic<uint64_t> instance_id;  // 0 while free
+  std::atomic<uint32_t> units;        // the step's units (1..100)
+  // What the shims enforce (bytes, or kNoMemLimit): the own quota, less what
+  // the job's steps hold for an umbrella (steps and the batch script share one
+  // job quota). Reservations add, then read this: the agent lowers it, then
+  // reads the use, so one of the two always sees the other.
+  std::atomic<uint64_t> mem_limit;
+};
+static_assert(sizeof(SlotGrant) == 64);
+
+// Per instance, in the record page (root's alone): what a restarted agent
+// needs to take the instance over.
+struct alignas(64) SlotRecord {
   std::atomic<uint64_t> instance_id;  // 0 while free
   std::atomic<uint64_t> mem_quota;    // bytes: the instance's own quota (0: none)
   std::atomic<uint64_t> job_id;
@@ -70,11 +89,6 @@ struct alignas(64) SlotControl {
   // clock ticks (low 32 bits): a restarted agent tells it from a reused pid.
   std::atomic<int32_t> creator_pid;
   std::atomic<uint32_t> creator_start;
-  // What the shims enforce (bytes, or kNoMemLimit): the own quota, less what
-  // the job's steps hold for an umbrella (steps and the batch script share one
-  // job quota). Reservations add, then read this: the agent lowers it, then
-  // reads the use, so one of the two always sees the other.
-  alignas(64) std::atomic<uint64_t> mem_limit;
   // The instance's latency objective (core/slo/latency_objective.h), kept
   // here so it outlives an agent restart; 0 and 0: none.
   std::atomic<uint32_t> slo_percentile_milli;
@@ -82,7 +96,7 @@ struct alignas(64) SlotControl {
   // What Slurm granted the job on this GPU (Instance::granted_units).
   std::atomic<uint32_t> granted_units;
 };
-static_assert(sizeof(SlotControl) == 128);
+static_assert(sizeof(SlotRecord) == 128);
 
 struct GpuPage {
   uint32_t magic;
@@ -110,7 +124,14 @@ struct GpuPage {
   // idle tells the agent at once (wake channel) only when someone waits.
   std::atomic<uint32_t> waiters;
 
-  alignas(64) SlotControl slots[kMaxSlotsPerGpu];
+  alignas(64) SlotGrant slots[kMaxSlotsPerGpu];
+};
+
+struct GpuRecordPage {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t gpu_index;
+  alignas(64) SlotRecord records[kMaxSlotsPerGpu];
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);

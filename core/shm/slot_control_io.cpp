@@ -6,7 +6,7 @@
 
 namespace egpu::shm {
 
-void write_slot_control(SlotControl& c, const model::Instance& inst) {
+void write_slot_control(SlotRecord& c, SlotGrant& grant, const model::Instance& inst) {
   c.mem_quota.store(inst.mem_quota, std::memory_order_relaxed);
   c.job_id.store(inst.job_id, std::memory_order_relaxed);
   c.step_id.store(inst.step_id, std::memory_order_relaxed);
@@ -27,14 +27,17 @@ void write_slot_control(SlotControl& c, const model::Instance& inst) {
   c.slo_target_ns.store(inst.objective ? inst.objective->target_ns : 0, std::memory_order_relaxed);
   c.instance_id.store(inst.id, std::memory_order_release);
   c.state.store(static_cast<uint32_t>(SlotState::kActive), std::memory_order_release);
+  grant.units.store(inst.units, std::memory_order_relaxed);
+  grant.instance_id.store(inst.id, std::memory_order_release);
 }
 
-void free_slot_control(SlotControl& c) {
+void free_slot_control(SlotRecord& c, SlotGrant& grant) {
+  grant.instance_id.store(0, std::memory_order_release);
   c.state.store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
   c.instance_id.store(0, std::memory_order_release);
 }
 
-Result<std::optional<RecoveredSlot>> read_slot_control(const SlotControl& c, uint32_t gpu,
+Result<std::optional<RecoveredSlot>> read_slot_control(const SlotRecord& c, uint32_t gpu,
                                                        uint32_t slot) {
   if (c.state.load() != static_cast<uint32_t>(SlotState::kActive)) {
     return std::optional<RecoveredSlot>{};

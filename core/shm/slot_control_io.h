@@ -1,7 +1,7 @@
-// The one way the agent writes an instance's record in the GPU page
-// (SlotControl, pages.h): at create and at every change; it reads it back
-// after a restart. Shims read the few fields they enforce through
-// gpu_page_io.h.
+// The one way the agent writes an instance's slot (pages.h): its grant in
+// the GPU page, which its shims read through gpu_page_io.h, and its record
+// in the record page, which the agent reads back after a restart. At create
+// and at every change.
 // Only agents write the GPU page, so a value out of range is damage, not an
 // attack: the reader drops what it cannot trust and says why.
 #pragma once
@@ -17,17 +17,19 @@
 
 namespace egpu::shm {
 
-// Records `inst` in its slot (inst.slot) and marks the slot active; the
-// instance id and state are stored last, so a shim that sees its id sees the
-// rest. mem_limit is left alone: it has its own protocol (set_mem_limit).
-void write_slot_control(SlotControl& c, const model::Instance& inst);
+// Records `inst` in its slot (inst.slot) of both pages and marks the record
+// active; the record is complete before the grant names the instance, and
+// the grant's id is stored last, so a shim that sees its id sees its units.
+// mem_limit is left alone: it has its own protocol (set_mem_limit).
+void write_slot_control(SlotRecord& record, SlotGrant& grant, const model::Instance& inst);
 
-// Frees a slot: shims whose id it held see at once that the instance is gone.
-void free_slot_control(SlotControl& c);
+// Frees a slot: the grant first, so shims whose id it held see at once that
+// the instance is gone, then the record.
+void free_slot_control(SlotRecord& record, SlotGrant& grant);
 
 // What the shims enforce for memory (bytes, or kNoMemLimit). seq_cst: it is
 // ordered before the agent's following read of the use (core/quota).
-inline void set_mem_limit(SlotControl& c, uint64_t bytes) {
+inline void set_mem_limit(SlotGrant& c, uint64_t bytes) {
   c.mem_limit.store(bytes, std::memory_order_seq_cst);
 }
 
@@ -38,7 +40,7 @@ struct RecoveredSlot {
   model::Instance instance;
   std::string warning;  // empty when every field was in range
 };
-Result<std::optional<RecoveredSlot>> read_slot_control(const SlotControl& c, uint32_t gpu,
+Result<std::optional<RecoveredSlot>> read_slot_control(const SlotRecord& c, uint32_t gpu,
                                                        uint32_t slot);
 
 }  // namespace egpu::shm

@@ -3,7 +3,7 @@
 // GPU page and the FAA scheduler.
 //
 // The numbers are a contract: CreateRequest.mode and ResizeRequest.mode carry
-// them on the wire, SlotControl.mode in the GPU page (which outlives an agent
+// them on the wire, SlotRecord.mode in the GPU record page (which outlives an agent
 // restart). Never renumber; a new mode takes a new number. Header-only, so the
 // SPANK and Slurm plugins need no extra library for it.
 #pragma once

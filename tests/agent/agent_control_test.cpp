@@ -343,8 +343,9 @@ TEST_F(AgentControl, WithoutGangPeriodAStepOnTwoGpusIsNoGang) {
   EXPECT_TRUE(nlohmann::json::parse(shown->text)["gang"].is_null()) << shown->text;
 }
 
-// The GPU page keeps each instance's mode as a number across a restart: a
-// number that is no mode (a damaged page) loses that instance, named in the log.
+// The GPU's record page keeps each instance's mode as a number across a
+// restart: a number that is no mode (a damaged page) loses that instance,
+// named in the log.
 TEST_F(AgentControl, RestartReadsModesFromThePageAndRefusesUnknownOnes) {
   protocol::CreateRequest capped = create_request(1, 30, kAlice);
   capped.mode = mode_value(Mode::kCap);
@@ -352,16 +353,17 @@ TEST_F(AgentControl, RestartReadsModesFromThePageAndRefusesUnknownOnes) {
   const uint64_t damaged = create(2, 20, kAlice);
   agent.kill_hard();
   {
-    const int fd = ::open((agent.dir() + "/run/gpu0").c_str(), O_RDWR);
+    const int fd = ::open((agent.dir() + "/run/gpu0.records").c_str(), O_RDWR);
     ASSERT_GE(fd, 0);
-    void* m = mmap(nullptr, sizeof(shm::GpuPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* m =
+        mmap(nullptr, sizeof(shm::GpuRecordPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     ASSERT_NE(m, MAP_FAILED);
-    auto* page = static_cast<shm::GpuPage*>(m);
-    for (auto& slot : page->slots) {
+    auto* page = static_cast<shm::GpuRecordPage*>(m);
+    for (auto& slot : page->records) {
       if (slot.instance_id.load() == damaged) slot.mode.store(7);
     }
-    munmap(m, sizeof(shm::GpuPage));
+    munmap(m, sizeof(shm::GpuRecordPage));
   }
   ASSERT_TRUE(agent.start()) << agent.log();
   auto j = nlohmann::json::parse(agent.call(protocol::StatusRequest{0, 0})->text);

@@ -126,6 +126,22 @@ TEST(PageTakeover, NamesEachPageOfAnotherLayoutWhileInstancesRun) {
   page->version = kLayoutVersion;
   page->gpu_index = 0;
   page->max_slots = kSlots;
+  // Its instances are recorded beside it: without that record, no takeover.
+  s = check_page_takeover(dir.path, kSlots);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().find(dir.path + "/gpu0.records is missing"), std::string::npos) << s.error();
+  auto records = open_page_file(dir.path + "/gpu0.records", sizeof(GpuRecordPage), ::getuid(),
+                                ::getgid(), 0600);
+  ASSERT_TRUE(records) << records.error();
+  auto* record_page = records->mapping.as<GpuRecordPage>();
+  record_page->magic = kGpuRecordPageMagic;
+  record_page->version = kLayoutVersion;
+  record_page->gpu_index = 1;
+  s = check_page_takeover(dir.path, kSlots);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().find("gpu0.records is not GPU 0's record page"), std::string::npos)
+      << s.error();
+  record_page->gpu_index = 0;
   EXPECT_TRUE(check_page_takeover(dir.path, kSlots));
   // More slots: the page is taken over and given the rest.
   EXPECT_TRUE(check_page_takeover(dir.path, 256));

@@ -165,6 +165,7 @@ TEST(PageIo, WhatTheAgentPublishesOnTheGpuPageTheShimsRead) {
 
 TEST(PageIo, AnInstanceRecordReadsBackAsItWasWrittenAndDamageIsNamed) {
   auto gpu = std::make_unique<GpuPage>();
+  auto records = std::make_unique<GpuRecordPage>();
   model::Instance inst;
   inst.id = 77;
   inst.job_id = 1234;
@@ -181,12 +182,13 @@ TEST(PageIo, AnInstanceRecordReadsBackAsItWasWrittenAndDamageIsNamed) {
   inst.mem_quota_explicit = true;
   inst.creator = {4321, 99};
   inst.objective = slo::LatencyObjective{99'000, 40'000'000};
-  SlotControl& c = gpu->slots[inst.slot];
-  write_slot_control(c, inst);
-  set_mem_limit(c, 1ull << 29);
-  EXPECT_EQ(slot_instance(c), 77u);
-  EXPECT_EQ(slot_units(c), 30u);
-  EXPECT_EQ(slot_mem_limit(c), 1ull << 29);
+  SlotRecord& c = records->records[inst.slot];
+  SlotGrant& g = gpu->slots[inst.slot];
+  write_slot_control(c, g, inst);
+  set_mem_limit(g, 1ull << 29);
+  EXPECT_EQ(slot_instance(g), 77u);
+  EXPECT_EQ(slot_units(g), 30u);
+  EXPECT_EQ(slot_mem_limit(g), 1ull << 29);
 
   auto back = read_slot_control(c, inst.gpu, inst.slot);
   ASSERT_TRUE(back.ok()) << back.error();
@@ -220,8 +222,8 @@ TEST(PageIo, AnInstanceRecordReadsBackAsItWasWrittenAndDamageIsNamed) {
   ASSERT_FALSE(back.ok());
   EXPECT_NE(back.error().find("mode 9"), std::string::npos) << back.error();
 
-  free_slot_control(c);
-  EXPECT_EQ(slot_instance(c), 0u);
+  free_slot_control(c, g);
+  EXPECT_EQ(slot_instance(g), 0u);
   back = read_slot_control(c, inst.gpu, inst.slot);
   ASSERT_TRUE(back.ok());
   EXPECT_FALSE(back->has_value());
