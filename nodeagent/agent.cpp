@@ -44,6 +44,11 @@ constexpr int64_t kMinKickGapNs = 100'000;
 // schedule_tick); FAA charges what ran, so a slice that ends late costs
 // nobody share.
 constexpr int64_t kTickSlackNs = 500'000;
+// A user's requests (RequestBudget): every process of a 256-task step
+// attaching at once, then 100 a second (a shim attaches once, egpuctl sends
+// one or two); a status of hundreds of instances costs about a millisecond.
+constexpr double kUserRequestBurst = 256;
+constexpr double kUserRequestsPerSecond = 100;
 
 Status make_runtime_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -226,9 +231,16 @@ Status Agent::init() {
     if (Status s = recover(gpu, recovered); !s) return s;
   }
   remove_orphan_pages();
+  // Each user's requests, over the public socket and its own together: a
+  // many-task step's attaches at once, then 100 a second. Root's (create,
+  // remove) are never held.
+  ControlLimits public_limits;
+  public_limits.request_budget =
+      std::make_shared<RequestBudget>(kUserRequestBurst, kUserRequestsPerSecond);
   auto control = ControlServer::listen(
       base_.get(), config_.socket_path,
-      [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); });
+      [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); },
+      public_limits);
   if (!control) return Error{control.error()};
   control_ = std::move(*control);
   control_->set_tenant_check([this](uid_t uid) { return registry_->owns_any(uid); });
@@ -252,7 +264,8 @@ Status Agent::init() {
   if (::geteuid() == 0) {
     user_sockets_ = std::make_unique<UserSockets>(
         base_.get(), config_.socket_path,
-        [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); });
+        [this](const PeerCred& p, std::span<const uint8_t> b) { return handle(p, b); },
+        public_limits.request_budget);
     user_sockets_sync_.reset(evtimer_new(base_.get(), &Agent::on_user_sockets_sync, this));
     if (!user_sockets_sync_) return Error{"cannot add the users' sockets to the event loop"};
     sync_user_sockets_soon();  // the recovered instances' users

@@ -281,6 +281,7 @@ void ControlServer::on_readable(evutil_socket_t fd, short what, void* arg) {
     if (!self->park(c)) self->close_connection(static_cast<int>(fd));
     return;
   }
+  if (!self->within_budget(c)) return;
   if (!self->serve(c)) return;  // closed
   if (c->parked) return;        // its replies wait for room (see sweep)
   if (!self->arm(c)) self->close_connection(static_cast<int>(fd));
@@ -430,6 +431,20 @@ void ControlServer::close_connection(int fd) {
   close_client_socket(std::move(socket), counted_as);
 }
 
+bool ControlServer::within_budget(Connection* c) {
+  RequestBudget* budget = limits_.request_budget.get();
+  if (c->peer.uid == 0 || budget == nullptr) return true;
+  if (budget->take(c->counted_as, to_ns(monotonic_now()))) return true;
+  // Its request stays in its socket meanwhile: nothing is refused, and
+  // nothing of it is kept in the agent.
+  if (park(c)) {
+    c->throttled = true;
+  } else {
+    close_connection(c->fd.get());
+  }
+  return false;
+}
+
 bool ControlServer::park(Connection* c) {
   if (!sweep_in(kSweepNs)) return false;  // never parked where nothing would look again
   event_del(c->ev.get());
@@ -468,8 +483,11 @@ void ControlServer::sweep() {
       }
       if (c->waiting_bytes < before) c->parked_ns = now;  // its reader reads: not idle
     }
-    if (c->waiting.empty() && unread_by_peer(fd) == 0) {
+    const bool budget_left = !c->throttled || limits_.request_budget == nullptr ||
+                             limits_.request_budget->ready_at(c->counted_as, now) <= now;
+    if (c->waiting.empty() && unread_by_peer(fd) == 0 && budget_left) {
       c->parked = false;
+      c->throttled = false;
       if (!arm(c.get())) to_close.push_back(fd);  // its lifetime ran out
     } else if (now - c->parked_ns >= int64_t{limits_.idle_timeout_s} * 1'000'000'000 ||
                (c->peer.uid != 0 && now >= to_ns(c->deadline))) {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/util/per_uid_count.h"
+#include "core/util/request_budget.h"
 #include "core/util/result.h"
 #include "core/util/unique_fd.h"
 #include "nodeagent/event_handle.h"
@@ -82,6 +83,11 @@ struct ControlLimits {
   size_t max_waiting_bytes = 16u << 20;
   size_t per_uid_max_waiting_bytes = 16u << 20;
   size_t users_max_waiting_bytes = 64u << 20;
+  // The requests each non-root user is served per second, shared by the
+  // servers that hold the same budget (the public socket and the users'
+  // own); a connection over it is read again once its user has one. None:
+  // no bound.
+  std::shared_ptr<RequestBudget> request_budget;
 };
 
 class ControlServer {
@@ -128,6 +134,9 @@ class ControlServer {
     // since the last of its waiting replies was sent).
     bool parked = false;
     int64_t parked_ns = 0;
+    // Parked because its user had no request left in its budget: read again
+    // once it has (see sweep).
+    bool throttled = false;
     // Replies its socket had no room for, in order (never descriptors).
     std::deque<std::vector<uint8_t>> waiting;
     size_t waiting_bytes = 0;
@@ -147,6 +156,9 @@ class ControlServer {
   static void on_readable(evutil_socket_t fd, short what, void* arg);
   static void on_sweep(evutil_socket_t fd, short what, void* arg);
   bool park(Connection* c);
+  // Whether `c`'s user may be served a request now (root always); false
+  // parks it until it may.
+  bool within_budget(Connection* c);
   bool sweep_in(int64_t ns);
   void sweep();
   void accept_batch();

@@ -17,8 +17,12 @@
 
 namespace egpu::agent {
 
-UserSockets::UserSockets(event_base* base, std::string public_path, ControlServer::Handler handler)
-    : base_(base), public_path_(std::move(public_path)), handler_(std::move(handler)) {}
+UserSockets::UserSockets(event_base* base, std::string public_path, ControlServer::Handler handler,
+                         std::shared_ptr<RequestBudget> budget)
+    : base_(base),
+      public_path_(std::move(public_path)),
+      handler_(std::move(handler)),
+      budget_(std::move(budget)) {}
 
 bool UserSockets::ensure_dir() {
   if (dir_ready_) return true;
@@ -57,6 +61,7 @@ void UserSockets::sync(const std::set<uid_t>& owners) {
     limits.root_reserved = 0;  // root has a socket of its own
     limits.per_uid = kConnectionsPerUser;
     limits.only_uid = uid;
+    limits.request_budget = budget_;
     const std::string path = protocol::user_socket_path(public_path_, uid);
     auto server = ControlServer::listen(base_, path, handler_, limits, 0600, uid);
     if (!server) {

@@ -28,7 +28,10 @@ class UserSockets {
   // socket's): as many as there, for a many-task step's attaches at once.
   static constexpr size_t kConnectionsPerUser = 64;
 
-  UserSockets(event_base* base, std::string public_path, ControlServer::Handler handler);
+  // `budget`: the requests a user is served per second, shared with the
+  // public socket (ControlLimits::request_budget).
+  UserSockets(event_base* base, std::string public_path, ControlServer::Handler handler,
+              std::shared_ptr<RequestBudget> budget);
 
   // Opens a socket for each of `owners` (never root) that has none, and
   // closes those of users no longer in it. One that cannot be opened is
@@ -42,6 +45,7 @@ class UserSockets {
   event_base* base_;
   std::string public_path_;
   ControlServer::Handler handler_;
+  std::shared_ptr<RequestBudget> budget_;
   std::map<uid_t, std::unique_ptr<ControlServer>> servers_;
   std::set<uid_t> failed_;  // logged once; tried again at each sync
   bool dir_ready_ = false;

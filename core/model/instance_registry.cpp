@@ -100,13 +100,22 @@ uint32_t InstanceRegistry::job_steps_units(uint64_t job_id, uint32_t gpu,
 }
 
 uint32_t InstanceRegistry::allocated_units(uint32_t gpu) const {
-  std::map<uint64_t, uint32_t> per_job;
+  // job_allocation of each job on the GPU, in one pass: every status and
+  // metrics scrape asks, and a node may hold hundreds of instances.
+  struct Allocation {
+    std::optional<uint32_t> umbrella;  // its job_units, which win
+    uint32_t steps = 0;                // else the largest of the steps'
+  };
+  std::map<uint64_t, Allocation> per_job;
   for (const auto& [id, inst] : instances_) {
-    if (inst.gpu == gpu) per_job[inst.job_id] = job_allocation(inst.job_id, gpu);
+    if (inst.gpu != gpu) continue;
+    Allocation& a = per_job[inst.job_id];
+    if (inst.umbrella && !a.umbrella) a.umbrella = inst.job_units;
+    a.steps = std::max(a.steps, inst.job_units);
   }
   uint32_t total = 0;
-  for (const auto& [job, units] : per_job)
-    total += units;
+  for (const auto& [job, a] : per_job)
+    total += a.umbrella.value_or(a.steps);
   return total;
 }
 

@@ -1,5 +1,6 @@
-// The socket layer's limits (lifetime, unread replies), on a ControlServer
-// of the test's own with short limits, in a child process.
+// The socket layer's limits (lifetime, unread replies, each user's request
+// budget), on a ControlServer of the test's own with short limits, in a
+// child process.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -221,6 +222,67 @@ TEST(ControlServerLimits, AConnectionClosedWithItsReplyUnreadStillCounts) {
     return 0;
   });
   EXPECT_EQ(rc, 0) << "3: a second connection was admitted past the user's one";
+}
+
+// One request and its echo within `ms`: false when none came by then.
+bool echoed_within(int fd, int ms) {
+  const char msg[] = "ping";
+  if (send(fd, msg, sizeof msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof msg)) return false;
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, ms) != 1) return false;
+  char buf[64];
+  return recv(fd, buf, sizeof buf, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof msg);
+}
+
+// `n` echoes on one connection of `uid`'s, each within a minute (a bound
+// for a broken server, not a measure): 0, or the number of the one not
+// answered.
+int echoes_as(uid_t uid, const std::string& path, int n) {
+  return run_as(uid, [&] {
+    const int fd = connect_unix(path);
+    if (fd < 0) return 1;
+    for (int i = 1; i <= n; ++i)
+      if (!echoed_within(fd, 60'000)) return i;
+    close(fd);
+    return 0;
+  });
+}
+
+// A user over its request budget waits; nobody else does. The agent used to
+// serve requests as fast as one user's 128 connections could send them.
+TEST(ControlServerLimits, AUserOverItsRequestBudgetWaitsAndNobodyElse) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play other uids";
+  agent::ControlLimits limits;
+  limits.request_budget = std::make_shared<RequestBudget>(10, 0);  // 10, then none ever
+  EchoServer server{limits};
+  ASSERT_GT(server.pid, 0);
+  const int rc = run_as(kMallory, [&] {
+    const int fd = connect_unix(server.path);
+    if (fd < 0) return 1;
+    for (int i = 0; i < 10; ++i)
+      if (!echoed_within(fd, 60'000)) return 2;
+    // Over it: not answered, and not closed either.
+    if (echoed_within(fd, 500)) return 3;
+    const char msg[] = "ping";
+    if (send(fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof msg) return 4;
+    close(fd);
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "3: a request past the user's budget was served; 4: its connection closed";
+  // Another user has a budget of its own, and root has none.
+  EXPECT_EQ(echoes_as(kBob, server.path, 10), 0);
+  EXPECT_EQ(echoes_as(0, server.path, 50), 0);
+}
+
+// A user held by its budget is served again as it refills: every request
+// is answered, none refused.
+TEST(ControlServerLimits, AUserHeldByItsBudgetIsServedAsItRefills) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play another uid";
+  agent::ControlLimits limits;
+  limits.request_budget = std::make_shared<RequestBudget>(1, 200);
+  EchoServer server{limits};
+  ASSERT_GT(server.pid, 0);
+  EXPECT_EQ(echoes_as(kMallory, server.path, 40), 0) << "that request was never answered";
 }
 
 }  // namespace
