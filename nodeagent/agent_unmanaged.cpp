@@ -132,11 +132,16 @@ void Agent::act_on_unmanaged(const model::UnmanagedProcess& p) {
                           "process slot, or its EGPU_* environment changed)"
                         : "without the egpu shim (LD_PRELOAD unset, or the driver reached from a "
                           "program the loader did not preload into)";
+  // A line per process, within its user's budget: a job that starts
+  // hundreds must not push the agent's other warnings past journald's rate
+  // limit (the status lists every one).
+  const LogBudget::Verdict budget = log_budget(p.uid);
+  if (!budget.log) return;
   EGPU_LOG_WARN(
       "GPU %u: process %d (%s) of uid %u uses the GPU %s, outside the share and memory quota of "
-      "its instances there (%s): %s",
+      "its instances there (%s): %s%s",
       p.gpu, static_cast<int>(p.pid), command.c_str(), p.uid, how,
-      jobs.empty() ? "none" : jobs.c_str(), outcome.c_str());
+      jobs.empty() ? "none" : jobs.c_str(), outcome.c_str(), dropped_note(budget).c_str());
 }
 
 }  // namespace egpu::agent

@@ -66,6 +66,13 @@ void write(Level level, const char* format, ...) {
   va_start(args, format);
   vsnprintf(message, sizeof message, format, args);
   va_end(args);
+  // One line each, whatever a value in it holds: a process's name (a job's
+  // to choose: prctl(PR_SET_NAME, "x\nFORGED")) or a path must not start a
+  // line of its own in the journal, which splits at newlines.
+  for (char* c = message; *c != '\0'; ++c) {
+    const auto byte = static_cast<unsigned char>(*c);
+    if ((byte < 0x20 && byte != '\t') || byte == 0x7f) *c = '?';
+  }
   if (g_syslog) {
     syslog(syslog_priority(level), "%s", message);
     return;

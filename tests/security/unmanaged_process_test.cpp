@@ -6,9 +6,15 @@
 // left.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -126,6 +132,60 @@ TEST(UnmanagedProcesses, ReportListsTheProcessToItsOwnerAndRootAndLeavesIt) {
   EXPECT_FALSE(escaped->wait_for(0ms)) << "reported, yet stopped: " << escaped->stderr_text();
   EXPECT_NE(node.agent().log().find("reported (UnmanagedProcesses=report)"), std::string::npos);
   stop(*escaped);
+}
+
+// Many processes without the shim, each a warning line the first time it is
+// judged: a user's lines are bounded by its log budget (20 at once, then one
+// a second), so one job cannot push the agent's other warnings past
+// journald's rate limit; every process is still acted on and listed.
+TEST(UnmanagedProcesses, ManyProcessesWithoutTheShimLogWithinTheirUsersBudget) {
+  if (geteuid() != 0) GTEST_SKIP() << "runs its jobs as other users: needs root";
+  NodeOptions options;
+  options.users = true;
+  options.agent_config = "UnmanagedProcesses=report\n";
+  EnforcedNode node("unmanaged-many", options);
+  node.create(1, 50, "burst", 0, 0, kMallory);
+  char tmpl[] = "/tmp/egpu-unmanaged-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ::chmod(dir.c_str(), 0755);
+  const std::string release = dir + "/release";
+  // Each holds the GPU open, nothing running, until released.
+  constexpr int kProcesses = 30;
+  std::map<std::string, std::string> env = kNoShim;
+  env["PROBE_HOLD_UNTIL"] = release;
+  std::vector<std::unique_ptr<test_child::ChildProcess>> escaped;
+  for (int i = 0; i < kProcesses; ++i) {
+    escaped.push_back(node.start_program(
+        1, {memory_probe_path(), "fill", std::to_string(1ull << 40), "600000"}, 0, env, kMallory));
+  }
+  const auto end = std::chrono::steady_clock::now() + 120s;
+  nlohmann::json s;
+  while (std::chrono::steady_clock::now() < end) {
+    s = unmanaged_status(node);
+    if (s.is_object() && s.value("acted_total", 0) >= kProcesses) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_GE(s.value("acted_total", 0), kProcesses) << s.dump() << "\n" << node.agent().log();
+  for (const auto& p : escaped)
+    EXPECT_TRUE(listed(s, p->pid(), true)) << p->pid() << " not listed: " << s.dump();
+  const std::string log = node.agent().log();
+  int lines = 0;
+  for (size_t at = log.find("uses the GPU"); at != std::string::npos;
+       at = log.find("uses the GPU", at + 1))
+    ++lines;
+  EXPECT_GE(lines, 1) << log;
+  // 20 at once and one a second: the judging spans a few seconds at most on
+  // a busy host (a minute would allow 80 lines, still fewer than each).
+  EXPECT_LT(lines, kProcesses) << log;
+  std::printf("%d processes judged, %d warning lines\n", kProcesses, lines);
+  { std::ofstream(release.c_str()) << "go"; }
+  for (auto& p : escaped) {
+    const auto st = p->wait_for(60s);  // released: each ends on its own
+    EXPECT_TRUE(st && st->success()) << p->stderr_text();
+    if (!st) p->kill(SIGKILL);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
