@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -59,6 +60,31 @@ bool attached_within(EnforcedNode& node, uint64_t id, int n) {
     std::this_thread::sleep_for(100ms);
   }
   return false;
+}
+
+// The unmanaged part of the status once `seen` holds for it, or the last
+// one looked at a minute or two on (the deadline is for a broken agent).
+nlohmann::json unmanaged_status_once(EnforcedNode& node,
+                                     const std::function<bool(const nlohmann::json&)>& seen) {
+  const auto end = std::chrono::steady_clock::now() + 120s;
+  nlohmann::json s;
+  while (std::chrono::steady_clock::now() < end) {
+    s = unmanaged_status(node);
+    if (s.is_object() && seen(s)) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  return s;
+}
+
+// A node whose agent reports processes without the shim (leaves them), with
+// Mallory's job 1 of 50 units.
+std::unique_ptr<EnforcedNode> reporting_node(const std::string& name) {
+  NodeOptions options;
+  options.users = true;
+  options.agent_config = "UnmanagedProcesses=report\n";
+  auto node = std::make_unique<EnforcedNode>(name, options);
+  node->create(1, 50, "burst", 0, 0, kMallory);
+  return node;
 }
 
 bool listed(const nlohmann::json& status, pid_t pid, bool acted) {
@@ -112,19 +138,11 @@ TEST(UnmanagedProcesses, AProcessWithoutTheShimIsKilledAndItsJobsOthersRunOn) {
 
 TEST(UnmanagedProcesses, ReportListsTheProcessToItsOwnerAndRootAndLeavesIt) {
   if (geteuid() != 0) GTEST_SKIP() << "runs its jobs as other users: needs root";
-  NodeOptions options;
-  options.users = true;
-  options.agent_config = "UnmanagedProcesses=report\n";
-  EnforcedNode node("unmanaged-report", options);
-  node.create(1, 50, "burst", 0, 0, kMallory);
+  auto reporting = reporting_node("unmanaged-report");
+  EnforcedNode& node = *reporting;
   auto escaped = node.start_program(1, greedy_argv("escaped"), 0, kNoShim, kMallory);
-  const auto end = std::chrono::steady_clock::now() + 60s;
-  nlohmann::json s;
-  while (std::chrono::steady_clock::now() < end) {
-    s = unmanaged_status(node);
-    if (listed(s, escaped->pid(), true)) break;
-    std::this_thread::sleep_for(200ms);
-  }
+  const nlohmann::json s =
+      unmanaged_status_once(node, [&](const auto& j) { return listed(j, escaped->pid(), true); });
   ASSERT_TRUE(listed(s, escaped->pid(), true)) << s.dump() << "\n" << node.agent().log();
   EXPECT_EQ(s["action"], "report");
   EXPECT_EQ(s["killed_total"], 0);
@@ -140,11 +158,8 @@ TEST(UnmanagedProcesses, ReportListsTheProcessToItsOwnerAndRootAndLeavesIt) {
 // journald's rate limit; every process is still acted on and listed.
 TEST(UnmanagedProcesses, ManyProcessesWithoutTheShimLogWithinTheirUsersBudget) {
   if (geteuid() != 0) GTEST_SKIP() << "runs its jobs as other users: needs root";
-  NodeOptions options;
-  options.users = true;
-  options.agent_config = "UnmanagedProcesses=report\n";
-  EnforcedNode node("unmanaged-many", options);
-  node.create(1, 50, "burst", 0, 0, kMallory);
+  auto reporting = reporting_node("unmanaged-many");
+  EnforcedNode& node = *reporting;
   char tmpl[] = "/tmp/egpu-unmanaged-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
@@ -159,13 +174,8 @@ TEST(UnmanagedProcesses, ManyProcessesWithoutTheShimLogWithinTheirUsersBudget) {
     escaped.push_back(node.start_program(
         1, {memory_probe_path(), "fill", std::to_string(1ull << 40), "600000"}, 0, env, kMallory));
   }
-  const auto end = std::chrono::steady_clock::now() + 120s;
-  nlohmann::json s;
-  while (std::chrono::steady_clock::now() < end) {
-    s = unmanaged_status(node);
-    if (s.is_object() && s.value("acted_total", 0) >= kProcesses) break;
-    std::this_thread::sleep_for(200ms);
-  }
+  const nlohmann::json s = unmanaged_status_once(
+      node, [&](const auto& j) { return j.value("acted_total", 0) >= kProcesses; });
   ASSERT_GE(s.value("acted_total", 0), kProcesses) << s.dump() << "\n" << node.agent().log();
   for (const auto& p : escaped)
     EXPECT_TRUE(listed(s, p->pid(), true)) << p->pid() << " not listed: " << s.dump();
