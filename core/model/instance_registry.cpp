@@ -191,6 +191,17 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
     return fail(ReplyStatus::kExists,
                 "step " + name + " already has an instance on GPU " + std::to_string(spec.gpu));
   }
+  // A job is one user's: another user's step in it would share its pool and
+  // allocation, and its owner could resize within them (an instance an
+  // admin made that outlived its job, then the job id reused by Slurm).
+  for (const auto& [id, other] : instances_) {
+    if (other.job_id == spec.job_id && other.uid != spec.uid) {
+      return fail(ReplyStatus::kExists,
+                  "job " + std::to_string(spec.job_id) + " has instances of uid " +
+                      std::to_string(other.uid) + " here; step " + name + " of uid " +
+                      std::to_string(spec.uid) + " is refused (remove them first)");
+    }
+  }
   const uint32_t job_units = spec.umbrella ? spec.units : std::max(spec.units, spec.job_units);
   const uint32_t old_alloc = job_allocation(spec.job_id, spec.gpu);
   const bool umbrella_exists = has_umbrella(spec.job_id, spec.gpu);

@@ -129,6 +129,23 @@ TEST_F(Registry, OnlyRootCreatesAndRemoves) {
   EXPECT_EQ(reg.remove(kRoot, 1, 0, nullptr).status, ReplyStatus::kNotFound);
 }
 
+// A job id is one user's on a node: a step of another uid's in it would
+// share the job's pool and allocation. Refused, on any of the node's GPUs.
+TEST_F(Registry, AJobIdIsOneUsers) {
+  create(spec(7, 0, 0, 30));
+  for (uint32_t gpu : {0u, 1u}) {
+    auto o = reg.create(kRoot, spec(7, 1, gpu, 10, 0, false, kBob), nullptr);
+    EXPECT_EQ(o.status, ReplyStatus::kExists) << gpu;
+    EXPECT_NE(o.message.find("job 7 has instances of uid 1001 here; step 7.1 of uid 1002"),
+              std::string::npos)
+        << o.message;
+  }
+  create(spec(7, 1, 1, 10));  // its own user's next step
+  ASSERT_TRUE(reg.remove(kRoot, 7, 0, nullptr).ok());
+  ASSERT_TRUE(reg.remove(kRoot, 7, 1, nullptr).ok());
+  create(spec(7, 0, 0, 30, 0, false, kBob));  // gone: the id may be another's
+}
+
 // A step's create on its second GPU that fails further on is undone alone:
 // the instance on its first GPU stays (the agent still runs it).
 TEST_F(Registry, UndoingACreateLeavesTheStepsOtherGpus) {
