@@ -44,6 +44,12 @@ void ApiTest::SetUp() {
 }
 
 void ApiTest::TearDown() {
+  if (peer_module_ != nullptr) {
+    EXPECT_EQ(cuModuleUnload(peer_module_), CUDA_SUCCESS);
+  }
+  if (peer_ != nullptr) {
+    EXPECT_EQ(cuCtxDestroy(peer_), CUDA_SUCCESS);
+  }
   if (module_ != nullptr) {
     EXPECT_EQ(cuModuleUnload(module_), CUDA_SUCCESS);
   }
@@ -60,6 +66,44 @@ CUresult ApiTest::launch(uint64_t ns, CUstream stream) {
   unsigned long long duration = ns;
   void* params[] = {&duration};
   return cuLaunchKernel(spin_, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr);
+}
+
+namespace {
+
+// A collective part (README: collective kernels) of no time of its own, of
+// a group of two.
+CUresult launch_part(CUmodule module, uint64_t group, CUstream stream) {
+  CUfunction part = nullptr;
+  if (CUresult r = cuModuleGetFunction(&part, module, "simgpu_collective_hold");
+      r != CUDA_SUCCESS) {
+    return r;
+  }
+  unsigned long long ns = 0;
+  unsigned long long comm = group;
+  unsigned int size = 2;
+  void* params[] = {&ns, &comm, &size};
+  return cuLaunchKernel(part, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr);
+}
+
+}  // namespace
+
+void ApiTest::hold(CUstream stream) {
+  static uint64_t next = 0;
+  hold_group_ = (uint64_t{static_cast<uint32_t>(::getpid())} << 20) + ++next;
+  ASSERT_EQ(launch_part(module_, hold_group_, stream), CUDA_SUCCESS);
+}
+
+void ApiTest::release() {
+  CUdevice dev = 0;
+  ASSERT_EQ(cuDeviceGet(&dev, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxCreate(&peer_, nullptr, 0, dev), CUDA_SUCCESS);  // current now
+  ASSERT_EQ(cuModuleLoadData(&peer_module_, kPtx), CUDA_SUCCESS);
+  EXPECT_EQ(launch_part(peer_module_, hold_group_, nullptr), CUDA_SUCCESS);
+  // A part arrives when its device is next looked at: now, not when
+  // something happens to look at device 1.
+  (void)cuStreamQuery(nullptr);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(cuCtxPopCurrent(&popped), CUDA_SUCCESS);
 }
 
 float ApiTest::elapsed_ms(CUevent start, CUevent stop) {

@@ -21,6 +21,12 @@ class ApiTest : public ::testing::Test {
 
   // Launches a kernel of `ns` on `stream`.
   CUresult launch(uint64_t ns, CUstream stream = nullptr);
+  // Holds the current context's `stream` behind a collective whose other
+  // part, on device 1, is launched only by release(): what a test queues
+  // meanwhile runs back to back once released, however late a busy host
+  // queued it (a long first kernel held it only for a guess of that).
+  void hold(CUstream stream = nullptr);
+  void release();
   // Device time between two events, in ms.
   float elapsed_ms(CUevent start, CUevent stop);
   // Free device memory as cuMemGetInfo reports it.
@@ -29,6 +35,9 @@ class ApiTest : public ::testing::Test {
   CUcontext ctx_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction spin_ = nullptr;
+  uint64_t hold_group_ = 0;
+  CUcontext peer_ = nullptr;  // device 1's, for release()
+  CUmodule peer_module_ = nullptr;
 };
 
 }  // namespace egpu::simgpu::testing

@@ -12,7 +12,6 @@ namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 constexpr float kExact = 1e-5f;
-constexpr uint64_t kHeadStart = 300 * kMs;  // as api_work_test.cc's
 
 TEST_F(ApiTest, LegacyLaunchesRunTheParametersSetBeforeThem) {
   CUevent start = nullptr;
@@ -21,7 +20,7 @@ TEST_F(ApiTest, LegacyLaunchesRunTheParametersSetBeforeThem) {
   ASSERT_EQ(cuEventCreate(&stop, CU_EVENT_DEFAULT), CUDA_SUCCESS);
   CUstream stream = nullptr;
   ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_DEFAULT), CUDA_SUCCESS);
-  ASSERT_EQ(launch(kHeadStart), CUDA_SUCCESS);
+  hold();
   ASSERT_EQ(cuEventRecord(start, nullptr), CUDA_SUCCESS);
 
   unsigned long long params[] = {2 * kMs, 0};
@@ -33,6 +32,7 @@ TEST_F(ApiTest, LegacyLaunchesRunTheParametersSetBeforeThem) {
   ASSERT_EQ(cuParamSeti(spin_, 0, 3 * kMs), CUDA_SUCCESS);          // low 32 bits of the duration
   ASSERT_EQ(cuLaunchGridAsync(spin_, 1, 1, stream), CUDA_SUCCESS);  // 3 ms, legacy-ordered
   ASSERT_EQ(cuEventRecord(stop, nullptr), CUDA_SUCCESS);
+  release();
   ASSERT_EQ(cuEventSynchronize(stop), CUDA_SUCCESS);
   float ms = 0;
   ASSERT_EQ(cuEventElapsedTime(&ms, start, stop), CUDA_SUCCESS);
