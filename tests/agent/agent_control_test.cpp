@@ -355,8 +355,7 @@ TEST_F(AgentControl, RestartReadsModesFromThePageAndRefusesUnknownOnes) {
   {
     const int fd = ::open((agent.dir() + "/run/gpu0.records").c_str(), O_RDWR);
     ASSERT_GE(fd, 0);
-    void* m =
-        mmap(nullptr, sizeof(shm::GpuRecordPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* m = mmap(nullptr, sizeof(shm::GpuRecordPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     ASSERT_NE(m, MAP_FAILED);
     auto* page = static_cast<shm::GpuRecordPage*>(m);

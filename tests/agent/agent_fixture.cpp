@@ -184,7 +184,10 @@ std::string AgentProcess::log() const {
 }
 
 Result<protocol::Reply> AgentProcess::call(const protocol::Request& request) const {
-  auto c = protocol::ControlClient::connect(socket_);
+  // A bound for a hung agent, not a measure: an agent in the sanitized
+  // build beside a test's flooders on a busy host may take seconds.
+  constexpr int kCallTimeoutMs = 30'000;
+  auto c = protocol::ControlClient::connect(socket_, kCallTimeoutMs);
   if (!c) return Error{c.error()};
   return c->call(request);
 }

@@ -117,7 +117,7 @@ TEST(DisposalProcesses, OnlyAProcessThatClosedAllItWasGivenEnds) {
               if (!stuck.valid() || !processes.hand(stuck, 1001)) return 2;
               // 1002's closes a pipe end; others' hands end it once it has.
               if (!hand_pipe_end(1002)) return 3;
-              for (int i = 0; i < 500 && processes.alive() != 2; ++i) {
+              for (int i = 0; i < 3000 && processes.alive() != 2; ++i) {
                 if (!hand_pipe_end(1003)) return 4;
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
               }
@@ -126,7 +126,7 @@ TEST(DisposalProcesses, OnlyAProcessThatClosedAllItWasGivenEnds) {
               // 1003's has ended, 1001's one and 1004's are all there are.
               UniqueFd again = blocking_socket(&held);
               if (!again.valid() || !processes.hand(again, 1001)) return 6;
-              for (int i = 0; i < 500; ++i) {
+              for (int i = 0; i < 3000; ++i) {
                 if (!hand_pipe_end(1004)) return 7;
                 if (processes.alive() == 2) return 0;
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));

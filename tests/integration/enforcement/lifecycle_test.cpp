@@ -2,7 +2,10 @@
 // outcomes, no share measured (process tier).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -16,6 +19,15 @@ using namespace std::chrono_literals;
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 
+// The environment of a program whose first launch sleeps `ms` in the
+// driver, saying when it starts (SIMGPU_DEBUG_STALL_MARKER): the program
+// acts once it has, with the rest of `ms` to spare, not after a guess.
+std::map<std::string, std::string> stall_in_driver(EnforcedNode& node, int ms) {
+  const std::string marker = node.agent().dir() + "/stall-began";
+  return {{"SIMGPU_DEBUG_STALL_IN_DRIVER_MS", std::to_string(ms)},
+          {"SIMGPU_DEBUG_STALL_MARKER", marker}};
+}
+
 // A thread cancelled while its cuStreamSynchronize waits for the stream's
 // pacing lock (another thread holds it, stalled in the driver's launch): the
 // cancellation waits for the thread's own cancellation point. Acted on in
@@ -25,7 +37,7 @@ TEST(ShimLifecycle, AThreadCancelledWhileWaitingForAStreamLockLeavesTheProgramRu
   EnforcedNode node("cancel-lock");
   node.create(1, 50);
   auto p = node.start_program(1, {cancelled_launcher_path(), "behind-stall"}, 0,
-                              {{"SIMGPU_DEBUG_STALL_IN_DRIVER_MS", "3000"}});
+                              stall_in_driver(node, 3000));
   const auto out = finish(*p);
   ASSERT_TRUE(out.is_object()) << p->stderr_text();
   EXPECT_EQ(out.value("cancelled", false), true) << out.dump();
@@ -41,7 +53,7 @@ TEST(ShimLifecycle, AThreadCancelledInsideTheDriversLaunchLeavesTheProgramRunnin
   EnforcedNode node("cancel-driver");
   node.create(1, 50);
   auto p = node.start_program(1, {cancelled_launcher_path(), "in-driver"}, 0,
-                              {{"SIMGPU_DEBUG_STALL_IN_DRIVER_MS", "1000"}});
+                              stall_in_driver(node, 3000));
   const auto out = finish(*p);
   ASSERT_TRUE(out.is_object()) << p->stderr_text();
   EXPECT_EQ(out.value("cancelled", false), true) << out.dump();
@@ -55,17 +67,20 @@ TEST(ShimLifecycle, AThreadCancelledInsideTheDriversLaunchLeavesTheProgramRunnin
 TEST(ShimLifecycle, AnExecThatCutsAWaitShortLeavesTheInstanceIdle) {
   EnforcedNode node("exec-wait");
   node.create(1, 50);
-  auto p = node.start_program(1, {exec_while_waiting_path()});
+  const std::string release = node.agent().dir() + "/release";
+  auto p = node.start_program(1, {exec_while_waiting_path(), release});
+  // The deadlines are for a broken shim or agent, not a measure.
+  const auto end = std::chrono::steady_clock::now() + 60s;
   bool attached = false;
-  for (int i = 0; i < 300 && !attached; ++i) {
+  while (!attached && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(50ms);
     attached = p->stdout_text().find("\"attached\": true") != std::string::npos;
   }
   ASSERT_TRUE(attached) << p->stderr_text();
-  // Idle for 6 s from here: at some look meanwhile it no longer asks.
+  // Idle from here until released: at some look it no longer asks.
   bool idle = false;
   std::string last;
-  for (int i = 0; i < 50 && !idle; ++i) {
+  while (!idle && std::chrono::steady_clock::now() < end) {
     const CtlResult r = node.egpuctl({"--json", "status"});
     ASSERT_EQ(r.code, 0) << r.err;
     const nlohmann::json status = nlohmann::json::parse(r.out);
@@ -79,6 +94,7 @@ TEST(ShimLifecycle, AnExecThatCutsAWaitShortLeavesTheInstanceIdle) {
     std::this_thread::sleep_for(100ms);
   }
   EXPECT_TRUE(idle) << last;
+  { std::ofstream(release.c_str()) << "go"; }
   (void)finish(*p);
 }
 

@@ -14,6 +14,8 @@
 //                                   sleeps in the driver (a cancellation
 //                                   point of the driver's, under the shim's
 //                                   noexcept launch path)
+// With SIMGPU_DEBUG_STALL_MARKER set, the program waits for the stall to
+// begin (the marker made) rather than for a guess of when it has.
 #include <cuda.h>
 #include <pthread.h>
 #include <sched.h>
@@ -22,8 +24,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <thread>
 
 #include "gpu_session.h"
@@ -70,6 +74,20 @@ void* synchronize_once(void* arg) {
   return nullptr;
 }
 
+// Until the first launch sleeps in the driver: its marker made (a minute
+// at most), or 300 ms without one.
+void wait_for_the_stall() {
+  using namespace std::chrono_literals;
+  const char* marker = std::getenv("SIMGPU_DEBUG_STALL_MARKER");
+  if (marker == nullptr) {
+    std::this_thread::sleep_for(300ms);
+    return;
+  }
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(5ms);
+}
+
 int cancelled_while_throttled(const egpu::workload::SpinKernel& spin) {
   Shared shared;
   shared.spin = &spin;
@@ -96,7 +114,7 @@ int cancelled_behind_stalled_launch(const egpu::workload::SpinKernel& spin, CUst
   // The process's first kernel launch stalls in the driver, inside the
   // stream's pacing lock.
   if (pthread_create(&stalled, nullptr, &launch_once, &shared) != 0) return 2;
-  std::this_thread::sleep_for(300ms);
+  wait_for_the_stall();
   if (pthread_create(&waiter, nullptr, &synchronize_once, &shared) != 0) return 2;
   std::this_thread::sleep_for(200ms);  // the waiter sleeps for the lock now
   pthread_cancel(waiter);
@@ -112,12 +130,11 @@ int cancelled_behind_stalled_launch(const egpu::workload::SpinKernel& spin, CUst
 }
 
 int cancelled_in_driver(const egpu::workload::SpinKernel& spin) {
-  using namespace std::chrono_literals;
   Shared shared;
   shared.spin = &spin;
   pthread_t stalled;
   if (pthread_create(&stalled, nullptr, &launch_once, &shared) != 0) return 2;
-  std::this_thread::sleep_for(300ms);  // its launch sleeps in the driver now
+  wait_for_the_stall();  // its launch sleeps in the driver now
   pthread_cancel(stalled);
   void* result = nullptr;
   pthread_join(stalled, &result);

@@ -109,8 +109,8 @@ TEST(RequestAttach, SilentAgentTimesOut) {
   });
   const Outcome o = attach(agent.path(), 200);
   expect_failure(o, CallFailure::kUnreachable, "timed out");
-  EXPECT_GE(o.elapsed_ms, 200);    // at the deadline, not before it
-  EXPECT_LT(o.elapsed_ms, 3'000);  // nor long after (a loaded machine may be late)
+  EXPECT_GE(o.elapsed_ms, 200);     // at the deadline, not before it
+  EXPECT_LT(o.elapsed_ms, 30'000);  // nor long after (a loaded machine may be late)
 }
 
 TEST(RequestAttach, OkWithoutDescriptorsIsRejected) {

