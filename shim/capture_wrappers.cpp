@@ -1,8 +1,10 @@
 // Stream capture (CUDA graphs): the shim learns which streams capture, so
 // their launches pass through and its own events stay out of the way
 // (capture_state.h). The capture itself is the driver's, unchanged.
+#include "shim/after_fork.h"
 #include "shim/call_counters.h"
 #include "shim/capture_state.h"
+#include "shim/fork_renewed.h"
 #include "shim/real_functions.h"
 
 using egpu::shim::capture_key;
@@ -29,12 +31,20 @@ CUcontext stream_context(CUstream stream) noexcept {
   return context;
 }
 
+CaptureState* make_capture_state() {
+  return new CaptureState(&driver_status, &stream_context);
+}
+// Never destroyed: launches may run while the process exits.
+constinit ForkRenewed<CaptureState, &make_capture_state> g_capture_state;
+
 }  // namespace
 
 CaptureState& capture_state() noexcept {
-  // Never destroyed: launches may run while the process exits.
-  static auto* state = new CaptureState(&driver_status, &stream_context);
-  return *state;
+  return g_capture_state.get();
+}
+
+void renew_capture_state_after_fork() noexcept {
+  g_capture_state.renew();
 }
 
 }  // namespace egpu::shim

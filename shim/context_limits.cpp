@@ -5,7 +5,9 @@
 #include <optional>
 #include <vector>
 
+#include "shim/after_fork.h"
 #include "shim/context_devices.h"
+#include "shim/fork_renewed.h"
 #include "shim/memory_accounting.h"
 
 namespace egpu::shim {
@@ -30,9 +32,14 @@ struct Ledger {
   std::map<std::pair<CUcontext, int>, Raised> raised;
 };
 
+Ledger* make_ledger() {
+  return new Ledger();
+}
+// Never destroyed: wrappers may run during exit.
+constinit ForkRenewed<Ledger, &make_ledger> g_ledger;
+
 Ledger& ledger() {
-  static auto* l = new Ledger();  // never destroyed: wrappers may run during exit
-  return *l;
+  return g_ledger.get();
 }
 
 uint64_t key_of(CUcontext ctx, CUlimit limit) {
@@ -159,6 +166,10 @@ CUresult set_limit(CUlimit limit, size_t value) noexcept {
 }
 
 }  // namespace
+
+void renew_context_limits_after_fork() noexcept {
+  g_ledger.renew();
+}
 
 void release_context_limits(CUcontext ctx) noexcept {
   release_matching([ctx](CUcontext c, const Raised&) { return c == ctx; });

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "shim/after_fork.h"
+#include "shim/fork_renewed.h"
 #include "shim/memory_accounting.h"
 #include "shim/vmm_mappings.h"
 
@@ -23,9 +25,14 @@ struct IpcOpens {
   std::unordered_map<CUdeviceptr, uint32_t> refs;
 };
 
+IpcOpens* make_ipc_opens() {
+  return new IpcOpens();
+}
+// Never destroyed: used until exit.
+constinit ForkRenewed<IpcOpens, &make_ipc_opens> g_ipc_opens;
+
 IpcOpens& ipc_opens() {
-  static auto* instance = new IpcOpens();  // never destroyed: used until exit
-  return *instance;
+  return g_ipc_opens.get();
 }
 
 // Accounts an imported pointer `*dptr` (already open) on the current device;
@@ -122,6 +129,10 @@ CUresult close_ipc(CUdeviceptr dptr, RealClose&& real) noexcept {
 }
 
 }  // namespace
+
+void renew_ipc_opens_after_fork() noexcept {
+  g_ipc_opens.renew();
+}
 }  // namespace egpu::shim
 
 using egpu::shim::RealId;

@@ -1,6 +1,5 @@
 #include "shim/process_state.h"
 
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,18 +49,6 @@ const char* fail_mode_text(const std::optional<FailMode>& mode) {
   return "fail mode open: running unenforced until it attaches (retried every 5 s)";
 }
 
-// A forked child is a new process to the agent: it must not write into its
-// parent's slots. No locks here (another thread may have held any of them).
-void on_fork_child() noexcept {
-  ProcessState* fresh = nullptr;
-  try {
-    fresh = new ProcessState(parse_shim_env(&read_env));
-  } catch (...) {
-    fresh = nullptr;
-  }
-  detail::g_process_state.store(fresh, std::memory_order_release);
-}
-
 }  // namespace
 
 ProcessState* detail::create_process_state() {
@@ -76,7 +63,8 @@ ProcessState* detail::create_process_state() {
     delete made;  // another thread was first
     return expected;
   }
-  pthread_atfork(nullptr, nullptr, &on_fork_child);
+  // A forked child makes its own (fork_guard.cpp): it is a new process to
+  // the agent and must not write into its parent's slots.
   return made;
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "shim/after_fork.h"
 #include "shim/log.h"
 
 namespace egpu::shim {
@@ -63,6 +64,10 @@ StreamKey key_of(CUstream stream, DefaultStream zero_means, uint64_t token) {
 }
 
 }  // namespace
+
+void forget_thread_streams_after_fork() noexcept {
+  t_per_thread.owned.clear();  // frees nothing: the vector keeps its storage
+}
 
 uint64_t thread_token() {
   return reinterpret_cast<uintptr_t>(&t_cache);

@@ -1,12 +1,17 @@
 #include "shim/wrapped_symbols.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <iterator>
 #include <string_view>
 #include <utility>
 
+#include "shim/after_fork.h"
+#include "shim/no_cancel_scope.h"
 #include "shim/real_functions.h"
 
 namespace egpu::shim {
@@ -22,17 +27,52 @@ struct Wrapped {
 const std::array<Wrapped, kWrappedCount> kWrapped = {EGPU_WRAPPED_FUNCTIONS(EGPU_AS_ENTRY)};
 #undef EGPU_AS_ENTRY
 
-// Sorted by name once, at first use (a function-local static is thread-safe).
-const std::array<const Wrapped*, kWrappedCount>& by_name() {
-  static const auto sorted = [] {
-    std::array<const Wrapped*, kWrappedCount> out{};
+// A table built once, in place, by whichever thread first needs it; threads
+// that arrive meanwhile wait for it (a short build that takes no lock), and
+// so does a fork (settle), so that no child has a table half built by a
+// thread it does not have. A function-local static's guard would leave that
+// child waiting for ever.
+template <typename T>
+class BuiltOnce {
+ public:
+  template <typename Build>
+  const T& get(Build&& build) {
+    int state = state_.load(std::memory_order_acquire);
+    if (state == kReady) return value_;
+    if (state == kEmpty &&
+        state_.compare_exchange_strong(state, kBuilding, std::memory_order_acq_rel)) {
+      const NoCancelScope no_cancel;  // dlsym may be a cancellation point
+      build(value_);
+      state_.store(kReady, std::memory_order_release);
+      return value_;
+    }
+    settle();
+    return value_;
+  }
+  void settle() const noexcept {
+    while (state_.load(std::memory_order_acquire) == kBuilding)
+      sched_yield();
+  }
+
+ private:
+  static constexpr int kEmpty = 0;
+  static constexpr int kBuilding = 1;
+  static constexpr int kReady = 2;
+  std::atomic<int> state_{kEmpty};
+  T value_{};
+};
+
+using NameTable = std::array<const Wrapped*, kWrappedCount>;
+constinit BuiltOnce<NameTable> g_by_name;
+
+// Sorted by name once, at first use.
+const NameTable& by_name() {
+  return g_by_name.get([](NameTable& out) {
     for (size_t i = 0; i < kWrapped.size(); ++i)
       out[i] = &kWrapped[i];
     std::sort(out.begin(), out.end(),
               [](const Wrapped* a, const Wrapped* b) { return std::strcmp(a->name, b->name) < 0; });
-    return out;
-  }();
-  return sorted;
+  });
 }
 
 // Real function -> wrapper, built the first time cuGetProcAddress needs it.
@@ -40,17 +80,15 @@ struct RealToWrapper {
   std::array<std::pair<void*, void*>, kWrappedCount> entries{};
   size_t size = 0;
 };
+constinit BuiltOnce<RealToWrapper> g_by_real;
 
 const RealToWrapper& by_real() {
-  static const RealToWrapper table = [] {
-    RealToWrapper t;
+  return g_by_real.get([](RealToWrapper& t) {
     for (const Wrapped& w : kWrapped) {
       if (void* real = real_function(w.id)) t.entries[t.size++] = {real, w.wrapper};
     }
     std::sort(t.entries.begin(), t.entries.begin() + static_cast<long>(t.size));
-    return t;
-  }();
-  return table;
+  });
 }
 
 // ABI variants of each wrapped API, from cudaTypedefs.h's PFN_<name>_v<version>.
@@ -209,6 +247,11 @@ static_assert(every_variant_is_wrapped(), "kVariants names an ABI variant the sh
 static_assert(every_wrapper_is_a_variant(), "a wrapped function has no entry in kVariants");
 
 }  // namespace
+
+void settle_symbol_tables_before_fork() noexcept {
+  g_by_name.settle();
+  g_by_real.settle();
+}
 
 void* wrapper_for_name(const char* name) {
   if (!looks_like_cuda_name(name)) return nullptr;

@@ -8,9 +8,11 @@
 // pointer with one more reference, and a process cannot open its own handle.
 #include "driver/cuda_api.h"
 // after cuda.h:
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "driver/contexts.h"
 #include "driver/driver_state.h"
@@ -91,6 +93,10 @@ CUresult get_handle(CUipcMemHandle* handle, CUdeviceptr dptr) {
 
 CUresult open_handle(CUdeviceptr* pdptr, const CUipcMemHandle& handle, unsigned int flags) {
   if (const CUresult rc = require_init(); rc != CUDA_SUCCESS) return rc;
+  if (uint32_t stall_ms = 0;
+      drv::Driver::get().take_stall(drv::Driver::StallAt::kIpcOpen, &stall_ms)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms));  // test hook
+  }
   if (pdptr == nullptr || flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) {
     return CUDA_ERROR_INVALID_VALUE;
   }

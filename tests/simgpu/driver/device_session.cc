@@ -66,7 +66,7 @@ CUresult submit(CUstream_st* stream, const SubmitRequest& request, uint64_t* seq
       const DeviceLock lock(dev);
       if (!lock.held()) return CUDA_ERROR_UNKNOWN;
       uint32_t stall_ms = 0;
-      if (request.is_launch && driver.take_stall(&stall_ms)) {
+      if (request.is_launch && driver.take_stall(Driver::StallAt::kLaunch, &stall_ms)) {
         sleep_ns(uint64_t{stall_ms} * 1'000'000);  // test hook: die here holding the lock
       }
       const uint64_t now = monotonic_ns();

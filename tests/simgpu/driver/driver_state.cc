@@ -53,6 +53,10 @@ CUresult Driver::initialise_locked() {
     stall_pending_.store(stall_ms_ > 0);
   }
   if (const char* marker = std::getenv("SIMGPU_DEBUG_STALL_MARKER")) stall_marker_ = marker;
+  if (const char* at = std::getenv("SIMGPU_DEBUG_STALL_AT");
+      at != nullptr && std::strcmp(at, "ipc-open") == 0) {
+    stall_at_ = StallAt::kIpcOpen;
+  }
   return visible_.empty() ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
@@ -137,8 +141,8 @@ int Driver::ordinal_of(uint32_t physical) const {
   return -1;
 }
 
-bool Driver::take_stall(uint32_t* stall_ms) {
-  if (!stall_pending_.load(std::memory_order_relaxed)) return false;
+bool Driver::take_stall(StallAt at, uint32_t* stall_ms) {
+  if (at != stall_at_ || !stall_pending_.load(std::memory_order_relaxed)) return false;
   if (!stall_pending_.exchange(false)) return false;
   *stall_ms = stall_ms_;
   if (!stall_marker_.empty()) {

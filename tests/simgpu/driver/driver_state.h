@@ -41,10 +41,15 @@ class Driver {
   const std::string& label() const { return label_; }
   int32_t pid() const { return self_.pid; }
 
-  // SIMGPU_DEBUG_STALL_IN_DRIVER_MS: true exactly once, for the first
-  // launch; then the file SIMGPU_DEBUG_STALL_MARKER names (if set) is
-  // created, so a test knows the stall began.
-  bool take_stall(uint32_t* stall_ms);
+  // Where SIMGPU_DEBUG_STALL_IN_DRIVER_MS stalls (SIMGPU_DEBUG_STALL_AT):
+  // the first kernel launch (launch, the default; holding the device lock),
+  // or the first cuIpcOpenMemHandle (ipc-open; before any lock of the
+  // driver's: what the caller holds around it is held meanwhile).
+  enum class StallAt { kLaunch, kIpcOpen };
+  // True exactly once, for the first such call; then the file
+  // SIMGPU_DEBUG_STALL_MARKER names (if set) is created, so a test knows the
+  // stall began.
+  bool take_stall(StallAt at, uint32_t* stall_ms);
 
   uint64_t next_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -63,6 +68,7 @@ class Driver {
   ProcessIdentity self_{};
   std::string label_;
   uint32_t stall_ms_ = 0;
+  StallAt stall_at_ = StallAt::kLaunch;
   std::string stall_marker_;
   std::atomic<bool> stall_pending_{false};
   std::atomic<uint64_t> next_id_{1};

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
@@ -263,6 +264,29 @@ TEST_F(ShimProcess, ForkedChildOfAManagedProcessRunsUnharmed) {
   EXPECT_FALSE(run.timed_out);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("{\"child_exit\":0}"), std::string::npos) << run.out << run.err;
+}
+
+// A fork while another thread is inside the shim (its IPC open stalled in
+// the driver, the shim's table of open IPC pointers locked around it): the
+// child's own IPC close, launch and exit must not wait on what that thread
+// held. The child hung in the close before.
+TEST_F(ShimProcess, AChildForkedWhileAThreadIsInTheShimRunsUnharmed) {
+  char dir[] = "/tmp/egpu-fork-probe-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string marker = std::string(dir) + "/stalled";
+  auto env = base_env();
+  env.insert(env.end(),
+             {"EGPU_JOB_ID=4242", "EGPU_STEP_ID=0", "EGPU_GPU_INDICES=0",
+              "EGPU_SOCKET=/nonexistent/egpu/agent.sock", "SIMGPU_DEBUG_STALL_AT=ipc-open",
+              "SIMGPU_DEBUG_STALL_IN_DRIVER_MS=3000", "SIMGPU_DEBUG_STALL_MARKER=" + marker});
+  ProgramRun run =
+      run_program({std::string(EGPU_TEST_PROGRAM_DIR) + "/shim_fork_probe"}, env, 60'000);
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("{\"child_exit\":0}"), std::string::npos)
+      << "-14: the child hung until its alarm\n"
+      << run.out << run.err;
 }
 
 TEST_F(ShimProcess, RtldNextStaysRelativeToTheCaller) {

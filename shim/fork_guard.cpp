@@ -1,0 +1,34 @@
+// Registers the shim's fork handlers (after_fork.h) as the library loads,
+// before any thread of the program can be inside the shim.
+#include <pthread.h>
+
+#include <atomic>
+
+#include "shim/after_fork.h"
+#include "shim/process_state.h"
+
+namespace egpu::shim {
+namespace {
+
+void before_fork() noexcept {
+  settle_symbol_tables_before_fork();
+}
+
+// No locks here, and no allocation: the state is made again at the child's
+// first call that needs it (process_state()).
+void in_child() noexcept {
+  detail::g_process_state.store(nullptr, std::memory_order_release);
+  forget_thread_streams_after_fork();
+  renew_ipc_opens_after_fork();
+  renew_context_limits_after_fork();
+  renew_capture_state_after_fork();
+}
+
+[[gnu::constructor]] void register_fork_handlers() {
+  // Without them a fork is what it was before the shim handled it; nothing
+  // to report to a program that may never fork.
+  (void)pthread_atfork(&before_fork, nullptr, &in_child);
+}
+
+}  // namespace
+}  // namespace egpu::shim
