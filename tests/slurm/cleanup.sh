@@ -43,7 +43,7 @@ ok "4 x egpu:25 on GPU $gpu, each filled its quota ($quota B) and no more"
 kill -SEGV "$(label_pid "m-segv-$tag")"
 kill -KILL "$(label_pid "m-kill-$tag")"
 for j in $segv $killed; do
-  for _ in $(seq 40); do
+  for _ in $(seq 240); do
     read -r _ _ _ _ _ used _ procs <<<"$(agent_instances "$j")"
     [[ $used == 0 && $procs == 0 ]] && break
     sleep 0.25
@@ -64,12 +64,12 @@ done
 grep -q "crashed workload status: 139" "$out_dir/$segv.out" || fail "the SIGSEGV workload did not die of it: $(cat "$out_dir/$segv.out")"
 grep -q "crashed workload status: 137" "$out_dir/$killed.out" || fail "the SIGKILL workload did not die of it"
 for j in $normal $cancelled $segv $killed; do
-  for _ in $(seq 40); do [[ -z $(agent_instances "$j") ]] && break; sleep 0.25; done
+  for _ in $(seq 240); do [[ -z $(agent_instances "$j") ]] && break; sleep 0.25; done
   [[ -z $(agent_instances "$j") ]] || fail "job $j ended ($(job_field "$j" JobState)) but the agent holds $(agent_instances "$j")"
 done
 units=$(sl egpuctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['gpus'][$gpu]['allocated_units'])")
 [[ $units == 0 ]] || fail "GPU $gpu still has $units units allocated"
-for _ in $(seq 20); do [[ $(gpu_memory_used "$gpu") == 0 ]] && break; sleep 0.25; done
+for _ in $(seq 240); do [[ $(gpu_memory_used "$gpu") == 0 ]] && break; sleep 0.25; done
 [[ $(gpu_memory_used "$gpu") == 0 ]] || fail "the simulated GPU $gpu still has $(gpu_memory_used "$gpu") B in use"
 ok "ended normally, by scancel, crashed, killed: no instance, 0 units, 0 B left on GPU $gpu"
 clean_jobs

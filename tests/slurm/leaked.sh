@@ -31,7 +31,7 @@ sleep 1
 cont
 ok "job $victim ended while the agent was stopped"
 
-for _ in $(seq 40); do
+for _ in $(seq 240); do
   [[ -z $(agent_instances "$victim") ]] && break
   sleep 0.25
 done

@@ -44,7 +44,7 @@ clean_jobs() {
   for _ in $(seq 120); do
     if [[ -z $(sl squeue -h -o %i 2>/dev/null) ]]; then
       agent_running || return 0
-      for _ in $(seq 60); do
+      for _ in $(seq 240); do
         [[ $(agent_instance_count) == 0 ]] && return 0
         sleep 0.25
       done

@@ -18,7 +18,7 @@ print(" ".join(sorted("%s:%d:%d" % (i["step"], i["units"], i["job_units"])
                       for g in json.load(sys.stdin)["gpus"] for i in g["instances"] if i["job"] == job)))' "$2"
 }
 wait_node_instances() { # NODE JOB EXPECTED
-  for _ in $(seq 80); do
+  for _ in $(seq 240); do
     [[ $(node_instances "$1" "$2") == "$3" ]] && return 0
     sleep 0.25
   done

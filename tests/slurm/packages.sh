@@ -39,7 +39,7 @@ ok "agent, egpuctl, shim and the $release plugins are the packages' files"
 job=$(submit --gres=egpu:30 --wrap "exec greedy --iters-per-us 1 --duration-s 60 --label pkg")
 wait_state "$job" RUNNING
 attached=""
-for _ in $(seq 80); do
+for _ in $(seq 240); do
   attached=$(sl egpuctl status --json 2>/dev/null | python3 -c '
 import json, sys
 job = int(sys.argv[1])

@@ -28,7 +28,7 @@ for n in json.load(sys.stdin)["nodes"]:
         out += ["%s:%d:%s" % (n["node"], i["units"], i["mode"]) for i in g["instances"] if i["step"] == step]
 print(" ".join(sorted(out)))' "$2"
 }
-for _ in $(seq 80); do
+for _ in $(seq 240); do
   [[ $(step_units "$j" 0) == "n1:40:burst n2:40:burst" ]] && break
   sleep 0.25
 done
@@ -85,10 +85,10 @@ ok "root resized as the owner; --force, another user and an unknown job were ref
 # From inside a job: the batch script's own Slurm options (-c 2, a labelled
 # output) must not shape the steps egpuctl starts.
 j2=$(submit_as_user -N2 -c 2 --gres=egpu:50 --wrap "srun -N2 --ntasks-per-node=1 --gres=egpu:20 sleep 300 &
-for i in \$(seq 100); do egpuctl status --job \$SLURM_JOB_ID 2>/dev/null | grep -q ' 20 burst' && break; sleep 0.2; done
+for i in \$(seq 300); do egpuctl status --job \$SLURM_JOB_ID 2>/dev/null | grep -q ' 20 burst' && break; sleep 0.2; done
 SLURM_LABELIO=1 egpuctl resize \$SLURM_JOB_ID.0=25 && echo RESIZED; wait")
 wait_state "$j2" RUNNING
-for _ in $(seq 120); do
+for _ in $(seq 240); do
   [[ $(step_units "$j2" 0) == "n1:25:burst n2:25:burst" ]] && break
   sleep 0.25
 done

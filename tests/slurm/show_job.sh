@@ -16,7 +16,7 @@ ok "egpu allocation shows GPU $(job_gpus "$a")"
 # The node agent, when part of the testbed, holds the same GPU and units.
 if agent_running; then
   g=$(job_gpus "$a")
-  for _ in $(seq 40); do
+  for _ in $(seq 240); do
     inst=$(sl egpuctl status --json | python3 -c '
 import json, sys
 for g in json.load(sys.stdin)["gpus"]:

@@ -28,7 +28,7 @@ note="ops note; ticket 17"
 # Step 0 on both nodes (a short greedy run), then the batch step holds memory
 # until the test says so.
 j=$(submit_as_user --hold -N2 --gres=egpu:60 --wrap "srun -N2 --ntasks-per-node=1 --gres=egpu:30 $(greedy "r-$tag" 2)
-PROBE_HOLD_UNTIL=$out_dir/end-$tag SIMGPU_LABEL=m-$tag memory-probe fill $chunk 60000")
+PROBE_HOLD_UNTIL=$out_dir/end-$tag SIMGPU_LABEL=m-$tag memory-probe fill $chunk 280000")
 sl scontrol update JobId="$j" AdminComment="$note"
 sl scontrol release "$j"
 wait_state "$j" RUNNING
@@ -57,7 +57,7 @@ done
 [[ ${restarts:-0} == 1 ]] || fail "the restarted agent did not take over job $j's batch step: '$(batch_usage)'"
 ok "job $j: the batch step held $peak B; the restarted agent goes on with its totals"
 # The running batch step's checkpoint, with the restart in it, stands in the job now.
-for _ in $(seq 40); do
+for _ in $(seq 240); do
   live=$(live_comment "$j")
   [[ $live == *"step=$j.batch node=n1 "*"agent_restarts=1 running=1"* ]] && break
   sleep 0.25

@@ -41,7 +41,7 @@ nodes=$(job_field "$one" NodeList)
 [[ $nodes == "n[1-2]" ]] || fail "job $one started on $nodes, expected n[1-2] (switch s1)"
 for n in n1 n2; do
   found=""
-  for _ in $(seq 40); do
+  for _ in $(seq 240); do
     found=$(sl egpuctl --local --socket "$state/run/agent-$n.sock" --json status | python3 -c '
 import json, sys
 job = int(sys.argv[1])
