@@ -44,11 +44,14 @@ constexpr int64_t kMinKickGapNs = 100'000;
 // schedule_tick); FAA charges what ran, so a slice that ends late costs
 // nobody share.
 constexpr int64_t kTickSlackNs = 500'000;
-// A user's requests (RequestBudget): every process of a 256-task step
-// attaching at once, then 100 a second (a shim attaches once, egpuctl sends
-// one or two); a status of hundreds of instances costs about a millisecond.
-constexpr double kUserRequestBurst = 256;
-constexpr double kUserRequestsPerSecond = 100;
+// A user's requests (RequestBudget): a token each, and one per 4 KB of
+// reply. The burst lets 64 processes (an instance's most) attach to each of
+// 8 GPUs at once, twice over (a restarted agent); then 200 a second: a shim
+// attaches once per GPU, egpuctl sends one or two requests, and a status of
+// hundreds of instances (about 300 KB, a few milliseconds to build) costs
+// 75 tokens.
+constexpr double kUserRequestBurst = 1024;
+constexpr double kUserRequestsPerSecond = 200;
 
 Status make_runtime_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -231,9 +234,8 @@ Status Agent::init() {
     if (Status s = recover(gpu, recovered); !s) return s;
   }
   remove_orphan_pages();
-  // Each user's requests, over the public socket and its own together: a
-  // many-task step's attaches at once, then 100 a second. Root's (create,
-  // remove) are never held.
+  // Each user's requests, over the public socket and its own together;
+  // root's (create, remove) are never held.
   ControlLimits public_limits;
   public_limits.request_budget =
       std::make_shared<RequestBudget>(kUserRequestBurst, kUserRequestsPerSecond);

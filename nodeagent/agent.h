@@ -209,8 +209,14 @@ class Agent {
   // must not flood the journal (core/util/log_budget.h).
   static constexpr double kUserLogBurst = 20;
   static constexpr double kUserLogPerSecond = 1;
-  LogBudget::Verdict log_budget(uid_t uid);
-  std::unordered_map<uid_t, LogBudget> log_budgets_;
+  // `budgets`: the user's changes' (log_budgets_), or the lines about its
+  // processes without the shim (unmanaged_log_budgets_), which its own
+  // requests must not use up.
+  using LogBudgets = std::unordered_map<uid_t, LogBudget>;
+  LogBudget::Verdict log_budget(uid_t uid, LogBudgets& budgets);
+  LogBudget::Verdict log_budget(uid_t uid) { return log_budget(uid, log_budgets_); }
+  LogBudgets log_budgets_;
+  LogBudgets unmanaged_log_budgets_;
   faa::ClockWatch clock_watch_{faa::ClockWatch::Settings{}};
   EventHandle clock_timer_;
   faa::Nanos gang_epoch_ = 0;  // the epoch the gang windows were placed on

@@ -29,11 +29,11 @@ Reply error_reply(ReplyStatus status, std::string message) {
 
 }  // namespace
 
-LogBudget::Verdict Agent::log_budget(uid_t uid) {
+LogBudget::Verdict Agent::log_budget(uid_t uid, LogBudgets& budgets) {
   if (uid == 0) return {true, 0};  // an admin's changes are always worth a line
   // Bounded: a node has few users, and forgetting budgets only refills them.
-  if (log_budgets_.size() > 4096) log_budgets_.clear();
-  auto [it, added] = log_budgets_.try_emplace(uid, kUserLogBurst, kUserLogPerSecond);
+  if (budgets.size() > 4096) budgets.clear();
+  auto [it, added] = budgets.try_emplace(uid, kUserLogBurst, kUserLogPerSecond);
   return it->second.take(monotonic_ns());
 }
 

@@ -135,7 +135,7 @@ void Agent::act_on_unmanaged(const model::UnmanagedProcess& p) {
   // A line per process, within its user's budget: a job that starts
   // hundreds must not push the agent's other warnings past journald's rate
   // limit (the status lists every one).
-  const LogBudget::Verdict budget = log_budget(p.uid);
+  const LogBudget::Verdict budget = log_budget(p.uid, unmanaged_log_budgets_);
   if (!budget.log) return;
   EGPU_LOG_WARN(
       "GPU %u: process %d (%s) of uid %u uses the GPU %s, outside the share and memory quota of "

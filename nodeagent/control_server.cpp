@@ -322,6 +322,13 @@ bool ControlServer::serve(Connection* c) {
   // sees more than kMaxRequestSize bytes and rejects it.
   const size_t len = static_cast<size_t>(n) > sizeof buf ? sizeof buf : static_cast<size_t>(n);
   std::vector<Outgoing> replies = handler_(c->peer, std::span<const uint8_t>(buf, len));
+  if (RequestBudget* budget = limits_.request_budget.get(); budget != nullptr && c->peer.uid != 0) {
+    size_t bytes = 0;
+    for (const Outgoing& r : replies)
+      bytes += r.bytes.size();
+    budget->charge(c->counted_as, 1.0 + static_cast<double>(bytes / limits_.bytes_per_token),
+                   to_ns(monotonic_now()));
+  }
   for (size_t i = 0; i < replies.size(); ++i) {
     const Sent sent = send(c, replies[i].bytes, replies[i].fds);
     if (sent == Sent::kAll) continue;
@@ -434,7 +441,11 @@ void ControlServer::close_connection(int fd) {
 bool ControlServer::within_budget(Connection* c) {
   RequestBudget* budget = limits_.request_budget.get();
   if (c->peer.uid == 0 || budget == nullptr) return true;
-  if (budget->take(c->counted_as, to_ns(monotonic_now()))) return true;
+  // A peer's close (or an error) costs nothing and is never held: serve()
+  // closes the connection, which gives its slot back.
+  uint8_t first = 0;
+  if (::recv(c->fd.get(), &first, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return true;
+  if (budget->may_serve(c->counted_as, to_ns(monotonic_now()))) return true;
   // Its request stays in its socket meanwhile: nothing is refused, and
   // nothing of it is kept in the agent.
   if (park(c)) {

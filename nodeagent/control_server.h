@@ -83,11 +83,13 @@ struct ControlLimits {
   size_t max_waiting_bytes = 16u << 20;
   size_t per_uid_max_waiting_bytes = 16u << 20;
   size_t users_max_waiting_bytes = 64u << 20;
-  // The requests each non-root user is served per second, shared by the
-  // servers that hold the same budget (the public socket and the users'
-  // own); a connection over it is read again once its user has one. None:
-  // no bound.
+  // What each non-root user's requests may take, shared by the servers that
+  // hold the same budget (the public socket and the users' own): a request
+  // costs a token, and one more for each `bytes_per_token` of its replies
+  // (building them is the agent's work). A connection whose user has no
+  // token is read again once it has. None: no bound.
   std::shared_ptr<RequestBudget> request_budget;
+  size_t bytes_per_token = 4096;
 };
 
 class ControlServer {
@@ -156,8 +158,8 @@ class ControlServer {
   static void on_readable(evutil_socket_t fd, short what, void* arg);
   static void on_sweep(evutil_socket_t fd, short what, void* arg);
   bool park(Connection* c);
-  // Whether `c`'s user may be served a request now (root always); false
-  // parks it until it may.
+  // Whether `c`'s user may be served what it sent now (root always, and a
+  // close or error, which serve() handles); false parks it until it may.
   bool within_budget(Connection* c);
   bool sweep_in(int64_t ns);
   void sweep();

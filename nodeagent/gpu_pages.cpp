@@ -98,8 +98,9 @@ Result<GpuPages> GpuPages::open(const std::string& runtime_dir, uint32_t gpu, ui
       auto slot = shm::read_slot_control(rec->records[s], gpu, s);
       if (!slot) EGPU_LOG_WARN("%s", slot.error().c_str());
       if (!slot || !*slot) {
-        // Also a grant whose record an agent freed no further than its
-        // first store: its shims see the instance gone.
+        // Its grant too, whatever it says: the record is what a restart
+        // goes by (a grant without one is damage, as the record is freed
+        // after it).
         shm::free_slot_control(rec->records[s], page->slots[s]);
         continue;
       }

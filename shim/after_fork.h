@@ -21,8 +21,7 @@ void renew_context_limits_after_fork() noexcept;
 void renew_capture_state_after_fork() noexcept;
 
 // The symbol tables (wrapped_symbols.cpp) are built once by whichever thread
-// first needs them; the fork waits until one being built is done, so no
-// child inherits a table half built by a thread it does not have.
-void settle_symbol_tables_before_fork() noexcept;
+// first needs them: one a thread of the parent was building is built again.
+void reset_symbol_tables_after_fork() noexcept;
 
 }  // namespace egpu::shim

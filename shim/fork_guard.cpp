@@ -10,10 +10,6 @@
 namespace egpu::shim {
 namespace {
 
-void before_fork() noexcept {
-  settle_symbol_tables_before_fork();
-}
-
 // No locks here, and no allocation: the state is made again at the child's
 // first call that needs it (process_state()).
 void in_child() noexcept {
@@ -22,12 +18,13 @@ void in_child() noexcept {
   renew_ipc_opens_after_fork();
   renew_context_limits_after_fork();
   renew_capture_state_after_fork();
+  reset_symbol_tables_after_fork();
 }
 
 [[gnu::constructor]] void register_fork_handlers() {
   // Without them a fork is what it was before the shim handled it; nothing
   // to report to a program that may never fork.
-  (void)pthread_atfork(&before_fork, nullptr, &in_child);
+  (void)pthread_atfork(nullptr, nullptr, &in_child);
 }
 
 }  // namespace

@@ -46,6 +46,9 @@ struct PerThreadStreams {
   }
 };
 thread_local PerThreadStreams t_per_thread;
+// Whether this thread has touched t_per_thread: its first touch registers
+// its destructor, which allocates, and a fork handler must not.
+thread_local bool t_has_per_thread = false;
 
 struct StreamKey {
   uint64_t key;
@@ -66,7 +69,7 @@ StreamKey key_of(CUstream stream, DefaultStream zero_means, uint64_t token) {
 }  // namespace
 
 void forget_thread_streams_after_fork() noexcept {
-  t_per_thread.owned.clear();  // frees nothing: the vector keeps its storage
+  if (t_has_per_thread) t_per_thread.owned.clear();  // frees nothing: it keeps its storage
 }
 
 uint64_t thread_token() {
@@ -88,6 +91,7 @@ pacing::StreamPacer* find_stream_pacer(GpuBinding& b, CUstream stream, DefaultSt
   }
   if (k.owner != 0) {
     auto& owned = t_per_thread.owned;
+    t_has_per_thread = true;
     const std::pair<pacing::DevicePacer*, uint64_t> entry{&pacer, k.key};
     if (std::find(owned.begin(), owned.end(), entry) == owned.end()) owned.push_back(entry);
   }

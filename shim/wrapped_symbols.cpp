@@ -28,10 +28,10 @@ const std::array<Wrapped, kWrappedCount> kWrapped = {EGPU_WRAPPED_FUNCTIONS(EGPU
 #undef EGPU_AS_ENTRY
 
 // A table built once, in place, by whichever thread first needs it; threads
-// that arrive meanwhile wait for it (a short build that takes no lock), and
-// so does a fork (settle), so that no child has a table half built by a
-// thread it does not have. A function-local static's guard would leave that
-// child waiting for ever.
+// that arrive meanwhile wait for it (a short build that takes no lock). A
+// forked child whose parent was building one, in a thread the child does not
+// have, builds it again (reset_in_child); a function-local static's guard
+// would leave that child waiting for ever.
 template <typename T>
 class BuiltOnce {
  public:
@@ -42,16 +42,20 @@ class BuiltOnce {
     if (state == kEmpty &&
         state_.compare_exchange_strong(state, kBuilding, std::memory_order_acq_rel)) {
       const NoCancelScope no_cancel;  // dlsym may be a cancellation point
+      value_ = T{};                   // what a builder gone with a fork left
       build(value_);
       state_.store(kReady, std::memory_order_release);
       return value_;
     }
-    settle();
-    return value_;
-  }
-  void settle() const noexcept {
     while (state_.load(std::memory_order_acquire) == kBuilding)
       sched_yield();
+    return value_;
+  }
+  // In a forked child: its only thread is not building.
+  void reset_in_child() noexcept {
+    if (state_.load(std::memory_order_relaxed) == kBuilding) {
+      state_.store(kEmpty, std::memory_order_relaxed);
+    }
   }
 
  private:
@@ -248,9 +252,9 @@ static_assert(every_wrapper_is_a_variant(), "a wrapped function has no entry in 
 
 }  // namespace
 
-void settle_symbol_tables_before_fork() noexcept {
-  g_by_name.settle();
-  g_by_real.settle();
+void reset_symbol_tables_after_fork() noexcept {
+  g_by_name.reset_in_child();
+  g_by_real.reset_in_child();
 }
 
 void* wrapper_for_name(const char* name) {

@@ -194,9 +194,10 @@ Outcome InstanceRegistry::create(uid_t caller, const CreateSpec& spec, const Ins
   // A job is one user's: another user's step in it would share its pool and
   // allocation, and its owner could resize within them (an instance an
   // admin made that outlived its job, then the job id reused by Slurm).
+  // Denied, not kExists, which SPANK takes for its own step made before.
   for (const auto& [id, other] : instances_) {
     if (other.job_id == spec.job_id && other.uid != spec.uid) {
-      return fail(ReplyStatus::kExists,
+      return fail(ReplyStatus::kDenied,
                   "job " + std::to_string(spec.job_id) + " has instances of uid " +
                       std::to_string(other.uid) + " here; step " + name + " of uid " +
                       std::to_string(spec.uid) + " is refused (remove them first)");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 
 namespace egpu {
 namespace {
@@ -19,25 +18,28 @@ double RequestBudget::tokens_at(const Bucket& b, int64_t now_ns) const {
   return std::min(burst_, b.tokens + rate_ * static_cast<double>(now_ns - b.at_ns) / 1e9);
 }
 
-bool RequestBudget::take(uid_t uid, int64_t now_ns) {
+double RequestBudget::tokens_of(uid_t uid, int64_t now_ns) const {
   auto it = buckets_.find(uid);
-  // A user without an entry has a full budget.
-  double tokens = it == buckets_.end() ? burst_ : tokens_at(it->second, now_ns);
-  if (tokens < 1.0) return false;
-  tokens -= 1.0;
+  return it == buckets_.end() ? burst_ : tokens_at(it->second, now_ns);  // none: full
+}
+
+bool RequestBudget::may_serve(uid_t uid, int64_t now_ns) const {
+  return tokens_of(uid, now_ns) >= 1.0;
+}
+
+void RequestBudget::charge(uid_t uid, double cost, int64_t now_ns) {
+  auto it = buckets_.find(uid);
+  const double tokens = tokens_of(uid, now_ns) - std::max(1.0, cost);
   if (it == buckets_.end()) {
     if (buckets_.size() >= kForgetAbove) forget_full(now_ns);
     buckets_.emplace(uid, Bucket{tokens, now_ns});
   } else {
     it->second = Bucket{tokens, std::max(now_ns, it->second.at_ns)};
   }
-  return true;
 }
 
 int64_t RequestBudget::ready_at(uid_t uid, int64_t now_ns) const {
-  auto it = buckets_.find(uid);
-  if (it == buckets_.end()) return now_ns;
-  const double tokens = tokens_at(it->second, now_ns);
+  const double tokens = tokens_of(uid, now_ns);
   if (tokens >= 1.0) return now_ns;
   if (rate_ <= 0) return INT64_MAX;
   return now_ns + static_cast<int64_t>(std::ceil((1.0 - tokens) / rate_ * 1e9));

@@ -1,13 +1,16 @@
-// RequestBudget: how many control requests each user is served per second,
-// over every socket of the agent's that users reach (the public one and
-// their own). Connections are already bounded per user; without this, one
-// user's 128 of them could keep the agent's one thread busy with requests
-// (a status of hundreds of instances costs milliseconds), and root's
-// creates, other users' attaches and every GPU's slice ticks would wait
-// behind them. A token bucket per user: `burst` requests at once (every
-// process of a many-task step attaching together), refilled at
-// `per_second`. A request over budget is not refused: its connection is
-// read again once the user has a token. Pure: the caller passes the time.
+// RequestBudget: how much of the agent's one thread each user's control
+// requests may take, over every socket of the agent's that users reach (the
+// public one and their own). Connections are already bounded per user;
+// without this, one user's 128 of them could keep the thread busy with
+// requests (a status of hundreds of instances costs milliseconds), and
+// root's creates, other users' attaches and every GPU's slice ticks would
+// wait behind them. A token bucket per user: `burst` tokens at once (every
+// process of a many-task step attaching to every GPU), refilled at
+// `per_second`. A request is served while its user has a token, and then
+// charged what it cost (the caller's measure: its reply's size), which may
+// leave the user in debt. A request that finds none is not refused: its
+// connection is read again once the user has one. Pure: the caller passes
+// the time.
 #pragma once
 
 #include <sys/types.h>
@@ -22,10 +25,13 @@ class RequestBudget {
  public:
   RequestBudget(double burst, double per_second) : burst_(burst), rate_(per_second) {}
 
-  // Takes one request of `uid`'s at `now_ns` (monotonic); false when it has
-  // none left, nothing taken.
-  [[nodiscard]] bool take(uid_t uid, int64_t now_ns);
-  // When `uid` has a request to spend again: `now_ns` if it has one now.
+  // Whether `uid` may be served a request at `now_ns` (monotonic): it has a
+  // token, or more.
+  bool may_serve(uid_t uid, int64_t now_ns) const;
+  // Takes what a request of `uid`'s cost (tokens, at least 1 each) at
+  // `now_ns`: below zero is a debt the refill pays first.
+  void charge(uid_t uid, double cost, int64_t now_ns);
+  // When `uid` has a token again: `now_ns` if it has one now.
   int64_t ready_at(uid_t uid, int64_t now_ns) const;
   // Users whose budget is not full (a full one has no entry).
   size_t tracked() const { return buckets_.size(); }
@@ -36,6 +42,7 @@ class RequestBudget {
     int64_t at_ns;
   };
   double tokens_at(const Bucket& b, int64_t now_ns) const;
+  double tokens_of(uid_t uid, int64_t now_ns) const;
   void forget_full(int64_t now_ns);
 
   double burst_;

@@ -285,5 +285,83 @@ TEST(ControlServerLimits, AUserHeldByItsBudgetIsServedAsItRefills) {
   EXPECT_EQ(echoes_as(kMallory, server.path, 40), 0) << "that request was never answered";
 }
 
+// A user whose budget is spent can still close connections: a close is
+// never held. One past the budget sat parked before, counted against the
+// user's connections until it had a token (never, here), and the user's
+// next connections were refused.
+TEST(ControlServerLimits, AUserOutOfBudgetStillClosesItsConnections) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play another uid";
+  agent::ControlLimits limits;
+  limits.per_uid = 2;
+  limits.request_budget = std::make_shared<RequestBudget>(3, 0);
+  EchoServer server{limits};
+  ASSERT_GT(server.pid, 0);
+  const int rc = run_as(kMallory, [&] {
+    const int first = connect_unix(server.path);
+    if (first < 0) return 1;
+    for (int i = 0; i < 3; ++i)
+      if (!echoed_within(first, 60'000)) return 1;
+    // Spent. Connections that close at once, one slot left for them: each
+    // must give it back.
+    for (int i = 0; i < 20; ++i) {
+      const int fd = connect_unix(server.path);
+      if (fd < 0 || closed_within(fd, seconds(0))) return 2;
+      close(fd);
+      sleep_ms(20);
+    }
+    // The slot is free again: a connection is admitted, not closed at once.
+    const auto until = Clock::now() + seconds(60);
+    for (;;) {
+      const int fd = connect_unix(server.path);
+      const bool admitted = fd >= 0 && !closed_within(fd, seconds(1));
+      if (fd >= 0) close(fd);
+      if (admitted) break;
+      if (Clock::now() > until) return 3;
+    }
+    close(first);
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "2, 3: a closed connection kept the user's slot";
+}
+
+// A request is charged by what its replies cost to build: one token, and
+// one per bytes_per_token of reply.
+TEST(ControlServerLimits, ALargeReplyCostsItsSize) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play another uid";
+  char tmpl[] = "/tmp/egpu-control-limits-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  chmod(dir.c_str(), 0755);
+  const std::string path = dir + "/agent.sock";
+  agent::ControlLimits limits;
+  limits.request_budget = std::make_shared<RequestBudget>(4, 0);
+  limits.bytes_per_token = 4096;
+  // "big" is answered with 10,000 bytes (3 tokens), anything else echoed.
+  const pid_t pid = start_control_server(
+      path, limits, [](const agent::PeerCred&, std::span<const uint8_t> bytes) {
+        const bool big = bytes.size() >= 3 && std::memcmp(bytes.data(), "big", 3) == 0;
+        std::vector<uint8_t> reply = big ? std::vector<uint8_t>(10'000, 'x')
+                                         : std::vector<uint8_t>(bytes.begin(), bytes.end());
+        return std::vector<agent::Outgoing>{{std::move(reply), {}}};
+      });
+  ASSERT_GT(pid, 0);
+  const int rc = run_as(kMallory, [&] {
+    const int fd = connect_unix(path);
+    if (fd < 0) return 1;
+    if (send(fd, "big", 3, MSG_NOSIGNAL) != 3) return 1;
+    pollfd p{fd, POLLIN, 0};
+    std::vector<char> buf(20'000);
+    if (poll(&p, 1, 60'000) != 1 || recv(fd, buf.data(), buf.size(), 0) != 10'000) return 2;
+    if (!echoed_within(fd, 60'000)) return 3;  // the fourth token
+    if (echoed_within(fd, 500)) return 4;      // none left
+    close(fd);
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "4: the large reply cost one token";
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  std::string cmd = "rm -rf '" + dir + "'";
+  (void)!system(cmd.c_str());
+}
+
 }  // namespace
 }  // namespace egpu::test

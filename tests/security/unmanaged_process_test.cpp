@@ -170,6 +170,7 @@ TEST(UnmanagedProcesses, ManyProcessesWithoutTheShimLogWithinTheirUsersBudget) {
   std::map<std::string, std::string> env = kNoShim;
   env["PROBE_HOLD_UNTIL"] = release;
   std::vector<std::unique_ptr<test_child::ChildProcess>> escaped;
+  const auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < kProcesses; ++i) {
     escaped.push_back(node.start_program(
         1, {memory_probe_path(), "fill", std::to_string(1ull << 40), "600000"}, 0, env, kMallory));
@@ -185,10 +186,14 @@ TEST(UnmanagedProcesses, ManyProcessesWithoutTheShimLogWithinTheirUsersBudget) {
        at = log.find("uses the GPU", at + 1))
     ++lines;
   EXPECT_GE(lines, 1) << log;
-  // 20 at once and one a second: the judging spans a few seconds at most on
-  // a busy host (a minute would allow 80 lines, still fewer than each).
-  EXPECT_LT(lines, kProcesses) << log;
-  std::printf("%d processes judged, %d warning lines\n", kProcesses, lines);
+  // 20 at once and one a second since the first could be judged (a slow
+  // host that spread the judging over 10 s allows a line for each).
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
+          .count();
+  EXPECT_LE(lines, 21 + seconds) << log;
+  std::printf("%d processes judged in %lld s, %d warning lines\n", kProcesses,
+              static_cast<long long>(seconds), lines);
   { std::ofstream(release.c_str()) << "go"; }
   for (auto& p : escaped) {
     const auto st = p->wait_for(60s);  // released: each ends on its own

@@ -135,7 +135,7 @@ TEST_F(Registry, AJobIdIsOneUsers) {
   create(spec(7, 0, 0, 30));
   for (uint32_t gpu : {0u, 1u}) {
     auto o = reg.create(kRoot, spec(7, 1, gpu, 10, 0, false, kBob), nullptr);
-    EXPECT_EQ(o.status, ReplyStatus::kExists) << gpu;
+    EXPECT_EQ(o.status, ReplyStatus::kDenied) << gpu;  // not kExists: SPANK's "made before"
     EXPECT_NE(o.message.find("job 7 has instances of uid 1001 here; step 7.1 of uid 1002"),
               std::string::npos)
         << o.message;
