@@ -234,17 +234,22 @@ bool echoed_within(int fd, int ms) {
   return recv(fd, buf, sizeof buf, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof msg);
 }
 
-// `n` echoes on one connection of `uid`'s, each within a minute (a bound
-// for a broken server, not a measure): 0, or the number of the one not
-// answered.
+// `n` echoes on `fd`, each within a minute (a bound for a broken server,
+// not a measure): 0, or the number of the one not answered.
+int unanswered_of(int fd, int n) {
+  for (int i = 1; i <= n; ++i)
+    if (!echoed_within(fd, 60'000)) return i;
+  return 0;
+}
+
+// The same on one connection of `uid`'s.
 int echoes_as(uid_t uid, const std::string& path, int n) {
   return run_as(uid, [&] {
     const int fd = connect_unix(path);
     if (fd < 0) return 1;
-    for (int i = 1; i <= n; ++i)
-      if (!echoed_within(fd, 60'000)) return i;
+    const int unanswered = unanswered_of(fd, n);
     close(fd);
-    return 0;
+    return unanswered;
   });
 }
 
@@ -258,9 +263,7 @@ TEST(ControlServerLimits, AUserOverItsRequestBudgetWaitsAndNobodyElse) {
   ASSERT_GT(server.pid, 0);
   const int rc = run_as(kMallory, [&] {
     const int fd = connect_unix(server.path);
-    if (fd < 0) return 1;
-    for (int i = 0; i < 10; ++i)
-      if (!echoed_within(fd, 60'000)) return 2;
+    if (fd < 0 || unanswered_of(fd, 10) != 0) return 2;
     // Over it: not answered, and not closed either.
     if (echoed_within(fd, 500)) return 3;
     const char msg[] = "ping";
@@ -298,9 +301,7 @@ TEST(ControlServerLimits, AUserOutOfBudgetStillClosesItsConnections) {
   ASSERT_GT(server.pid, 0);
   const int rc = run_as(kMallory, [&] {
     const int first = connect_unix(server.path);
-    if (first < 0) return 1;
-    for (int i = 0; i < 3; ++i)
-      if (!echoed_within(first, 60'000)) return 1;
+    if (first < 0 || unanswered_of(first, 3) != 0) return 1;
     // Spent. Connections that close at once, one slot left for them: each
     // must give it back.
     for (int i = 0; i < 20; ++i) {
