@@ -326,7 +326,8 @@ bool ControlServer::serve(Connection* c) {
     size_t bytes = 0;
     for (const Outgoing& r : replies)
       bytes += r.bytes.size();
-    budget->charge(c->counted_as, 1.0 + static_cast<double>(bytes / limits_.bytes_per_token),
+    const size_t per_token = std::max<size_t>(1, limits_.bytes_per_token);
+    budget->charge(c->counted_as, 1.0 + static_cast<double>(bytes / per_token),
                    to_ns(monotonic_now()));
   }
   for (size_t i = 0; i < replies.size(); ++i) {
