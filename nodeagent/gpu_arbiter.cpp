@@ -34,10 +34,6 @@ void unlink_elsewhere(const InstanceRuntime& runtime, uid_t uid) {
 
 }  // namespace
 
-std::string GpuArbiter::page_path(const std::string& runtime_dir, uint32_t gpu) {
-  return shm::gpu_page_path(runtime_dir, gpu);
-}
-
 GpuArbiter::GpuArbiter(uint32_t gpu, uint64_t memory, const ArbiterSettings& settings,
                        GpuPages pages, faa::ArbiterPolicy policy, UsageLedger ledger)
     : gpu_(gpu),
@@ -72,7 +68,7 @@ Result<std::unique_ptr<GpuArbiter>> GpuArbiter::open(uint32_t gpu, uint64_t memo
                                                      std::move(*ledger)));
   arbiter->published_ = page->holder.load();
   if (arbiter->published_ != shm::kNoHolder) arbiter->policy_.restore_holder(arbiter->published_);
-  const std::string path = page_path(settings.runtime_dir, gpu);
+  const std::string path = shm::gpu_page_path(settings.runtime_dir, gpu);
   arbiter->readonly_fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!arbiter->readonly_fd_.valid()) return Error{"open " + path + ": " + std::strerror(errno)};
   return arbiter;

@@ -55,14 +55,12 @@ struct InstanceView {  // for status and metrics
 
 class GpuArbiter {
  public:
-  // Opens the GPU page, or reopens the one a previous agent left, returning
-  // the instances recorded in it in `recovered`.
+  // Opens the GPU's pages (gpu_pages.h), or reopens those a previous agent
+  // left, returning the instances its record page names in `recovered`.
   static Result<std::unique_ptr<GpuArbiter>> open(uint32_t gpu, uint64_t memory_bytes,
                                                   const ArbiterSettings& settings,
                                                   std::vector<model::Instance>* recovered);
   ~GpuArbiter();
-
-  static std::string page_path(const std::string& runtime_dir, uint32_t gpu);
 
   // Adds an instance with its FAA target (fraction of the GPU) and memory
   // limit; `reopen` after an agent restart keeps the instance page, its

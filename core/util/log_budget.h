@@ -1,20 +1,21 @@
 // LogBudget: how many lines a source may log, so that a user repeating a
 // request that logs (a resize, an objective) cannot flood the journal and
-// push the agent's real warnings past journald's rate limit. A token
-// bucket: `burst` lines at once, refilled at `per_second`; a line over the
+// push the agent's real warnings past journald's rate limit. A TokenBucket:
+// `burst` lines at once, refilled at `per_second`; a line over the
 // budget is counted, and the next line allowed says how many were dropped.
 // Pure: the caller passes the time.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
+
+#include "core/util/token_bucket.h"
 
 namespace egpu {
 
 class LogBudget {
  public:
-  LogBudget(double burst, double per_second) : burst_(burst), rate_(per_second), tokens_(burst) {}
+  LogBudget(double burst, double per_second) : bucket_(burst, per_second) {}
 
   struct Verdict {
     bool log = false;
@@ -23,25 +24,18 @@ class LogBudget {
 
   // `now_ns`: a monotonic time.
   Verdict take(int64_t now_ns) {
-    if (last_ns_ != 0 && now_ns > last_ns_) {
-      tokens_ = std::min(burst_, tokens_ + rate_ * static_cast<double>(now_ns - last_ns_) / 1e9);
-    }
-    last_ns_ = now_ns;
-    if (tokens_ < 1.0) {
+    if (bucket_.tokens(now_ns) < 1.0) {
       ++dropped_;
       return {};
     }
-    tokens_ -= 1.0;
+    bucket_.take(1.0, now_ns);
     Verdict v{true, dropped_};
     dropped_ = 0;
     return v;
   }
 
  private:
-  double burst_;
-  double rate_;
-  double tokens_;
-  int64_t last_ns_ = 0;
+  TokenBucket bucket_;
   uint64_t dropped_ = 0;
 };
 

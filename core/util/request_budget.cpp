@@ -1,7 +1,6 @@
 #include "core/util/request_budget.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace egpu {
 namespace {
@@ -13,40 +12,27 @@ constexpr size_t kForgetAbove = 4096;
 
 }  // namespace
 
-double RequestBudget::tokens_at(const Bucket& b, int64_t now_ns) const {
-  if (now_ns <= b.at_ns) return b.tokens;
-  return std::min(burst_, b.tokens + rate_ * static_cast<double>(now_ns - b.at_ns) / 1e9);
-}
-
-double RequestBudget::tokens_of(uid_t uid, int64_t now_ns) const {
-  auto it = buckets_.find(uid);
-  return it == buckets_.end() ? burst_ : tokens_at(it->second, now_ns);  // none: full
-}
-
 bool RequestBudget::may_serve(uid_t uid, int64_t now_ns) const {
-  return tokens_of(uid, now_ns) >= 1.0;
+  auto it = buckets_.find(uid);
+  return it == buckets_.end() || it->second.tokens(now_ns) >= 1.0;  // none: full
 }
 
 void RequestBudget::charge(uid_t uid, double cost, int64_t now_ns) {
   auto it = buckets_.find(uid);
-  const double tokens = tokens_of(uid, now_ns) - std::max(1.0, cost);
   if (it == buckets_.end()) {
     if (buckets_.size() >= kForgetAbove) forget_full(now_ns);
-    buckets_.emplace(uid, Bucket{tokens, now_ns});
-  } else {
-    it->second = Bucket{tokens, std::max(now_ns, it->second.at_ns)};
+    it = buckets_.emplace(uid, TokenBucket(burst_, rate_)).first;
   }
+  it->second.take(std::max(1.0, cost), now_ns);
 }
 
 int64_t RequestBudget::ready_at(uid_t uid, int64_t now_ns) const {
-  const double tokens = tokens_of(uid, now_ns);
-  if (tokens >= 1.0) return now_ns;
-  if (rate_ <= 0) return INT64_MAX;
-  return now_ns + static_cast<int64_t>(std::ceil((1.0 - tokens) / rate_ * 1e9));
+  auto it = buckets_.find(uid);
+  return it == buckets_.end() ? now_ns : it->second.ready_at(1.0, now_ns);
 }
 
 void RequestBudget::forget_full(int64_t now_ns) {
-  std::erase_if(buckets_, [&](const auto& e) { return tokens_at(e.second, now_ns) >= burst_; });
+  std::erase_if(buckets_, [&](const auto& e) { return e.second.full(now_ns); });
 }
 
 }  // namespace egpu

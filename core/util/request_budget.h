@@ -6,7 +6,7 @@
 // root's creates, other users' attaches and every GPU's slice ticks would
 // wait behind them. A token bucket per user: `burst` tokens at once (every
 // process of a many-task step attaching to every GPU), refilled at
-// `per_second`. A request is served while its user has a token, and then
+// `per_second` (a TokenBucket per user). A request is served while its user has a token, and then
 // charged what it cost (the caller's measure: its reply's size), which may
 // leave the user in debt. A request that finds none is not refused: its
 // connection is read again once the user has one. Pure: the caller passes
@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+
+#include "core/util/token_bucket.h"
 
 namespace egpu {
 
@@ -37,17 +39,11 @@ class RequestBudget {
   size_t tracked() const { return buckets_.size(); }
 
  private:
-  struct Bucket {
-    double tokens;
-    int64_t at_ns;
-  };
-  double tokens_at(const Bucket& b, int64_t now_ns) const;
-  double tokens_of(uid_t uid, int64_t now_ns) const;
   void forget_full(int64_t now_ns);
 
   double burst_;
   double rate_;
-  std::unordered_map<uid_t, Bucket> buckets_;
+  std::unordered_map<uid_t, TokenBucket> buckets_;
 };
 
 }  // namespace egpu

@@ -26,9 +26,9 @@ inline constexpr size_t kMaxCapture = 4u << 20;
 // Starts every command (argv[0] looked up on the PATH of `env`, else this
 // process's; stdin /dev/null; no other descriptor of this process; each in a
 // process group of its own, under a reporter: reported_spawn.h), waits for
-// all, and returns their outcomes in order. `env`: the children's environment (nullptr: this process's). Past
-// timeout_ms the groups still running get SIGTERM, and SIGKILL 3 s later
-// (runuser and srun pass a TERM on to their own children first).
+// all, and returns their outcomes in order. `env`: the children's environment (nullptr: this
+// process's). Past timeout_ms the groups still running get SIGTERM, and SIGKILL 3 s later (runuser
+// and srun pass a TERM on to their own children first).
 std::vector<ProcessOutcome> run_processes(const std::vector<std::vector<std::string>>& commands,
                                           int timeout_ms,
                                           const std::vector<std::string>* env = nullptr);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/shm/page_file.h"
+#include "core/shm/page_paths.h"
 #include "core/shm/pages.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
@@ -163,7 +164,7 @@ class Run {
   }
 
   void go() {
-    const std::string gpu_page = GpuArbiter::page_path(settings_.runtime_dir, kGpu);
+    const std::string gpu_page = shm::gpu_page_path(settings_.runtime_dir, kGpu);
     ::unlink(gpu_page.c_str());  // a crashed input's page must not be recovered
     open_agent(/*reopen=*/false);
     for (uint32_t i = 0; i < tenants_.size(); ++i)

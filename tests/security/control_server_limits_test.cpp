@@ -42,13 +42,33 @@ using protocol::ReplyStatus;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// The lifetime bound, on a ControlServer of its own with short limits.
-pid_t start_server(const std::string& path, const agent::ControlLimits& limits) {
-  return start_control_server(
-      path, limits, [](const agent::PeerCred&, std::span<const uint8_t> bytes) {
-        return std::vector<agent::Outgoing>{{std::vector<uint8_t>(bytes.begin(), bytes.end()), {}}};
-      });
+// Each request answered with itself.
+std::vector<agent::Outgoing> echo(const agent::PeerCred&, std::span<const uint8_t> bytes) {
+  return std::vector<agent::Outgoing>{{std::vector<uint8_t>(bytes.begin(), bytes.end()), {}}};
 }
+
+// A server of the test's own in a directory of its own (`handler`: echo
+// unless given), stopped and removed with the object.
+struct EchoServer {
+  explicit EchoServer(const agent::ControlLimits& limits,
+                      agent::ControlServer::Handler handler = &echo) {
+    char tmpl[] = "/tmp/egpu-control-limits-XXXXXX";
+    dir = mkdtemp(tmpl);
+    chmod(dir.c_str(), 0755);
+    path = dir + "/agent.sock";
+    pid = start_control_server(path, limits, std::move(handler));
+  }
+  ~EchoServer() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    std::string cmd = "rm -rf '" + dir + "'";
+    (void)!system(cmd.c_str());
+  }
+  std::string dir, path;
+  pid_t pid = -1;
+};
 
 // One ping and its echo; false once the server closed the connection.
 bool ping(int fd) {
@@ -69,15 +89,13 @@ bool closed_within(int fd, seconds limit) {
 
 TEST(ControlServerLimits, ChattyUserIsClosedAtTheLifetimeBoundRootOnlyWhenIdle) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to play another uid";
-  char tmpl[] = "/tmp/egpu-control-limits-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  chmod(dir.c_str(), 0755);
-  const std::string path = dir + "/agent.sock";
+  // The lifetime bound, on a server of its own with short limits.
   agent::ControlLimits limits;
   limits.lifetime_s = 1;
   limits.idle_timeout_s = 3;
-  const pid_t server = start_server(path, limits);
-  ASSERT_GT(server, 0);
+  EchoServer server{limits};
+  ASSERT_GT(server.pid, 0);
+  const std::string& path = server.path;
   const int root = connect_unix(path);
   ASSERT_GE(root, 0);
   const auto root_since = Clock::now();
@@ -109,10 +127,6 @@ TEST(ControlServerLimits, ChattyUserIsClosedAtTheLifetimeBoundRootOnlyWhenIdle) 
   // ...but not from the idle timeout.
   EXPECT_TRUE(closed_within(root, seconds(12)));
   close(root);
-  kill(server, SIGKILL);
-  waitpid(server, nullptr, 0);
-  std::string cmd = "rm -rf '" + dir + "'";
-  (void)!system(cmd.c_str());
 }
 
 // Bytes queued for reading on a SEQPACKET socket (all packets, not the next).
@@ -131,26 +145,6 @@ bool queued_at_least(int fd, int bytes) {
   }
   return true;
 }
-
-struct EchoServer {
-  explicit EchoServer(const agent::ControlLimits& limits) {
-    char tmpl[] = "/tmp/egpu-control-limits-XXXXXX";
-    dir = mkdtemp(tmpl);
-    chmod(dir.c_str(), 0755);
-    path = dir + "/agent.sock";
-    pid = start_server(path, limits);
-  }
-  ~EchoServer() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-    std::string cmd = "rm -rf '" + dir + "'";
-    (void)!system(cmd.c_str());
-  }
-  std::string dir, path;
-  pid_t pid = -1;
-};
 
 // A client that sends requests and reads no reply: the server answers the
 // first and reads the next only once that reply is read. It queued every
@@ -329,24 +323,20 @@ TEST(ControlServerLimits, AUserOutOfBudgetStillClosesItsConnections) {
 // one per bytes_per_token of reply.
 TEST(ControlServerLimits, ALargeReplyCostsItsSize) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to play another uid";
-  char tmpl[] = "/tmp/egpu-control-limits-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  chmod(dir.c_str(), 0755);
-  const std::string path = dir + "/agent.sock";
   agent::ControlLimits limits;
   limits.request_budget = std::make_shared<RequestBudget>(4, 0);
   limits.bytes_per_token = 4096;
   // "big" is answered with 10,000 bytes (3 tokens), anything else echoed.
-  const pid_t pid = start_control_server(
-      path, limits, [](const agent::PeerCred&, std::span<const uint8_t> bytes) {
+  EchoServer server{
+      limits, [](const agent::PeerCred&, std::span<const uint8_t> bytes) {
         const bool big = bytes.size() >= 3 && std::memcmp(bytes.data(), "big", 3) == 0;
         std::vector<uint8_t> reply = big ? std::vector<uint8_t>(10'000, 'x')
                                          : std::vector<uint8_t>(bytes.begin(), bytes.end());
         return std::vector<agent::Outgoing>{{std::move(reply), {}}};
-      });
-  ASSERT_GT(pid, 0);
+      }};
+  ASSERT_GT(server.pid, 0);
   const int rc = run_as(kMallory, [&] {
-    const int fd = connect_unix(path);
+    const int fd = connect_unix(server.path);
     if (fd < 0) return 1;
     if (send(fd, "big", 3, MSG_NOSIGNAL) != 3) return 1;
     pollfd p{fd, POLLIN, 0};
@@ -358,10 +348,6 @@ TEST(ControlServerLimits, ALargeReplyCostsItsSize) {
     return 0;
   });
   EXPECT_EQ(rc, 0) << "4: the large reply cost one token";
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  std::string cmd = "rm -rf '" + dir + "'";
-  (void)!system(cmd.c_str());
 }
 
 }  // namespace
