@@ -24,7 +24,7 @@
 #include "core/util/trusted_paths.h"
 #include "nodeagent/event_loop.h"
 #include "nodeagent/gpu_inventory.h"
-#include "nodeagent/metrics_server.h"
+#include "nodeagent/metrics_endpoint.h"
 #include "nodeagent/page_chores.h"
 #include "nodeagent/passed_descriptors.h"
 #include "nodeagent/slo_memory_file.h"
@@ -273,8 +273,10 @@ Status Agent::init() {
     sync_user_sockets_soon();  // the recovered instances' users
   }
   if (!config_.metrics_address.empty()) {
-    auto m = MetricsServer::start(base_.get(), config_.metrics_host(), config_.metrics_port(),
-                                  [this] { return metrics_text(*this); });
+    // A port already taken (by anyone: see MetricsEndpoint) is tried again
+    // later; the agent starts either way.
+    auto m = MetricsEndpoint::open(base_.get(), config_.metrics_host(), config_.metrics_port(),
+                                   [this] { return metrics_text(*this); });
     if (!m) return Error{m.error()};
     metrics_ = std::move(*m);
   }

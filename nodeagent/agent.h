@@ -37,7 +37,7 @@
 
 namespace egpu::agent {
 
-class MetricsServer;
+class MetricsEndpoint;
 
 class Agent {
  public:
@@ -58,6 +58,8 @@ class Agent {
   int64_t started_ns() const { return started_ns_; }
   const ControlServer* control() const { return control_.get(); }
   const LatencyControl& latency() const { return latency_; }
+  // None when MetricsAddress is unset.
+  const MetricsEndpoint* metrics() const { return metrics_.get(); }
   const model::GangPlan& gangs() const { return gangs_; }
   // Whether RuntimeDir is a mount point (see on_own_filesystem in agent.cpp).
   bool runtime_dir_own_filesystem() const { return runtime_dir_own_filesystem_; }
@@ -194,7 +196,7 @@ class Agent {
   std::unique_ptr<ControlServer> root_control_;  // root_socket_path: root's alone
   std::unique_ptr<UserSockets> user_sockets_;    // user_socket_path: each user's own (as root)
   EventHandle user_sockets_sync_;
-  std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<MetricsEndpoint> metrics_;
   EventHandle heartbeat_;
   int64_t pages_trimmed_ns_ = 0;  // when the heartbeat last looked at page lengths
   LatencyControl latency_;

@@ -30,6 +30,26 @@ void usage(FILE* out) {
                "  -h, --help          this text\n");
 }
 
+// A metrics port any user may bind (a note, not a failure: a site may
+// accept it). Such a user's process could take the port while the agent is
+// down and answer the scraper with its own figures.
+void warn_unprivileged_metrics_port(const egpu::config::EgpuConfig& config,
+                                    const std::string& path) {
+  if (config.metrics_address.empty()) return;
+  int first_unprivileged = 1024;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_unprivileged_port_start", "re")) {
+    if (std::fscanf(f, "%d", &first_unprivileged) != 1) first_unprivileged = 1024;
+    std::fclose(f);
+  }
+  if (config.metrics_port() < first_unprivileged) return;
+  std::fprintf(stderr,
+               "egpu-agentd: %s: note: MetricsAddress port %d is one any local user can bind "
+               "while the agent is down (unprivileged ports start at %d here); the agent then "
+               "runs without metrics until the port is free, and the scraper reads whatever "
+               "holds it\n",
+               path.c_str(), config.metrics_port(), first_unprivileged);
+}
+
 // What the file cannot say alone: the group must exist on this node, and
 // the directories the agent creates in be root's alone (as far as they
 // exist: systemd makes RuntimeDir before --check runs). 0, or 2 having said
@@ -49,6 +69,7 @@ int check_node(const egpu::config::EgpuConfig& config, const std::string& path) 
       return 2;
     }
   }
+  warn_unprivileged_metrics_port(config, path);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/util/clock.h"
 #include "nodeagent/agent.h"
+#include "nodeagent/metrics_endpoint.h"
 #include "nodeagent/page_chores.h"
 #include "nodeagent/passed_descriptors.h"
 
@@ -137,6 +138,13 @@ std::string status_json(const Agent& agent, uid_t caller) {
   root["agent"]["passed_descriptors"] = {{"sockets_handed_on", passed.handed},
                                          {"sockets_held", passed.held},
                                          {"disposal_processes", passed.processes}};
+  // The metrics endpoint, and why it is not serving (its port taken).
+  if (const MetricsEndpoint* m = agent.metrics()) {
+    root["agent"]["metrics"] = {{"address", m->address()},
+                                {"serving", m->serving()},
+                                {"failed_tries", m->failed_tries()},
+                                {"error", m->serving() ? json(nullptr) : json(m->error())}};
+  }
   // Changes to jobs' pages waiting or running off the agent's thread (a job
   // holding its page's lock holds one here).
   root["agent"]["page_chores_pending"] = PageChores::pending();

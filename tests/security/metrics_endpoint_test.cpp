@@ -22,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -196,6 +197,67 @@ TEST_F(ControlSocketExhaustion, OneUserCannotHoldTheMetricsEndpoint) {
   EXPECT_EQ(scraped, 0) << "another user's scrape did not get through; the agent held " << held
                         << " connections";
   EXPECT_LE(held, 2u) << "one user holds more than its share";
+}
+
+// Any user can bind an unprivileged loopback port before the agent does (it
+// restarts on upgrades and crashes): the agent must start anyway, serve its
+// control socket, say in its status why it has no metrics, and take the
+// port once it is free.
+TEST_F(ControlSocketExhaustion, AUserHoldingTheMetricsPortDoesNotKeepTheAgentDown) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play another uid";
+  constexpr int kPort = 19470;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t squatter = fork();
+  if (squatter == 0) {
+    close(ready[0]);
+    if (!become(kMallory)) _exit(99);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int one = 1;  // past an earlier run's connections in TIME_WAIT
+    (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(kPort);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 1) != 0)
+      _exit(98);
+    (void)!write(ready[1], "x", 1);
+    pause();  // until killed
+    _exit(0);
+  }
+  close(ready[1]);
+  char c = 0;
+  const bool holding = read(ready[0], &c, 1) == 1;
+  close(ready[0]);
+  if (!holding) {
+    kill(squatter, SIGKILL);
+    int status = 0;
+    waitpid(squatter, &status, 0);
+    FAIL() << "the squatter could not hold port " << kPort << " (exit "
+           << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ")";
+  }
+  AgentProcess& agent = make_agent("MetricsAddress=127.0.0.1:" + std::to_string(kPort) + "\n");
+  const bool started = agent.start();
+  const auto metrics_state = [&]() -> nlohmann::json {
+    auto st = agent.call(protocol::StatusRequest{0, 0});
+    if (!st.ok() || st->status != ReplyStatus::kOk) return nullptr;
+    const auto j = nlohmann::json::parse(st->text, nullptr, false);
+    return j.is_discarded() ? nullptr : j["agent"].value("metrics", nlohmann::json());
+  };
+  nlohmann::json held_state;
+  if (started) held_state = metrics_state();
+  kill(squatter, SIGKILL);
+  waitpid(squatter, nullptr, 0);
+  ASSERT_TRUE(started) << agent.log();
+  ASSERT_TRUE(held_state.is_object()) << held_state.dump();
+  EXPECT_EQ(held_state["serving"], false) << held_state.dump();
+  EXPECT_NE(held_state.value("error", "").find(std::to_string(kPort)), std::string::npos)
+      << held_state.dump();
+  EXPECT_NE(agent.log().find("tries again"), std::string::npos) << agent.log();
+  // Freed, the port is the agent's at its next try.
+  EXPECT_TRUE(eventually([&] { return scrape(kPort).find("egpu_agent_up 1") != std::string::npos; },
+                         seconds(30)));
+  EXPECT_EQ(metrics_state()["serving"], true);
 }
 
 }  // namespace
