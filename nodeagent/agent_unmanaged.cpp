@@ -115,8 +115,14 @@ void Agent::act_on_unmanaged(const model::UnmanagedProcess& p) {
     // matches: a pid reused since is another process, left alone. A kill
     // that did not take is tried again at the next scan that sees it.
     UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, p.pid, 0)));
+    const std::optional<ProcStatus> status = read_proc_status(p.pid);
     if (!pidfd.valid() || process_start_time(p.pid) != p.start_time) {
       outcome = "gone before it could be killed";
+    } else if (!status || status->uid != p.uid || status->uid == 0) {
+      // It ran a set-uid program since the scan: no longer the user's.
+      outcome = "not killed: it runs as another user now";
+    } else if (model::managed_now(p, tracker_->attached_gpus())) {
+      outcome = "not killed: it attached since the scan";
     } else if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0) {
       outcome = std::string("not killed: ") + std::strerror(errno);
     } else {

@@ -21,6 +21,11 @@ bool managed_everywhere(const GpuProcessSighting& s, const AttachedProcesses& at
                      [&](uint32_t gpu) { return managed_on(s, gpu, attached); });
 }
 
+bool managed_now(const UnmanagedProcess& p, const AttachedProcesses& attached) {
+  const GpuProcessSighting last{p.pid, p.start_time, p.uid, {p.gpu}, p.ancestors, p.maps_shim};
+  return managed_on(last, p.gpu, attached);
+}
+
 std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
     int64_t now, const std::vector<GpuProcessSighting>& sightings,
     const std::vector<std::set<uint32_t>>& owners, const AttachedProcesses& attached,
@@ -35,18 +40,33 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
       if (managed_on(s, gpu, attached)) continue;
       const Key key{s.pid, s.start_time, gpu};
       if (next.contains(key)) continue;  // a GPU listed twice
-      UnmanagedProcess p{s.pid, s.start_time, s.uid, gpu, now, s.maps_shim, false, false};
-      if (const auto it = seen_.find(key); it != seen_.end()) p = it->second;
+      UnmanagedProcess p;
+      if (const auto it = seen_.find(key); it != seen_.end()) {
+        p = it->second;
+      } else {
+        p.pid = s.pid;
+        p.start_time = s.start_time;
+        p.uid = s.uid;
+        p.gpu = gpu;
+        p.first_seen_ns = now;
+        p.maps_shim = s.maps_shim;
+      }
       p.first = false;
+      ++p.scans_seen;
+      p.ancestors = s.ancestors;
       users_seen.insert({s.uid, gpu});
       next.emplace(key, p);
     }
   }
-  // What a scan given up on did not reach stays as it was.
+  // What a scan given up on did not reach stays as it was: unless it
+  // attached meanwhile (an honest process seen once between its cuInit
+  // and its attach, which another process's stuck maps kept the scan from
+  // seeing again).
   if (stopped_at) {
     for (const auto& [key, p] : seen_) {
       if (key.pid <= *stopped_at || next.contains(key)) continue;
       if (p.gpu >= owners.size() || !owners[p.gpu].contains(p.uid)) continue;
+      if (managed_now(p, attached)) continue;
       next.emplace(key, p);
       users_seen.insert({p.uid, p.gpu});
     }
@@ -67,9 +87,9 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
   std::vector<UnmanagedProcess> due;
   for (auto& [key, p] : next) {
     const int64_t since = streaks_.at({p.uid, p.gpu}).since_ns;
-    // In a streak past the grace; with the shim, seen in an earlier scan too
-    // (an honest process between cuInit and its attach is seen once).
-    if (!p.due && (p.first_seen_ns < now || !p.maps_shim) && now - since >= kGraceNs) {
+    // In a streak past the grace; with the shim, seen by two scans (an
+    // honest process between cuInit and its attach is seen once).
+    if (!p.due && (p.scans_seen >= 2 || !p.maps_shim) && now - since >= kGraceNs) {
       p.due = true;
       p.first = true;
       ++total_due_;

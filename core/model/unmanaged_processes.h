@@ -68,10 +68,16 @@ struct UnmanagedProcess {
   uint32_t uid = 0;
   uint32_t gpu = 0;
   int64_t first_seen_ns = 0;
-  bool maps_shim = false;  // with the shim, unattached: refused, or kept from the agent
-  bool due = false;        // its user's streak on the GPU passed the grace
-  bool first = false;      // in observe()'s answer: due for the first time
+  bool maps_shim = false;          // with the shim, unattached: refused, or kept from the agent
+  bool due = false;                // its user's streak on the GPU passed the grace
+  bool first = false;              // in observe()'s answer: due for the first time
+  int scans_seen = 0;              // scans that saw it (not those that kept it unreached)
+  std::vector<int32_t> ancestors;  // as last seen: whether it is attached now
 };
+
+// Whether `p`, as last seen, is managed on its GPU by `attached` now: it
+// maps the shim and it or an ancestor attached there since.
+bool managed_now(const UnmanagedProcess& p, const AttachedProcesses& attached);
 
 class UnmanagedProcessWatch {
  public:
@@ -87,7 +93,8 @@ class UnmanagedProcessWatch {
   // processes due at this scan: every one still seen (a kill is retried),
   // `first` set the first time. `stopped_at`: the scan was given up at this
   // pid and saw none above it (it reads /proc in pid order): those are kept
-  // as the last scan saw them.
+  // as the last scan saw them, but none becomes due by it (not seen, it is
+  // not seen twice), and one now attached where it maps the shim is dropped.
   std::vector<UnmanagedProcess> observe(int64_t now,
                                         const std::vector<GpuProcessSighting>& sightings,
                                         const std::vector<std::set<uint32_t>>& owners,

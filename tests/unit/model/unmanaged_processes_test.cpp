@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace egpu::model {
 namespace {
 
@@ -185,17 +187,43 @@ TEST(UnmanagedProcessWatch, AReusedPidIsAnotherProcessInTheSameStreak) {
 }
 
 // A scan given up at pid 20 saw nothing above it: pid 30 is kept as it was
-// (and becomes due in time); pid 10, below, was looked at and is gone.
-// (With the shim, so that 20, seen once, is not due.)
+// (and, without the shim, becomes due in time); pid 10, below, was looked
+// at and is gone. (20 has the shim, so that, seen once, it is not due.)
 TEST(UnmanagedProcessWatch, AScanGivenUpKeepsWhatItDidNotReach) {
   UnmanagedProcessWatch watch;
   const auto with_shim = [](int32_t pid) { return sighting(pid, kAlice, {0}, 100, {1}, true); };
-  watch.observe(0, {with_shim(10), with_shim(30)}, kOwners, kNone);
+  watch.observe(0, {with_shim(10), sighting(30, kAlice, {0})}, kOwners, kNone);
   const auto due = watch.observe(2 * kS, {with_shim(20)}, kOwners, kNone, 20);
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].pid, 30);
   EXPECT_EQ(due[0].first_seen_ns, 0);
   EXPECT_EQ(watch.current().size(), 2u);  // 20 and 30
+}
+
+// Alice's honest process 30 is seen once between its cuInit and its attach;
+// then Bob's process 20 (lower pid) makes the scans stick on it. Kept as it
+// was, 30 must not become due by scans that never saw it: another user's
+// stuck maps would have the agent kill an attached process. Once attached it
+// is dropped; unattached, it waits to be seen again.
+TEST(UnmanagedProcessWatch, AScanGivenUpNeverMakesDueWhatItDidNotSee) {
+  UnmanagedProcessWatch watch;
+  const GpuProcessSighting honest = sighting(30, kAlice, {0}, 100, {1}, true);
+  watch.observe(0, {honest}, kOwners, kNone);
+  const GpuProcessSighting stuck = sighting(20, kBob, {1});
+  const auto includes_30 = [](const std::vector<UnmanagedProcess>& due) {
+    return std::any_of(due.begin(), due.end(), [](const auto& p) { return p.pid == 30; });
+  };
+  EXPECT_FALSE(includes_30(watch.observe(2 * kS, {stuck}, kOwners, kNone, 20)));
+  EXPECT_FALSE(includes_30(watch.observe(4 * kS, {stuck}, kOwners, kNone, 20)));
+  const AttachedProcesses attached = {{30, {0}}};
+  watch.observe(5 * kS, {stuck}, kOwners, attached, 20);
+  for (const UnmanagedProcess& p : watch.current())
+    EXPECT_NE(p.pid, 30) << "an attached process is still listed unmanaged";
+  // Not attached after all, and seen again: now it is due.
+  UnmanagedProcessWatch unattached;
+  unattached.observe(0, {honest}, kOwners, kNone);
+  EXPECT_FALSE(includes_30(unattached.observe(2 * kS, {stuck}, kOwners, kNone, 20)));
+  EXPECT_TRUE(includes_30(unattached.observe(3 * kS, {honest, stuck}, kOwners, kNone)));
 }
 
 TEST(UnmanagedProcessWatch, AnInstanceEndedMeansItsUserIsNoLongerJudgedThere) {
