@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "shim/after_fork.h"
+#include "shim/agent_clock.h"
 #include "shim/process_state.h"
 
 namespace egpu::shim {
@@ -19,6 +20,7 @@ void in_child() noexcept {
   renew_context_limits_after_fork();
   renew_capture_state_after_fork();
   reset_symbol_tables_after_fork();
+  forget_time_offset_after_fork();
 }
 
 [[gnu::constructor]] void register_fork_handlers() {

@@ -5,6 +5,7 @@
 #include "core/shm/gpu_page_io.h"
 #include "core/shm/grant_futex.h"
 #include "core/util/clock.h"
+#include "shim/agent_clock.h"
 
 namespace egpu::shim {
 
@@ -39,7 +40,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
       outcome = SliceWait::kInstanceGone;
       break;
     }
-    const int64_t now = monotonic_ns();
+    const int64_t now = agent_clock_ns();  // the heartbeat is on it
     if (!shm::agent_alive(gpu, now)) {
       outcome = SliceWait::kAgentDead;
       break;
@@ -72,7 +73,7 @@ SliceWait wait_for_slice(const Attachment& a, const std::function<int64_t()>& dr
 }
 
 void note_idle(const Attachment& a) {
-  a.me.mark_idle(monotonic_ns());
+  a.me.mark_idle(agent_clock_ns());  // the agent compares it with its now
   // Someone waits, and this holder went idle or the tail the GPU drains
   // (no holder) is gone: the agent hands over now instead of at a poll.
   const uint32_t holder = shm::slice_holder(*a.gpu);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/util/clock.h"
+#include "shim/agent_clock.h"
 #include "shim/capture_state.h"
 #include "shim/fast_clock.h"
 #include "shim/gate.h"
@@ -58,9 +59,14 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
   const int64_t start = monotonic_ns();
   bool waited = false;
   for (;;) {
-    const int64_t now = monotonic_ns();  // the duty cycle runs on the agent's clock
-    if (shm::agent_alive(*a.gpu, now) && shm::agent_epoch(*a.gpu) == a.epoch) {
-      break;
+    const int64_t now = agent_clock_ns();  // the duty cycle runs on the agent's clock
+    // Back; or a new agent, which may take this process back now (the
+    // next launch tries) instead of only when the bucket refills: device
+    // time far past the share (a long kernel) would hold it here long
+    // after the agent returned.
+    if (shm::agent_alive(*a.gpu, now)) {
+      if (shm::agent_epoch(*a.gpu) == a.epoch) break;
+      if (launch_clock_ns() >= b.next_attempt_ns()) break;
     }
     int64_t wait = 0;
     {
@@ -130,16 +136,21 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
   // in-flight bound): if the slice moved on to another instance meanwhile,
   // a kick would only cost the agent a wake-up (see wait_for_slice).
   bool held = false;
+  bool reattached = false;
   for (;;) {
     const int64_t now = launch_clock_ns();
     b.set_next_check_ns(now + kCheckPeriodNs);
     sync_inflight_bound(b, *a);
     const bool restarted = shm::agent_epoch(*a->gpu) != a->epoch;
-    if (restarted || !shm::agent_alive(*a->gpu, monotonic_ns())) {
-      Attachment* fresh = s.reattach(b, a, now);
+    if (restarted || !shm::agent_alive(*a->gpu, agent_clock_ns())) {
+      // Once per call: an agent that answers the attach but whose page
+      // still looks dead (it stopped beating, or its clock is not this
+      // process's) gets the fail mode, not a loop of attaches.
+      Attachment* fresh = reattached ? a : s.reattach(b, a, now);
       if (fresh != a) {
         a = fresh;
         held = false;  // a new agent knows nothing of it
+        reattached = true;
         continue;
       }
       admit_without_agent(b, *a);

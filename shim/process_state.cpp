@@ -160,6 +160,10 @@ Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) 
   quota::set_held(a->instance, a->proc_slot, allocations_.live_bytes(b.ordinal()));
   const int64_t limit = shm::inflight_bound(*a->gpu);
   if (limit > 0) b.pacer().set_inflight_limit_ns(limit);
+  // Not again within kRetryAgentGoneNs, successful or not: each attachment
+  // is kept for good (its mappings and wake socket), so a page that looks
+  // dead right after an attach must not have every launch attach again.
+  b.set_next_attempt_ns(began + kRetryAgentGoneNs);
   Attachment* raw = a.release();  // kept for the life of the process (see Attachment)
   const Link before = b.link();
   b.publish(raw);

@@ -35,7 +35,12 @@ Nanos TokenBucket::ready_at(Nanos needed, Nanos now) const {
   const double missing = static_cast<double>(needed) - level;
   if (missing <= 0.0) return std::max(now, updated_);
   if (rate_ <= 0.0 || static_cast<double>(needed) > capacity_) return kNever;
-  return std::max(now, updated_) + static_cast<Nanos>(std::ceil(missing / rate_));
+  const Nanos from = std::max(now, updated_);
+  // A level driven far below zero (device time a job reported) must not
+  // overflow the conversion: past kNever it is never.
+  const double wait = std::ceil(missing / rate_);
+  if (!(wait < static_cast<double>(kNever - from))) return kNever;
+  return from + static_cast<Nanos>(wait);
 }
 
 }  // namespace egpu::faa

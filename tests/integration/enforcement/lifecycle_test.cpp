@@ -137,5 +137,39 @@ TEST(ShimLifecycle, MemoryOfAPrimaryContextComesBackOnlyAtItsLastRelease) {
   expect_every_round_gets_its_memory("release");
 }
 
+// A job in a time namespace (unshare --time; a CRIU restore) reads
+// CLOCK_MONOTONIC shifted from the agent's. Compared with its own clock,
+// the agent's heartbeat looked 100000 s stale: every launch attached again
+// (each attachment kept for good) in a loop that never returned, and with
+// that bounded it would have run under the fail mode, unenforced. The shim
+// reads its namespace's offset, and sees a live agent.
+TEST(ShimLifecycle, AJobInATimeNamespaceSeesALiveAgentAndIsEnforced) {
+  test_child::ChildOptions probe;
+  probe.argv = {"/usr/bin/unshare", "--time", "--monotonic", "1", "true"};
+  probe.stderr_mode = test_child::OutputMode::kCapture;
+  test_child::ChildProcess can(probe);
+  const auto st = can.wait_for(20s);
+  if (!st || !st->exited || st->code != 0) {
+    GTEST_SKIP() << "cannot make a time namespace here (root or unprivileged user namespaces "
+                    "needed): "
+                 << can.stderr_text();
+  }
+  EnforcedNode node("timens");
+  const uint64_t id = node.create(1, 30);
+  auto job = node.start_program(
+      1, {"/usr/bin/unshare", "--time", "--monotonic", "100000", harness::workload_path("greedy"),
+          "--kernels", "200", "--kernel-us", "100", "--label", "timens"});
+  const nlohmann::json summary = finish(*job);
+  EXPECT_EQ(summary.value("kernels", uint64_t{0}), 200u) << summary.dump();
+  const std::string said = job->stderr_text();
+  EXPECT_EQ(said.find("stopped responding"), std::string::npos) << said;
+  EXPECT_EQ(said.find("re-attached"), std::string::npos) << said;
+  // Its device time went to its instance (it was paced as the instance's).
+  auto shown = node.egpuctl({"show", std::to_string(id), "--json"});
+  const auto j = nlohmann::json::parse(shown.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << shown.out << shown.err;
+  EXPECT_GE(j.value("device_s", 0.0), 0.015) << j.dump();
+}
+
 }  // namespace
 }  // namespace egpu::integration

@@ -78,6 +78,15 @@ TEST(TokenBucket, GoesNegativeAndSaysWhenItIsReady) {
   EXPECT_EQ(bucket.ready_at(11 * kMillisecond, 0), kNever);  // more than it holds
 }
 
+// Device time reported far past what the rate repays (a job's page can say
+// anything): the wait does not overflow; it is never.
+TEST(TokenBucket, AWaitPastTheClocksRangeIsNever) {
+  TokenBucket bucket(0.001, 10 * kMillisecond, 0);
+  bucket.spend(int64_t{1} << 62, 0);
+  EXPECT_EQ(bucket.ready_at(1, 0), kNever);
+  EXPECT_EQ(bucket.ready_at(1, kNever - 1), kNever);
+}
+
 TEST(TokenBucket, RateChangeAppliesFromThen) {
   TokenBucket bucket(0.5, 10 * kMillisecond, 0);
   bucket.spend(10 * kMillisecond, 0);
