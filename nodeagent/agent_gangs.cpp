@@ -14,6 +14,8 @@ namespace {
 // The widest bracket of monotonic reads around the wall-clock read that
 // still dates it well enough to tell a stepped clock (50 us) from noise.
 constexpr faa::Nanos kEpochReadSlack = 10 * faa::kMicrosecond;
+// Past this a well-dated read is a stepped clock, not jitter.
+constexpr faa::Nanos kEpochMovedSlack = faa::kDefaultAlignTolerance / 10;
 }  // namespace
 
 void Agent::apply_gangs() {
@@ -30,8 +32,12 @@ void Agent::apply_gangs() {
     // the clocks agree; past the tolerance it is a gang of its GPUs here.
     plan = model::plan_gangs(registry_->all(), shares, period, clock_alignment().ok());
     // Windows open at wall-clock multiples of the period: the same instants
-    // on every node whose clock is synchronized.
-    gang_epoch_ = wall_aligned_epoch(period);
+    // on every node whose clock is synchronized. A re-plan (a step came or
+    // went, a loan changed) keeps the epoch unless the clock was stepped.
+    faa::Nanos uncertainty = 0;
+    const faa::Nanos read = wall_aligned_epoch(period, &uncertainty);
+    gang_epoch_ = faa::keep_or_move_epoch(gang_epoch_, read, uncertainty, kEpochReadSlack, period,
+                                          kEpochMovedSlack);
     for (auto& [id, window] : plan.windows)
       window.epoch = gang_epoch_;
   }
@@ -111,10 +117,12 @@ void Agent::on_clock_timer(evutil_socket_t, short, void* arg) {
       static_cast<faa::Nanos>(self->config_.gang_period_ms) * faa::kMillisecond;
   // A read interrupted or preempted says nothing of a step: skipped.
   faa::Nanos uncertainty = 0;
-  const faa::Nanos epoch = wall_aligned_epoch(period, &uncertainty);
-  if (!self->gangs_.windows.empty() && uncertainty <= kEpochReadSlack &&
-      faa::epoch_moved(self->gang_epoch_, epoch, period, faa::kDefaultAlignTolerance / 10)) {
+  const faa::Nanos read = wall_aligned_epoch(period, &uncertainty);
+  const faa::Nanos epoch = faa::keep_or_move_epoch(self->gang_epoch_, read, uncertainty,
+                                                   kEpochReadSlack, period, kEpochMovedSlack);
+  if (!self->gangs_.windows.empty() && epoch != self->gang_epoch_) {
     EGPU_LOG_INFO("the wall clock was stepped: gang windows placed on its new period boundaries");
+    self->gang_epoch_ = epoch;
     self->apply_gangs();
   }
 }

@@ -229,7 +229,7 @@ void ArbiterPolicy::charge_and_observe(Nanos now, Nanos held_ns,
 }
 
 Decision ArbiterPolicy::tick(Nanos now, const std::map<InstanceId, Activity>& observed) {
-  const Nanos since = last_tick_ns_ != 0 && now > last_tick_ns_ ? now - last_tick_ns_ : 0;
+  const Nanos since = now > last_tick_ns_ ? now - last_tick_ns_ : 0;
   // Held time counts up to the look the policy asked for, and a bounded
   // lateness beyond it: a longer gap is the agent's own stall.
   const Nanos planned = planned_tick_ns_ > last_tick_ns_ && planned_tick_ns_ != kNever

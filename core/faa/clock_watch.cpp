@@ -16,6 +16,19 @@ constexpr Nanos kMaxErrorSlack = 1 * kMillisecond;
 Status ClockWatch::judge(const ClockQuality& reading, Nanos now) {
   if (Status s = can_align_across_nodes(reading, settings_.tolerance); !s.ok()) return s;
   if (reading.max_error <= 0) return {};
+  if (!update_seen_) {
+    // No update seen yet (a restarted agent): maxerror past what it grows
+    // to in stale_after from a value within the tolerance says the last
+    // one is older than that. Taken as fresh, it gave a dead discipline
+    // stale_after more.
+    const Nanos most = settings_.stale_after / kMaxErrorGrowthDivisor + settings_.tolerance;
+    if (reading.max_error > most) {
+      return Error{"the clock's maxerror is " + std::to_string(reading.max_error / kMillisecond) +
+                   " ms: the clock discipline has not updated the clock for over " +
+                   std::to_string(settings_.stale_after / kSecond) +
+                   " s (maxerror grows unchecked): is chronyd, ntpd or ptp4l running?"};
+    }
+  }
   const Nanos projected = updated_max_error_ + (now - updated_at_) / kMaxErrorGrowthDivisor;
   if (!update_seen_ || reading.max_error + kMaxErrorSlack < projected) {
     update_seen_ = true;  // below the line from the last update: a new one came
@@ -76,6 +89,13 @@ bool epoch_moved(Nanos before, Nanos after, Nanos period, Nanos slack) {
   Nanos d = (after - before) % period;
   if (d < 0) d += period;
   return std::min(d, period - d) > slack;
+}
+
+Nanos keep_or_move_epoch(Nanos previous, Nanos read, Nanos uncertainty, Nanos read_slack,
+                         Nanos period, Nanos moved_slack) {
+  if (previous == 0) return read;
+  if (uncertainty > read_slack) return previous;
+  return epoch_moved(previous, read, period, moved_slack) ? read : previous;
 }
 
 }  // namespace egpu::faa

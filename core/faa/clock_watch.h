@@ -69,6 +69,15 @@ class ClockWatch {
 // the epoch; a slewed one moves monotonic time with it and does not.
 bool epoch_moved(Nanos before, Nanos after, Nanos period, Nanos slack);
 
+// The epoch gang windows are placed on after a new read of it: `previous`
+// (0: none yet, then `read` whatever its quality), unless `read` is dated
+// within `read_slack` (its `uncertainty`) and has moved past `moved_slack`.
+// Windows then stay put through reads that a busy host preempted, and
+// through the jitter of good ones: they move only when the wall clock was
+// stepped, however often the agent re-plans its gangs.
+Nanos keep_or_move_epoch(Nanos previous, Nanos read, Nanos uncertainty, Nanos read_slack,
+                         Nanos period, Nanos moved_slack);
+
 }  // namespace egpu::faa
 
 #endif  // EGPU_CORE_FAA_CLOCK_WATCH_H

@@ -2,7 +2,7 @@
 //
 // 1. The preferred next holder is the asking, eligible instance with the lowest
 //    sawtooth-corrected deviation (grant_order.h); ties go to the one waiting
-//    longest, then to the earliest joined.
+//    longest, then to the lowest id (its slot: what a restart rebuilds).
 // 2. Anti-starvation: giving it the slice must leave every other waiting
 //    instance able to start by its wait deadline, ceil(1/target) + 1 slices
 //    after it began waiting (deadline_check.h); if not, the earliest deadline
@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "core/faa/slice_scheduler.h"
 
@@ -33,18 +34,24 @@ namespace egpu::faa {
 namespace {
 
 // The best candidate so far by one key; ties go to the one waiting longest,
-// then to the first offered.
+// then to the lowest id. Not to the first offered: the order of instances_
+// changes as instances leave (the last takes the leaver's place) and a
+// restarted agent rebuilds it in slot order, so the same state would break
+// the same tie two ways.
 template <typename Key>
 struct Pick {
   std::size_t index = std::numeric_limits<std::size_t>::max();
   Key key = std::numeric_limits<Key>::max();
   Nanos waiting_since = kNever;
+  InstanceId id = std::numeric_limits<InstanceId>::max();
 
-  void offer(std::size_t candidate, Key candidate_key, Nanos candidate_waiting_since) {
-    if (candidate_key < key || (candidate_key == key && candidate_waiting_since < waiting_since)) {
+  void offer(std::size_t candidate, const InstanceState& state, Key candidate_key) {
+    const auto mine = std::tie(candidate_key, state.waiting_since, state.id);
+    if (mine < std::tie(key, waiting_since, id)) {
       index = candidate;
       key = candidate_key;
-      waiting_since = candidate_waiting_since;
+      waiting_since = state.waiting_since;
+      id = state.id;
     }
   }
 };
@@ -78,7 +85,7 @@ SliceScheduler::Waiter SliceScheduler::lowest_waiter(Nanos now) const {
     if (i == holder_ || !candidate.asking || !eligible(candidate, now)) continue;
     // Those that started asking during the grant may only preempt (rule 3).
     if (holder_ != kNone && candidate.asking_since > grant_start_) continue;
-    lowest.offer(i, order_key(candidate), candidate.waiting_since);
+    lowest.offer(i, candidate, order_key(candidate));
   }
   return Waiter{lowest.index, lowest.key};
 }
@@ -128,8 +135,8 @@ std::size_t SliceScheduler::next_holder(Nanos now) {
   for (std::size_t i = 0; i < instances_.size(); ++i) {
     const InstanceState& candidate = instances_[i];
     if (!candidate.asking || !eligible(candidate, now)) continue;
-    lowest.offer(i, order_key(candidate), candidate.waiting_since);
-    earliest.offer(i, wait_deadline(candidate), candidate.waiting_since);
+    lowest.offer(i, candidate, order_key(candidate));
+    earliest.offer(i, candidate, wait_deadline(candidate));
   }
   const std::size_t preferred = lowest.index;
   if (preferred == kNone || preferred == earliest.index) return preferred;
@@ -157,7 +164,7 @@ std::size_t SliceScheduler::preemptor(Nanos now) const {
     if (i == holder_ || !candidate.asking || candidate.asking_since <= grant_start_) continue;
     if (!eligible(candidate, now)) continue;
     const double d = relative_deviation(candidate);
-    if (d <= bar) lowest.offer(i, d, candidate.waiting_since);
+    if (d <= bar) lowest.offer(i, candidate, d);
   }
   return lowest.index;
 }

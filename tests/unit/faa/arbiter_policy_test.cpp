@@ -10,8 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace egpu::faa {
@@ -281,6 +283,38 @@ TEST(ArbiterPolicyCharges, AnOldHoldersLateReportIsChargedUpToItsTail) {
   ASSERT_EQ(late_charged.size(), 2u);
   EXPECT_EQ(late_charged[0], 1 * kMs);
   EXPECT_EQ(late_charged[1], 2 * kMs) << "the tail is the in-flight bound here";
+}
+
+// The same events from another origin give the same decisions, shifted: the
+// policy must not treat time 0 as "never ticked" (the agent's clock is never
+// 0; the tests' always began there). A holder restored from a previous
+// agent's page reports 3 ms at the first tick: charged from 0 as from 1e12.
+TEST(ArbiterPolicyOrigin, DecisionsDoNotDependOnWhereTheClockStarted) {
+  const auto run = [](Nanos origin) {
+    ArbiterPolicy policy = ArbiterPolicy::create(settings(), origin).value();
+    policy.restore_holder(kA);
+    EXPECT_TRUE(policy.join(kA, 0.5, Mode::kBurst, origin).ok());
+    EXPECT_TRUE(policy.join(kB, 0.5, Mode::kBurst, origin).ok());
+    std::map<InstanceId, Activity> observed;
+    for (InstanceId id : {kA, kB}) {
+      observed[id].processes = 1;
+      observed[id].busy = 1;
+      observed[id].launched = true;
+    }
+    observed[kA].device_ns = 3 * kMs;
+    std::vector<std::pair<std::optional<InstanceId>, Nanos>> decisions;
+    Nanos now = origin + 5 * kMs;
+    for (int i = 0; i < 200; ++i) {
+      const Decision d = policy.tick(now, observed);
+      decisions.emplace_back(d.holder, d.slice_end_ns == 0 ? 0 : d.slice_end_ns - origin);
+      for (auto& [id, a] : observed) {
+        a.device_ns = d.holder == id ? std::min<Nanos>(d.next_tick_ns - now, 10 * kMs) : 0;
+      }
+      now = std::max(d.next_tick_ns, now + 1);
+    }
+    return decisions;
+  };
+  EXPECT_EQ(run(0), run(1'000'000'000'000));
 }
 
 }  // namespace

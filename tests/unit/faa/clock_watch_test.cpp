@@ -157,6 +157,29 @@ TEST(ClockWatch, UpdatesEverySecondAreNeverStale) {
   EXPECT_TRUE(w.aligned()) << w.reason();
 }
 
+// An agent restarted half an hour after chronyd died: its first reading's
+// maxerror (grown 500 us a second since the last update) already says the
+// discipline is gone. Taken as a fresh update, windows stayed aligned for
+// another stale_after. Once an update comes, the clock is good again.
+TEST(ClockWatch, AFirstReadingAlreadyPastTheGrowthOfStaleAfterIsStale) {
+  ClockWatch w = watch();
+  const Nanos grown = 1800 * kSecond / 2000;  // 30 min without an update
+  EXPECT_EQ(w.observe({true, 20 * kUs, kSecond + grown}, 0), ClockWatch::Change::kNone);
+  EXPECT_FALSE(w.aligned());
+  EXPECT_NE(w.reason().find("chronyd"), std::string::npos) << w.reason();
+  Nanos now = 0;
+  ClockWatch::Change last = ClockWatch::Change::kNone;
+  for (int i = 0; i < 10 && last != ClockWatch::Change::kRegained; ++i) {
+    now += kSecond;
+    last = w.observe({true, 20 * kUs, 40 * kUs + i * kMs / 2}, now);
+  }
+  EXPECT_EQ(last, ClockWatch::Change::kRegained) << w.reason();
+  // A first reading of a recent update is fine.
+  ClockWatch fresh = watch();
+  fresh.observe({true, 20 * kUs, 300 * kMs}, 0);
+  EXPECT_TRUE(fresh.aligned()) << fresh.reason();
+}
+
 TEST(ClockWatch, AnEpochMovesOnlyByItsDistanceWithinThePeriod) {
   const Nanos p = 20 * kMs;
   EXPECT_FALSE(epoch_moved(5 * kMs, 5 * kMs + 10 * kUs, p, 50 * kUs));
@@ -168,6 +191,32 @@ TEST(ClockWatch, AnEpochMovesOnlyByItsDistanceWithinThePeriod) {
   EXPECT_FALSE(epoch_moved(5 * kMs + p - 10 * kUs, 5 * kMs, p, 50 * kUs));
   EXPECT_TRUE(epoch_moved(0, p / 2, p, 50 * kUs));
   EXPECT_FALSE(epoch_moved(0, p / 2, 0, 50 * kUs));
+}
+
+// Gang windows re-planned on every step create, remove, resize and loan
+// change: each re-plan read the epoch again, so one read a busy host
+// preempted (2 ms between its monotonic reads) moved every window by half of
+// that, away from the other nodes'. Only a well-dated read that moved past
+// the slack (a stepped clock) moves them.
+TEST(ClockWatch, GangWindowsMoveOnlyForAWellDatedStep) {
+  const Nanos p = 20 * kMs;
+  const Nanos slack = 10 * kUs;
+  const Nanos moved = 50 * kUs;
+  const Nanos placed = 5 * kMs;
+  EXPECT_EQ(keep_or_move_epoch(0, placed, 2 * kMs, slack, p, moved), placed);  // the first
+  EXPECT_EQ(keep_or_move_epoch(placed, placed + kMs, 2 * kMs, slack, p, moved), placed);
+  EXPECT_EQ(keep_or_move_epoch(placed, placed + 3 * kUs, 4 * kUs, slack, p, moved), placed);
+  EXPECT_EQ(keep_or_move_epoch(placed, placed + 3 * p, 4 * kUs, slack, p, moved), placed);
+  EXPECT_EQ(keep_or_move_epoch(placed, placed + kMs, 4 * kUs, slack, p, moved), placed + kMs);
+  // A hundred re-plans with jittered and preempted reads: the windows stay.
+  Nanos epoch = placed;
+  for (int i = 0; i < 100; ++i) {
+    const Nanos jitter = (i % 7) * kUs - 3 * kUs;
+    const Nanos uncertainty = i % 5 == 0 ? 2 * kMs : 5 * kUs;
+    const Nanos read = placed + (i % 5 == 0 ? kMs : jitter) + i * p;
+    epoch = keep_or_move_epoch(epoch, read, uncertainty, slack, p, moved);
+  }
+  EXPECT_EQ(epoch, placed);
 }
 
 }  // namespace

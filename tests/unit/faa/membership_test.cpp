@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,29 @@ TEST(Leave, HolderLeavingIsReplacedAtTheNextDecision) {
   EXPECT_NEAR(scheduler.gpu_stats(2 * kMillisecond).allocated, 0.5, 1e-12);
   // Its share can be given again.
   EXPECT_TRUE(scheduler.join(9, 0.5, Mode::kCap, 2 * kMillisecond).ok());
+}
+
+// Two instances equal in key and wait: the lower id goes first, whatever
+// order they joined in and whoever left before. The tie went to the first in
+// the scheduler's own array, which a leave reorders (the last takes the
+// leaver's place) and a restarted agent rebuilds in slot order: the same
+// state broke the same tie one way before a restart and the other after.
+TEST(Leave, ATieGoesToTheLowerIdWhateverLeftBefore) {
+  const auto first_holder = [](const std::vector<InstanceId>& joins,
+                               std::optional<InstanceId> gone) {
+    SliceScheduler scheduler = make_scheduler();
+    for (const InstanceId id : joins)
+      EXPECT_TRUE(scheduler.join(id, 0.3, Mode::kBurst, 0).ok());
+    if (gone) {
+      EXPECT_TRUE(scheduler.leave(*gone, 0).ok());
+    }
+    EXPECT_TRUE(scheduler.set_asking(2, true, kMillisecond).ok());
+    EXPECT_TRUE(scheduler.set_asking(3, true, kMillisecond).ok());
+    return scheduler.decide(kMillisecond).holder;
+  };
+  EXPECT_EQ(first_holder({1, 2, 3}, 1), std::optional<InstanceId>(2));  // 3 moved to 1's place
+  EXPECT_EQ(first_holder({2, 3}, std::nullopt), std::optional<InstanceId>(2));
+  EXPECT_EQ(first_holder({3, 2}, std::nullopt), std::optional<InstanceId>(2));  // a restart's order
 }
 
 TEST(Leave, OtherInstancesKeepTheirStateWhenOneInTheMiddleLeaves) {
