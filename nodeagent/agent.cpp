@@ -353,8 +353,7 @@ void Agent::schedule_tick(uint32_t gpu, int64_t at, bool slack) {
     }
   }
   const int64_t delay = std::max<int64_t>(0, at - monotonic_ns());
-  timeval tv{static_cast<time_t>(delay / 1'000'000'000),
-             static_cast<suseconds_t>((delay % 1'000'000'000) / 1000)};
+  const timeval tv = timeval_from_ns(delay);
   evtimer_add(ev.tick_timer.get(), &tv);
   ev.scheduled = at;
 }

@@ -15,6 +15,7 @@
 #include "core/protocol/unix_address.h"
 #include "core/util/log.h"
 #include "core/util/trusted_paths.h"
+#include "nodeagent/event_loop.h"
 #include "nodeagent/passed_descriptors.h"
 #include "nodeagent/peer_process.h"
 
@@ -47,11 +48,6 @@ timespec monotonic_now() {
 
 int64_t to_ns(const timespec& t) {
   return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
-}
-
-timeval to_timeval(int64_t ns) {
-  return timeval{static_cast<time_t>(ns / 1'000'000'000),
-                 static_cast<suseconds_t>((ns % 1'000'000'000) / 1000)};
 }
 
 }  // namespace
@@ -151,7 +147,7 @@ void ControlServer::pause_accepting(int err) {
                   std::strerror(err), limits_.accept_pause_ms);
   }
   event_del(listen_ev_.get());
-  const timeval pause = to_timeval(int64_t{limits_.accept_pause_ms} * 1'000'000);
+  const timeval pause = timeval_from_ns(int64_t{limits_.accept_pause_ms} * 1'000'000);
   if (evtimer_add(resume_ev_.get(), &pause) != 0) event_add(listen_ev_.get(), nullptr);
 }
 
@@ -263,7 +259,7 @@ bool ControlServer::arm(Connection* c) {
   }
   // Re-adding a pending event replaces its timeout: a request restarts the
   // idle timer, never the lifetime.
-  const timeval tv = to_timeval(timeout_ns);
+  const timeval tv = timeval_from_ns(timeout_ns);
   return event_add(c->ev.get(), &tv) == 0;
 }
 
@@ -471,7 +467,7 @@ bool ControlServer::sweep_in(int64_t ns) {
   // A sweep due sooner stays; one due later is brought forward.
   const int64_t due = to_ns(monotonic_now()) + ns;
   if (evtimer_pending(sweep_ev_.get(), nullptr) != 0 && sweep_due_ns_ <= due) return true;
-  const timeval after = to_timeval(ns);
+  const timeval after = timeval_from_ns(ns);
   if (evtimer_add(sweep_ev_.get(), &after) != 0) return false;
   sweep_due_ns_ = due;
   return true;

@@ -9,6 +9,10 @@
 // not be able to keep it busy.
 #pragma once
 
+#include <sys/time.h>
+
+#include <cstdint>
+
 #include "core/util/result.h"
 #include "nodeagent/event_handle.h"
 
@@ -20,5 +24,11 @@ inline constexpr int kControlPlanePriority = 1;  // libevent's default with two
 Result<EventBaseHandle> make_agent_event_base();
 // Puts an event on the data plane; false if libevent refused.
 bool on_data_plane(event* ev);
+
+// A delay in nanoseconds (>= 0) as the timeval libevent takes.
+inline timeval timeval_from_ns(int64_t ns) {
+  return timeval{static_cast<time_t>(ns / 1'000'000'000),
+                 static_cast<suseconds_t>((ns % 1'000'000'000) / 1000)};
+}
 
 }  // namespace egpu::agent

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/util/clock.h"
 #include "core/util/log.h"
+#include "nodeagent/event_loop.h"
 
 namespace egpu::agent {
 namespace {
@@ -30,6 +32,8 @@ struct MetricsServer::Connection {
   // unset for root.
   std::optional<uid_t> uid;
   bool replied = false;
+  bool waiting = false;  // for the next render (min_render_interval_ms)
+  bool head = false;
   ~Connection() {
     if (bev != nullptr) bufferevent_free(bev);  // closes the socket
     if (uid) owner->release(*uid);
@@ -79,7 +83,8 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(event_base* base,
   server->listen_ev_.reset(event_new(base, server->listen_fd_.get(), EV_READ | EV_PERSIST,
                                      &MetricsServer::on_accept, server.get()));
   server->resume_ev_.reset(evtimer_new(base, &MetricsServer::on_resume, server.get()));
-  if (!server->listen_ev_ || !server->resume_ev_ ||
+  server->render_ev_.reset(evtimer_new(base, &MetricsServer::on_render_due, server.get()));
+  if (!server->listen_ev_ || !server->resume_ev_ || !server->render_ev_ ||
       event_add(server->listen_ev_.get(), nullptr) != 0) {
     return Error{"cannot add the metrics socket to the event loop"};
   }
@@ -93,6 +98,15 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(event_base* base,
         peers.error().c_str(), limits.max_connections);
   }
   return server;
+}
+
+int MetricsServer::port() const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
+  if (addr.ss_family == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+  return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
 }
 
 void MetricsServer::on_accept(evutil_socket_t, short, void* arg) {
@@ -230,7 +244,35 @@ void MetricsServer::handle_request(Connection* c) {
     respond(c, 404, "Not Found", "try /metrics\n", head);
     return;
   }
-  respond(c, 200, "OK", render_(), head);
+  c->waiting = true;
+  c->head = head;
+  const int64_t due = last_render_ns_ + int64_t{limits_.min_render_interval_ms} * 1'000'000;
+  const int64_t now = monotonic_ns();
+  if (renders_ == 0 || now >= due) {
+    answer_waiting();
+    return;
+  }
+  if (evtimer_pending(render_ev_.get(), nullptr) == 0) {
+    const timeval tv = timeval_from_ns(due - now);
+    if (evtimer_add(render_ev_.get(), &tv) != 0) answer_waiting();  // no timer: now, then
+  }
+}
+
+void MetricsServer::on_render_due(evutil_socket_t, short, void* arg) {
+  static_cast<MetricsServer*>(arg)->answer_waiting();
+}
+
+// One render for every request waiting for it.
+void MetricsServer::answer_waiting() {
+  evtimer_del(render_ev_.get());
+  const std::string body = render_();
+  last_render_ns_ = monotonic_ns();
+  ++renders_;
+  for (const auto& [key, c] : conns_) {
+    if (!c->waiting) continue;
+    c->waiting = false;
+    respond(c.get(), 200, "OK", body, c->head);
+  }
 }
 
 void MetricsServer::respond(Connection* c, int code, const char* reason, const std::string& body,

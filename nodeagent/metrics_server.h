@@ -47,6 +47,11 @@ struct MetricsLimits {
   int timeout_s = 10;
   // Out of descriptors, accepting pauses this long instead of retrying at once.
   int accept_pause_ms = 100;
+  // Renders (a pass over every instance, on the agent's one thread) are at
+  // least this far apart whoever asks: a request sooner waits, and one
+  // render answers all that waited. Clients looping GET would otherwise
+  // keep the thread the GPUs' ticks share.
+  int min_render_interval_ms = 250;
 };
 
 class MetricsServer {
@@ -60,6 +65,10 @@ class MetricsServer {
   size_t connections() const { return conns_.size(); }
   // Connections closed at accept: their user already held its share.
   uint64_t rejected() const { return rejected_; }
+  // Times the exposition was rendered.
+  uint64_t renders() const { return renders_; }
+  // The port it listens on (the one the kernel chose for port 0).
+  int port() const;
 
  private:
   struct Connection;
@@ -70,6 +79,8 @@ class MetricsServer {
   static void on_written(bufferevent* bev, void* arg);
   static void on_event(bufferevent* bev, short what, void* arg);
   static void on_deadline(evutil_socket_t fd, short what, void* arg);
+  static void on_render_due(evutil_socket_t fd, short what, void* arg);
+  void answer_waiting();
   void accept_batch();
   bool admit(int fd, Connection* c);
   void release(uid_t uid);
@@ -84,6 +95,9 @@ class MetricsServer {
   UniqueFd listen_fd_;
   EventHandle listen_ev_;
   EventHandle resume_ev_;
+  EventHandle render_ev_;  // the next render a waiting request is due
+  int64_t last_render_ns_ = 0;
+  uint64_t renders_ = 0;
   bool listening_ = false;
   Render render_;
   MetricsLimits limits_;

@@ -335,41 +335,44 @@ std::string metrics_text(const Agent& agent) {
        "Time the instance asked for the GPU without holding it."},
       {"egpu_instance_processes", "gauge", "Processes attached to the instance."},
   };
+  // One view per instance (each reads its processes' slots), not one per series.
+  std::vector<std::pair<const model::Instance*, InstanceView>> views;
+  for (const auto& arb : agent.arbiters()) {
+    for (const model::Instance* inst : agent.registry().on_gpu(arb->gpu())) {
+      if (auto v = arb->view(inst->id, now)) views.emplace_back(inst, std::move(*v));
+    }
+  }
   for (size_t s = 0; s < std::size(kSeries); ++s) {
     out << "# HELP " << kSeries[s].name << " " << kSeries[s].help << "\n# TYPE " << kSeries[s].name
         << " " << kSeries[s].type << "\n";
-    for (const auto& arb : agent.arbiters()) {
-      for (const model::Instance* inst : agent.registry().on_gpu(arb->gpu())) {
-        auto v = arb->view(inst->id, now);
-        if (!v) continue;
-        out << kSeries[s].name << "{gpu=\"" << inst->gpu << "\",slurm_job=\"" << inst->job_id
-            << "\",step=\"" << step_label(inst->step_id) << "\",egpu_instance=\"" << inst->id
-            << "\"} ";
-        switch (s) {
-          case 0:
-            out << v->target;
-            break;
-          case 1:
-            out << v->faa.achieved;
-            break;
-          case 2:
-            out << v->memory_used;
-            break;
-          case 3:
-            out << inst->mem_quota;
-            break;
-          case 4:
-            out << static_cast<double>(v->device_ns) / 1e9;
-            break;
-          case 5:
-            out << static_cast<double>(v->faa.throttled) / 1e9;
-            break;
-          case 6:
-            out << v->processes;
-            break;
-        }
-        out << "\n";
+    for (const auto& [inst, v] : views) {
+      out << kSeries[s].name << "{gpu=\"" << inst->gpu << "\",slurm_job=\"" << inst->job_id
+          << "\",step=\"" << step_label(inst->step_id) << "\",egpu_instance=\"" << inst->id
+          << "\"} ";
+      switch (s) {
+        case 0:
+          out << v.target;
+          break;
+        case 1:
+          out << v.faa.achieved;
+          break;
+        case 2:
+          out << v.memory_used;
+          break;
+        case 3:
+          out << inst->mem_quota;
+          break;
+        case 4:
+          out << static_cast<double>(v.device_ns) / 1e9;
+          break;
+        case 5:
+          out << static_cast<double>(v.faa.throttled) / 1e9;
+          break;
+        case 6:
+          out << v.processes;
+          break;
       }
+      out << "\n";
     }
   }
   latency_metrics(agent, out);

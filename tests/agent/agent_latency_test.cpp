@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -406,10 +407,26 @@ TEST(AgentLatencyMetrics, LatencyAttainmentAndLoansAreExported) {
   GateWaiters waiting;  // the two take the GPU in turns
   waiting.add(agent, 1, s, kAlice);
   waiting.add(agent, 2, l, kBob);
+  // Requests go on while the test scrapes (a scrape may wait for the
+  // agent's next render).
+  std::atomic<bool> scraped{false};
+  std::thread server([&] {
+    while (!scraped) {
+      report_latency(agent.dir() + "/run", s, 100'000'000, 50);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Join() {
+      stop = true;
+      t.join();
+    }
+  } join{scraped, server};
   std::string body;
   for (const auto end = std::chrono::steady_clock::now() + kPatience;
        std::chrono::steady_clock::now() < end;) {
-    report_latency(agent.dir() + "/run", s, 100'000'000, 50);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     body = fetch_metrics(19467);
     if (body.find(
