@@ -1,7 +1,9 @@
 #include "nodeagent/gpu_process_scan.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,16 +42,35 @@ std::string task_dir(pid_t pid, bool zombie) {
   return dir;
 }
 
-// The GPUs whose device file a process holds open, by the names its
-// descriptors link to; nullopt past kMaxDescriptorsRead. A name that ends
-// in a device's path counts (a process chrooted in its own mount namespace
-// names /dev/nvidia0 /its/root/dev/nvidia0): the maps then say whether it
-// is the device (by device and inode).
-std::optional<std::vector<uint32_t>> open_gpus(const std::string& dir,
-                                               const std::vector<DeviceFile>& devices) {
+// What a process holds open of the GPUs' device files.
+struct OpenGpuFiles {
   std::vector<uint32_t> gpus;
+  std::vector<std::pair<uint32_t, DeviceFile>> aliases;  // other nodes of the same device
+};
+
+// Whether a descriptor's link names something that is never a device file.
+bool never_a_device(std::string_view link) {
+  return link.starts_with("socket:[") || link.starts_with("pipe:[") ||
+         link.starts_with("anon_inode:");
+}
+
+// The GPUs whose device file a process holds open; nullopt past
+// kMaxDescriptorsRead. First by the names its descriptors link to: a name
+// that ends in a device's path counts (a process chrooted in its own mount
+// namespace names /dev/nvidia0 /its/root/dev/nvidia0), and the maps then
+// say whether it is the device (by device and inode). A name can hide the
+// file, though: opened through a mount the process then detached (umount
+// -l in its own mount namespace) it reads "/nvidia0", and a node of the
+// device made elsewhere has any name. So every other descriptor that could
+// be a file is looked at too: the same file (device and inode) or the same
+// character device (its number) is the GPU's. AT_STATX_DONT_SYNC: a
+// network or FUSE file answers from its cache, never asking its server
+// (which its user may run).
+std::optional<OpenGpuFiles> open_gpus(const std::string& dir,
+                                      const std::vector<DeviceFile>& devices) {
+  OpenGpuFiles open;
   const Dir fds(opendir((dir + "/fd").c_str()), closedir);
-  if (!fds) return gpus;
+  if (!fds) return open;
   char target[4096];
   size_t read = 0;
   while (const dirent* e = readdir(fds.get())) {
@@ -58,11 +79,31 @@ std::optional<std::vector<uint32_t>> open_gpus(const std::string& dir,
     const ssize_t n = readlinkat(dirfd(fds.get()), e->d_name, target, sizeof target);
     if (n <= 0 || static_cast<size_t>(n) >= sizeof target) continue;
     const std::string_view path = without_deleted({target, static_cast<size_t>(n)});
+    bool named = false;
     for (uint32_t g = 0; g < devices.size(); ++g) {
-      if (!devices[g].path.empty() && path.ends_with(devices[g].path)) add_gpu(gpus, g);
+      if (!devices[g].path.empty() && path.ends_with(devices[g].path)) {
+        add_gpu(open.gpus, g);
+        named = true;
+      }
+    }
+    if (named || never_a_device(path)) continue;
+    struct statx stx {};
+    if (::statx(dirfd(fds.get()), e->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx) !=
+        0) {
+      continue;
+    }
+    const dev_t file_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+    const dev_t rdev = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
+    for (uint32_t g = 0; g < devices.size(); ++g) {
+      const DeviceFile& d = devices[g];
+      const bool same_file = d.ino != 0 && d.dev == file_dev && d.ino == stx.stx_ino;
+      const bool same_device = d.rdev != 0 && S_ISCHR(stx.stx_mode) && rdev == d.rdev;
+      if (!same_file && !same_device) continue;
+      add_gpu(open.gpus, g);
+      if (!same_file) open.aliases.emplace_back(g, DeviceFile{file_dev, stx.stx_ino, {}, rdev});
     }
   }
-  return gpus;
+  return open;
 }
 
 uint64_t gpu_bits(const std::vector<uint32_t>& gpus) {
@@ -84,6 +125,7 @@ std::vector<DeviceFile> device_files(const std::vector<std::string>& paths) {
     if (::stat(path.c_str(), &st) == 0) {
       f.dev = st.st_dev;
       f.ino = st.st_ino;
+      if (S_ISCHR(st.st_mode)) f.rdev = st.st_rdev;
       // As the kernel names it in /proc/PID/fd: no "//", "..", or links.
       if (char* real = ::realpath(path.c_str(), nullptr)) {
         f.path = real;
@@ -96,7 +138,8 @@ std::vector<DeviceFile> device_files(const std::vector<std::string>& paths) {
 }
 
 MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices,
-                      const std::vector<DeviceFile>& shims, bool stop_at_shim) {
+                      const std::vector<DeviceFile>& shims, bool stop_at_shim,
+                      const std::vector<std::pair<uint32_t, DeviceFile>>& aliases) {
   MapsFinding found;
   std::string line;
   while (std::getline(maps, line)) {
@@ -109,6 +152,9 @@ MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices
     };
     for (uint32_t g = 0; g < devices.size(); ++g) {
       if (same(devices[g])) add_gpu(found.gpus, g);
+    }
+    for (const auto& [g, alias] : aliases) {
+      if (same(alias)) add_gpu(found.gpus, g);
     }
     // The shim by identity, or by its path (only root can put a file
     // there): on overlayfs, maps name the underlying file's device and
@@ -182,7 +228,7 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     if (!status || status->uid == 0 || !request.uids.contains(status->uid)) continue;
     const std::string dir = task_dir(pid, status->zombie);
     const auto open = open_gpus(dir, request.devices);
-    if (open && open->empty()) continue;  // not a GPU's user
+    if (open && open->gpus.empty()) continue;  // not a GPU's user
     model::GpuProcessSighting s;
     s.pid = pid;
     s.uid = status->uid;
@@ -191,13 +237,13 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     // Attached itself, or forked from an attached process: managed where it
     // is attached if it maps the shim (the maps say).
     const bool attached = attached_or_below(&s, status->ppid, request.attached);
-    mark(pid, open ? gpu_bits(*open) : ~uint64_t{0});
+    mark(pid, open ? gpu_bits(open->gpus) : ~uint64_t{0});
     const auto unreadable = request.maps_unreadable.find(pid);
     if (unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
       // Its maps waited on it before: judged by its open files and its
       // attachment, never read again (nor at all when those are not known).
       if (!open) continue;
-      s.gpus = *open;
+      s.gpus = open->gpus;
       s.maps_shim = attached;
     } else {
       // Attached on every GPU whose file it holds: only the shim is asked of
@@ -205,13 +251,14 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
       // maps (a file held open is not a GPU used: libcuda may open devices
       // it never makes a context on).
       const bool open_covered =
-          attached && open && std::all_of(open->begin(), open->end(), [&](uint32_t g) {
+          attached && open && std::all_of(open->gpus.begin(), open->gpus.end(), [&](uint32_t g) {
             return model::attached_on(s, g, request.attached);
           });
       std::ifstream maps(dir + "/maps");
       const MapsFinding found =
-          read_maps(maps, request.devices, request.shims, /*stop_at_shim=*/open_covered);
-      s.gpus = open_covered && found.maps_shim ? *open : found.gpus;
+          read_maps(maps, request.devices, request.shims, /*stop_at_shim=*/open_covered,
+                    open ? open->aliases : std::vector<std::pair<uint32_t, DeviceFile>>{});
+      s.gpus = open_covered && found.maps_shim ? open->gpus : found.gpus;
       s.maps_shim = found.maps_shim;
     }
     // No GPU, or managed on each (one attached on GPU 0 and driving GPU 1,

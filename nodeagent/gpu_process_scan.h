@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model/unmanaged_processes.h"
@@ -32,6 +33,7 @@ struct DeviceFile {
   dev_t dev = 0;
   ino_t ino = 0;
   std::string path;
+  dev_t rdev = 0;  // a character device's number (0: not one)
 };
 
 // Looks up each path (by GPU index), named as the kernel does (its real
@@ -47,8 +49,12 @@ struct MapsFinding {
 // device and inode or by path (which only root can put a file at).
 // `stop_at_shim`: stop reading once the shim is found (the GPUs found so
 // far are then all it says).
+// `aliases`: other files that are a GPU's device (by GPU index), as a
+// process's open descriptors showed them (a node of the same device made
+// elsewhere, e.g. in a container's /dev).
 MapsFinding read_maps(std::istream& maps, const std::vector<DeviceFile>& devices,
-                      const std::vector<DeviceFile>& shims, bool stop_at_shim = false);
+                      const std::vector<DeviceFile>& shims, bool stop_at_shim = false,
+                      const std::vector<std::pair<uint32_t, DeviceFile>>& aliases = {});
 
 struct GpuProcessScanRequest {
   std::set<uid_t> uids;  // whose processes to look at (never root)

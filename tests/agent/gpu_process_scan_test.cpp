@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <string_view>
 
 #include "nodeagent/proc_files.h"
 
@@ -48,6 +51,19 @@ TEST(GpuProcessScan, MapsNameTheGpusAndTheShimByDeviceAndInode) {
 // A file of the shim's name elsewhere is not the shim; the shim an upgrade
 // replaced (at its path, deleted) still is, and so is the shim's path on
 // another device and inode (overlayfs names the underlying file in maps).
+// A node of GPU 0's device made elsewhere (a container's /dev): its open
+// descriptor showed it the same device, and its mapping counts as GPU 0's.
+TEST(GpuProcessScan, AnotherNodeOfTheDeviceMapsTheGpu) {
+  std::istringstream maps(
+      "7f0000000000-7f0000001000 rw-s 00000000 00:2a 77 /containers/c1/dev/nvidia0\n");
+  const std::vector<std::pair<uint32_t, DeviceFile>> aliases = {
+      {0, DeviceFile{makedev(0, 0x2a), 77, {}, makedev(195, 0)}}};
+  EXPECT_EQ(read_maps(maps, two_gpus(), kShim, false, aliases).gpus, std::vector<uint32_t>{0});
+  std::istringstream same(
+      "7f0000000000-7f0000001000 rw-s 00000000 00:2a 77 /containers/c1/dev/nvidia0\n");
+  EXPECT_TRUE(read_maps(same, two_gpus(), kShim).gpus.empty());
+}
+
 TEST(GpuProcessScan, OnlyTheShimsOwnFileIsTheShim) {
   std::istringstream copy(
       "7f0000005000-7f0000006000 r-xp 00001000 00:2a 888 /tmp/shim.so\n"
@@ -81,7 +97,9 @@ TEST(GpuProcessScan, MalformedLinesAreSkipped) {
 // GPUs 0 and 1 and maps GPU 0's.
 class ScannedChild {
  public:
-  enum class Shape { kPlain, kWithShim, kOddName, kLeaderExited };
+  // kDetachedMount: GPU 0's file opened through a bind mount the child then
+  // detached in its own mount namespace, and nothing else of the GPUs open.
+  enum class Shape { kPlain, kWithShim, kOddName, kLeaderExited, kDetachedMount };
 
   explicit ScannedChild(Shape shape) {
     const std::string dir = ::testing::TempDir();
@@ -101,7 +119,14 @@ class ScannedChild {
     int ready[2];
     if (::pipe2(ready, O_CLOEXEC) != 0) return;
     pid_ = ::fork();
-    if (pid_ == 0) run(shape, m, ready[1]);
+    if (pid_ == 0) {
+      int gpu0 = m;
+      if (shape == Shape::kDetachedMount) {
+        ::close(o);
+        gpu0 = open_through_detached_mount(dir, paths_[0], m);
+      }
+      run(shape, gpu0, ready[1]);
+    }
     ::close(ready[1]);
     char byte = 0;
     ready_ = pid_ > 0 && ::read(ready[0], &byte, 1) == 1;
@@ -177,6 +202,25 @@ class ScannedChild {
       ::pause();
   }
 
+  // In the child: `path` (in `dir`) opened again through a bind mount of
+  // `dir` that is then detached, its first descriptor closed: the kernel
+  // names the one left "/" + its file name.
+  static int open_through_detached_mount(const std::string& dir, const std::string& path,
+                                         int first) {
+    const std::string bind = dir + "/scan-bind-" + std::to_string(::getpid());
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mkdir(bind.c_str(), 0700) != 0 ||
+        ::mount(dir.c_str(), bind.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      ::_exit(1);
+    }
+    const int fd = ::open((bind + path.substr(dir.size())).c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0 || ::umount2(bind.c_str(), MNT_DETACH) != 0) ::_exit(1);
+    ::rmdir(bind.c_str());
+    ::close(first);
+    return fd;
+  }
+
   std::vector<std::string> paths_;
   pid_t pid_ = -1;
   bool ready_ = false;
@@ -192,6 +236,28 @@ TEST(GpuProcessScan, AProcessThatMapsAGpuIsFoundWithItsAncestors) {
   EXPECT_NE(s.start_time, 0u);
   ASSERT_FALSE(s.ancestors.empty());
   EXPECT_EQ(s.ancestors[0], getpid());
+}
+
+// A process in its own mount namespace opens the device through a mount it
+// then detaches (umount -l): its descriptor names "/scan-gpu0-...", which
+// ends in no device's path, and before the scan looked at nothing else it
+// was skipped without its maps being read, a GPU user never judged.
+TEST(GpuProcessScan, AGpuFileOpenedThroughADetachedMountIsStillTheGpu) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace";
+  ScannedChild child(ScannedChild::Shape::kDetachedMount);
+  ASSERT_TRUE(child.ready());
+  char link[4096] = {};
+  bool hidden = false;
+  const std::string fds = "/proc/" + std::to_string(child.pid()) + "/fd";
+  for (const auto& e : std::filesystem::directory_iterator(fds)) {
+    const ssize_t n = ::readlink(e.path().c_str(), link, sizeof link - 1);
+    if (n > 0 && std::string_view(link, static_cast<size_t>(n)).starts_with("/scan-gpu0-"))
+      hidden = true;
+  }
+  ASSERT_TRUE(hidden) << "the child's descriptor is not named as the test means";
+  const auto s = child.sighting(child.request());
+  EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
+  EXPECT_EQ(s.uid, child.uid());
 }
 
 TEST(GpuProcessScan, AttachedProcessesAndTheirDescendantsWithTheShimAreNotSighted) {
