@@ -128,7 +128,7 @@ DisposalProcesses::~DisposalProcesses() {
   retire_all();
 }
 
-bool DisposalProcesses::start(Process* p) const {
+bool DisposalProcesses::start(Process* p) {
   int ends[2];
   // Non-blocking: a full feed is a stuck process, not a wait for the agent.
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends) != 0)
@@ -152,6 +152,7 @@ bool DisposalProcesses::start(Process* p) const {
     (void)::setsockopt(feed.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
   p->pid = pid;
   p->feed = std::move(feed);
+  ++started_;
   return true;
 }
 
@@ -174,13 +175,15 @@ bool DisposalProcesses::idle(Process& p) {
   return p.answered == p.given;
 }
 
-bool DisposalProcesses::hand(UniqueFd& fd, uid_t uid) {
+bool DisposalProcesses::hand(UniqueFd& fd, uid_t uid, int64_t now) {
   reap();
-  // Others' that have closed all they were given end: a process lives only
-  // while its user passes descriptors. One stuck in a close is not idle.
+  // Others' that have closed all they were given and were given nothing for
+  // a while end: a process lives only while its user passes descriptors.
+  // One stuck in a close is not idle.
   for (auto it = current_.begin(); it != current_.end();) {
     const auto next = std::next(it);
-    if (it->first != uid && idle(it->second)) retire(it);
+    if (it->first != uid && now - it->second.last_given_ns >= kIdleNs && idle(it->second))
+      retire(it);
     it = next;
   }
   // A process that is stuck (its feed full) or gone gets a successor, once.
@@ -194,6 +197,7 @@ bool DisposalProcesses::hand(UniqueFd& fd, uid_t uid) {
     }
     if (send_fd(it->second.feed.get(), fd.get())) {
       fd.reset();  // in flight: not the last close
+      it->second.last_given_ns = now;
       // Then the word that it may close it; where that cannot be sent (its
       // feed just filled), the end of the feed says so.
       if (send_closed(it->second.feed.get())) {

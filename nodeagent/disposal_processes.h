@@ -36,11 +36,17 @@ class DisposalProcesses {
   DisposalProcesses& operator=(const DisposalProcesses&) = delete;
   ~DisposalProcesses();
 
-  // Hands `fd` to `uid`'s process (`fd` is then closed here); false, and
-  // `fd` left as it is, where none can take it (all of `uid`'s are stuck,
-  // or no process can be started). Other users' processes that have taken
-  // in all they were sent are ended meanwhile.
-  bool hand(UniqueFd& fd, uid_t uid);
+  // Hands `fd` to `uid`'s process (`fd` is then closed here) at `now`
+  // (monotonic ns); false, and `fd` left as it is, where none can take it
+  // (all of `uid`'s are stuck, or no process can be started). Other users'
+  // processes that have closed all they were sent and were handed nothing
+  // for kIdleNs are ended meanwhile: not at once, or two users passing
+  // descriptors in turn would have the agent start a process (a clone of
+  // itself, on its thread) for every one.
+  bool hand(UniqueFd& fd, uid_t uid, int64_t now);
+  static constexpr int64_t kIdleNs = 10'000'000'000;
+  // Processes started since this began.
+  uint64_t started() const { return started_; }
   // Processes alive (not yet reaped).
   std::size_t alive();
   // Ends every feed: each process exits once it has closed what it holds.
@@ -54,8 +60,9 @@ class DisposalProcesses {
     // those it answered it had closed.
     uint64_t given = 0;
     uint64_t answered = 0;
+    int64_t last_given_ns = 0;
   };
-  bool start(Process* p) const;
+  bool start(Process* p);
   // Whether `p` has closed all it was given (its answers read here).
   static bool idle(Process& p);
   void retire(std::map<uid_t, Process>::iterator it);
@@ -67,6 +74,7 @@ class DisposalProcesses {
   const std::size_t max_per_user_;
   std::map<uid_t, Process> current_;
   std::vector<std::pair<pid_t, uid_t>> retired_;
+  uint64_t started_ = 0;
 };
 
 }  // namespace egpu::agent

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/util/clock.h"
 #include "core/util/log.h"
 #include "nodeagent/disposal_processes.h"
 #include "nodeagent/worker_pool.h"
@@ -68,7 +69,7 @@ void hand_on(UniqueFd fd, uid_t uid) {
   std::lock_guard lock(d.mu);
   std::deque<UniqueFd>& held = d.held[uid];
   held.push_back(std::move(fd));
-  while (!held.empty() && d.processes.hand(held.front(), uid)) {
+  while (!held.empty() && d.processes.hand(held.front(), uid, monotonic_ns())) {
     held.pop_front();
     ++d.handed;
   }

@@ -74,7 +74,7 @@ TEST(DisposalProcesses, AStuckUserGetsSuccessorsUpToTheBoundAndNoOneElseWaits) {
               for (int i = 0; i < 200 && !refused; ++i) {
                 UniqueFd fd = blocking_socket(&held);
                 if (!fd.valid()) return 3;
-                if (processes.hand(fd, 1001)) {
+                if (processes.hand(fd, 1001, 0)) {
                   ++handed;
                 } else {
                   refused = true;
@@ -88,7 +88,7 @@ TEST(DisposalProcesses, AStuckUserGetsSuccessorsUpToTheBoundAndNoOneElseWaits) {
               int ends[2];
               if (::pipe(ends) != 0) return 7;
               UniqueFd other(ends[1]);
-              if (!processes.hand(other, 1002)) return 8;
+              if (!processes.hand(other, 1002, DisposalProcesses::kIdleNs)) return 8;
               // The stuck ones are not taken for idle by the other user's hand.
               if (processes.alive() != kBound + 1) return 9;
               return 0;
@@ -97,24 +97,26 @@ TEST(DisposalProcesses, AStuckUserGetsSuccessorsUpToTheBoundAndNoOneElseWaits) {
       << "exit code says which check failed";
 }
 
-// A process that has closed all it was given ends when another user's is
-// needed; one stuck in a close (its feed empty) does not, and takes its
-// user's next socket.
+// A process that has closed all it was given, and was given nothing for
+// kIdleNs, ends when another user's is needed; one stuck in a close (its
+// feed empty) does not, and takes its user's next socket.
 TEST(DisposalProcesses, OnlyAProcessThatClosedAllItWasGivenEnds) {
   if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
   EXPECT_EQ(in_child([] {
               DisposalProcesses processes(&close_here);
               std::vector<LingeringSocket> held;
+              int64_t now = 0;  // each hand a while after the last
               const auto hand_pipe_end = [&](uid_t uid) {
                 int ends[2];
                 if (::pipe(ends) != 0) return false;
                 ::close(ends[0]);
                 UniqueFd write_end(ends[1]);
-                return processes.hand(write_end, uid);
+                now += DisposalProcesses::kIdleNs;
+                return processes.hand(write_end, uid, now);
               };
               // 1001's process blocks on its socket, its feed empty.
               UniqueFd stuck = blocking_socket(&held);
-              if (!stuck.valid() || !processes.hand(stuck, 1001)) return 2;
+              if (!stuck.valid() || !processes.hand(stuck, 1001, now)) return 2;
               // 1002's closes a pipe end; others' hands end it once it has.
               if (!hand_pipe_end(1002)) return 3;
               for (int i = 0; i < 3000 && processes.alive() != 2; ++i) {
@@ -125,13 +127,46 @@ TEST(DisposalProcesses, OnlyAProcessThatClosedAllItWasGivenEnds) {
               // 1001's next goes to its stuck process, not a new one: once
               // 1003's has ended, 1001's one and 1004's are all there are.
               UniqueFd again = blocking_socket(&held);
-              if (!again.valid() || !processes.hand(again, 1001)) return 6;
+              if (!again.valid() || !processes.hand(again, 1001, now)) return 6;
               for (int i = 0; i < 3000; ++i) {
                 if (!hand_pipe_end(1004)) return 7;
                 if (processes.alive() == 2) return 0;
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
               }
               return 9;
+            }),
+            0)
+      << "exit code says which check failed";
+}
+
+// Two users passing descriptors in turn, a hand each microsecond (100: the
+// answers of each process fit its feed, so it can be found idle): each
+// user's process stays (the other's hands are within kIdleNs), so two
+// processes are started, not one per hand (each a clone of the agent).
+// Idle past kIdleNs, the other's ends at the next hand.
+TEST(DisposalProcesses, UsersPassingInTurnDoNotStartAProcessEachTime) {
+  EXPECT_EQ(in_child([] {
+              DisposalProcesses processes(&close_here);
+              for (int i = 0; i < 100; ++i) {
+                int ends[2];
+                if (::pipe(ends) != 0) return 2;
+                ::close(ends[0]);
+                UniqueFd write_end(ends[1]);
+                if (!processes.hand(write_end, i % 2 == 0 ? 1001 : 1002, i * 1000)) return 3;
+              }
+              if (processes.started() != 2) return 4;
+              // 1002's closes what it was given; then, idle for kIdleNs, it ends.
+              for (int i = 0; i < 3000 && processes.alive() != 1; ++i) {
+                int ends[2];
+                if (::pipe(ends) != 0) return 5;
+                ::close(ends[0]);
+                UniqueFd write_end(ends[1]);
+                if (!processes.hand(write_end, 1001, 100'000 + DisposalProcesses::kIdleNs))
+                  return 6;
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+              }
+              if (processes.started() != 2) return 7;
+              return processes.alive() == 1 ? 0 : 10 + static_cast<int>(processes.alive());
             }),
             0)
       << "exit code says which check failed";
