@@ -2,6 +2,7 @@
 #include "egpu_env.h"
 
 #include "core/env/egpu_env_names.h"
+#include "egpu_env_list.h"
 #include "egpu_node.h"
 #include "egpu_stepd.h"
 #include "gres_common.h"
@@ -9,6 +10,20 @@
 static const char* const egpu_alloc_vars[] = {EGPU_ENV_GPU_INDICES, EGPU_ENV_UNITS,
                                               EGPU_ENV_JOB_UNITS, EGPU_ENV_MEM_QUOTA,
                                               EGPU_ENV_GPU_UUIDS};
+
+static void release_entry(char* entry) {
+  xfree(entry);
+}
+
+/* Every copy of one of our variables goes (not unsetenvp's every other one
+ * of a run: see egpu_env_list.h); set, it is then the only one. */
+static void drop_ours(char** env, const char* name) {
+  (void)egpu_env_remove_all(env, name, release_entry);
+}
+static void set_ours(char*** env, const char* name, const char* value) {
+  drop_ours(*env, name);
+  env_array_overwrite(env, name, value);
+}
 
 static bool has_units(bitstr_t* bits, uint64_t units) {
   return bits && units && bit_set_count(bits) > 0;
@@ -111,19 +126,19 @@ static void set_egpu_alloc_vars(const egpu_env_request_t* req) {
     sep = ",";
   }
   if (!indices) return; /* binding left this task none of our GPUs */
-  env_array_overwrite(req->env, EGPU_ENV_GPU_INDICES, indices);
-  env_array_overwrite(req->env, EGPU_ENV_UNITS, units);
+  set_ours(req->env, EGPU_ENV_GPU_INDICES, indices);
+  set_ours(req->env, EGPU_ENV_UNITS, units);
   /* Only slurmstepd's step env carries it (SPANK reads it there); a task's
    * env is not the step record's, so a task bound to some GPUs drops it. */
   if (req->kind == EGPU_ENV_KIND_TASK)
-    unsetenvp(*req->env, EGPU_ENV_JOB_UNITS);
+    drop_ours(*req->env, EGPU_ENV_JOB_UNITS);
   else
-    env_array_overwrite(req->env, EGPU_ENV_JOB_UNITS, job_units);
-  env_array_overwrite(req->env, EGPU_ENV_MEM_QUOTA, quota);
+    set_ours(req->env, EGPU_ENV_JOB_UNITS, job_units);
+  set_ours(req->env, EGPU_ENV_MEM_QUOTA, quota);
   if (all_uuids)
-    env_array_overwrite(req->env, EGPU_ENV_GPU_UUIDS, uuids);
+    set_ours(req->env, EGPU_ENV_GPU_UUIDS, uuids);
   else
-    unsetenvp(*req->env, EGPU_ENV_GPU_UUIDS);
+    drop_ours(*req->env, EGPU_ENV_GPU_UUIDS);
   xfree(indices);
   xfree(units);
   xfree(job_units);
@@ -149,14 +164,14 @@ static void set_uuids_from_gpu_vars(char*** env, egpu_env_kind_t kind) {
     xstrfmtcat(uuids, "%s%s", sep, uuid);
     sep = ",";
   }
-  if (all && uuids) env_array_overwrite(env, EGPU_ENV_GPU_UUIDS, uuids);
+  if (all && uuids) set_ours(env, EGPU_ENV_GPU_UUIDS, uuids);
   xfree(uuids);
   xfree(copy);
 }
 
 void egpu_env_apply(const egpu_env_request_t* req) {
   const char* node = egpu_node_name();
-  if (node && req->kind != EGPU_ENV_KIND_TASK) env_array_overwrite(req->env, EGPU_ENV_NODE, node);
+  if (node && req->kind != EGPU_ENV_KIND_TASK) set_ours(req->env, EGPU_ENV_NODE, node);
 
   if (has_units(req->gpus, req->units)) {
     set_gpu_vars(req);
@@ -167,7 +182,7 @@ void egpu_env_apply(const egpu_env_request_t* req) {
    * have set them for a whole-GPU job), drop only our own. */
   if (req->kind == EGPU_ENV_KIND_TASK) return;
   for (size_t i = 0; i < sizeof(egpu_alloc_vars) / sizeof(egpu_alloc_vars[0]); i++)
-    unsetenvp(*req->env, egpu_alloc_vars[i]);
+    drop_ours(*req->env, egpu_alloc_vars[i]);
   set_uuids_from_gpu_vars(req->env, req->kind);
 }
 
@@ -185,5 +200,5 @@ void egpu_env_prep(char*** env, egpu_prep_t* prep, int node_inx) {
   egpu_env_request_t req = {.kind = EGPU_ENV_KIND_JOB, .env = env, .gpus = bits, .units = units};
   set_egpu_alloc_vars(&req);
   const char* node = egpu_node_name();
-  if (node) env_array_overwrite(env, EGPU_ENV_NODE, node);
+  if (node) set_ours(env, EGPU_ENV_NODE, node);
 }

@@ -1,8 +1,14 @@
 // Unit tests of the Slurm-independent parts of gres/: the TRES request parser
-// used by job_submit/egpu. (gres/egpu reads egpu.conf through core/config's C
-// API, tested in tests/unit/config.)
+// used by job_submit/egpu, and the removal of variables from a step's env. (gres/egpu reads
+// egpu.conf through core/config's C API, tested in tests/unit/config.)
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "egpu_env_list.h"
 #include "egpu_request.h"
 
 namespace {
@@ -50,6 +56,34 @@ TEST(EgpuRequest, RejectsUnreadableCounts) {
   Units("gres/egpu:v100:x", EGPU_REQUEST_BAD);
   Units("gres/egpu:a:b:3", EGPU_REQUEST_BAD);
   Units("gres/egpu:v100:12q", EGPU_REQUEST_BAD);
+}
+
+// An environment submitted through Slurm's API may name a variable twice in
+// a row. Slurm's unsetenvp() removed the first and stepped past the second,
+// which then reached SPANK as the step's egpu allocation on a step Slurm gave
+// none: every copy must go, and nothing else.
+TEST(EgpuEnvList, RemovesEveryCopyOfTheVariableAndOnlyIt) {
+  std::vector<char*> env;
+  for (const char* e : {"EGPU_UNITS=100", "EGPU_UNITS=100", "EGPU_UNITS_X=1", "PATH=/bin",
+                        "EGPU_UNITS=50", "EGPU_UNITS", "EGPU_UNITS=100"}) {
+    env.push_back(strdup(e));
+  }
+  env.push_back(nullptr);
+  static int released;
+  released = 0;
+  const size_t removed = egpu_env_remove_all(env.data(), "EGPU_UNITS", [](char* entry) {
+    ++released;
+    std::free(entry);
+  });
+  EXPECT_EQ(removed, 4u);
+  EXPECT_EQ(released, 4);
+  std::vector<std::string> left;
+  for (char** p = env.data(); *p != nullptr; ++p) {
+    left.emplace_back(*p);
+    std::free(*p);
+  }
+  EXPECT_EQ(left, (std::vector<std::string>{"EGPU_UNITS_X=1", "PATH=/bin", "EGPU_UNITS"}));
+  EXPECT_EQ(egpu_env_remove_all(nullptr, "EGPU_UNITS", nullptr), 0u);
 }
 
 }  // namespace

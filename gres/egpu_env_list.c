@@ -1,0 +1,20 @@
+#include "egpu_env_list.h"
+
+#include <string.h>
+
+size_t egpu_env_remove_all(char** env, const char* name, void (*release)(char* entry)) {
+  if (!env || !name) return 0;
+  const size_t len = strlen(name);
+  size_t removed = 0;
+  char** out = env;
+  for (char** in = env; *in; in++) {
+    if (strncmp(*in, name, len) == 0 && (*in)[len] == '=') {
+      if (release) release(*in);
+      removed++;
+    } else {
+      *out++ = *in;
+    }
+  }
+  *out = NULL;
+  return removed;
+}
