@@ -48,14 +48,22 @@ struct Child {
   }
 };
 
-// Reads what is there now; false at end of file or on an error.
+// Reads what is there now, up to kMaxReadsPerDrain reads; false at end of
+// file, on an error, or once kMaxCapture is held (the pipe is then closed:
+// what the command writes past it is not read). The bound lets the caller
+// look at its deadline: writers that keep a pipe full (the command's, or
+// anyone's who can open its pipe) would otherwise keep it here.
 bool drain(UniqueFd& fd, std::string& into) {
+  constexpr int kMaxReadsPerDrain = 64;
   char buf[16384];
-  for (;;) {
+  for (int reads = 0; reads < kMaxReadsPerDrain; ++reads) {
+    if (into.size() >= kMaxCapture) {
+      fd.reset();
+      return false;
+    }
     const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n > 0) {
-      const size_t room = kMaxCapture - std::min(kMaxCapture, into.size());
-      into.append(buf, std::min(room, static_cast<size_t>(n)));
+      into.append(buf, std::min(kMaxCapture - into.size(), static_cast<size_t>(n)));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -63,6 +71,7 @@ bool drain(UniqueFd& fd, std::string& into) {
     fd.reset();
     return false;
   }
+  return true;
 }
 
 // Spawns one command with stdout and stderr on pipes, under a reporter

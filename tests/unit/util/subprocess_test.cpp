@@ -196,5 +196,16 @@ TEST(Subprocess, AChildIgnoringTermIsKilled) {
   EXPECT_TRUE(gone_within_5s(pid)) << "process " << pid << " is still running";
 }
 
+// A command that writes without end past the capture was read (and its
+// output thrown away) until the deadline, and a writer that kept the pipe
+// full kept the reader from looking at the deadline at all. Past the
+// capture its pipe is closed: it ends by SIGPIPE, long before a deadline.
+TEST(Subprocess, OutputPastTheCaptureClosesThePipe) {
+  auto r = run_processes({{"sh", "-c", "exec yes"}}, 120'000);
+  EXPECT_FALSE(r[0].timed_out);
+  EXPECT_EQ(r[0].signal, SIGPIPE);
+  EXPECT_EQ(r[0].out.size(), kMaxCapture);
+}
+
 }  // namespace
 }  // namespace egpu
