@@ -214,13 +214,19 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
 
 CommentRecords records_in_comment(std::string_view admin_comment) {
   CommentRecords out;
-  for (std::string& part : split(admin_comment)) {
-    if (const auto n = dropped_count(part))
-      out.dropped += *n;
-    else if (parse_step_record(part))
-      out.records.push_back(std::move(part));
+  // Lines are comments of their own: sacct and squeue print one per job of
+  // a heterogeneous or array job.
+  for (;;) {
+    const size_t eol = admin_comment.find('\n');
+    for (std::string& part : split(admin_comment.substr(0, eol))) {
+      if (const auto n = dropped_count(part))
+        out.dropped += *n;
+      else if (parse_step_record(part))
+        out.records.push_back(std::move(part));
+    }
+    if (eol == std::string_view::npos) return out;
+    admin_comment.remove_prefix(eol + 1);
   }
-  return out;
 }
 
 }  // namespace egpu::accounting

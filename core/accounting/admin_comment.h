@@ -44,7 +44,8 @@ Result<std::string> merge_append_request(std::string_view existing, std::string_
                                          uint64_t job_id, size_t max_length = kMaxAdminComment);
 
 // The egpu records in an AdminComment, in order, and how many were dropped
-// for room ("egpu dropped=N"); the admin's own text is left out.
+// for room ("egpu dropped=N"); the admin's own text is left out. Several
+// lines are several jobs' comments (sacct's and squeue's listings).
 struct CommentRecords {
   std::vector<std::string> records;
   uint64_t dropped = 0;

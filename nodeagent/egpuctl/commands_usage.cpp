@@ -1,7 +1,7 @@
 // egpuctl usage JOB: what each step of a job achieved on each GPU of each
 // node, from the records SPANK leaves in the job's AdminComment when a step
 // ends, or checkpoints while it runs (core/accounting/admin_comment.h). sacct has them after the
-// job ended; without slurmdbd, scontrol has them while slurmctld keeps the job. Slurm decides who
+// job ended; without slurmdbd, squeue has them while slurmctld keeps the job. Slurm decides who
 // may see the job.
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +19,8 @@ namespace {
 
 constexpr int kSlurmTimeoutMs = 30'000;
 
-// The job's AdminComment as sacct, else scontrol, has it.
+// The job's AdminComment as sacct, else squeue, has it (one line per job
+// of an array or heterogeneous job).
 Result<std::string> admin_comment(const std::string& job) {
   auto runs = run_processes({{"sacct", "-n", "-P", "-X", "-j", job, "-o", "AdminComment"}},
                             kSlurmTimeoutMs);
@@ -31,30 +32,20 @@ Result<std::string> admin_comment(const std::string& job) {
   }
   const std::string sacct_failure = runs.front().failure();
   const bool no_sacct = !runs.front().spawn_error.empty();
-  runs = run_processes({{"scontrol", "show", "job", job}}, kSlurmTimeoutMs);
+  // The one field, never `scontrol show job`'s text: the job's name, work
+  // directory and command (the user's) come on lines of their own there,
+  // and one with a newline and "AdminComment=" in it forged the records.
+  runs = run_processes({{"squeue", "-h", "-t", "all", "-j", job, "-O", "admin_comment:0"}},
+                       kSlurmTimeoutMs);
   if (no_sacct && !runs.front().spawn_error.empty()) {
-    return Error{"usage needs Slurm's sacct or scontrol, and neither can be run here (" +
+    return Error{"usage needs Slurm's sacct or squeue, and neither can be run here (" +
                  runs.front().spawn_error + ")"};
   }
   if (!runs.front().ok()) {
     return Error{"neither sacct (" + (sacct_failure.empty() ? "no record" : sacct_failure) +
-                 ") nor scontrol (" + runs.front().failure() + ") knows job " + job};
+                 ") nor squeue (" + runs.front().failure() + ") knows job " + job};
   }
-  // scontrol puts AdminComment on a line of its own (multi-line format).
-  const std::string& text = runs.front().out;
-  const std::string key = "AdminComment=";
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = text.find('\n', at);
-    std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    at = end == std::string::npos ? text.size() : end + 1;
-    const size_t first = line.find_first_not_of(' ');
-    if (first == std::string::npos || line.compare(first, key.size(), key) != 0) continue;
-    line = line.substr(first + key.size());
-    while (!line.empty() && line.back() == ' ')
-      line.pop_back();
-    return line;
-  }
-  return std::string();
+  return runs.front().out;  // "(null)" where it has none: no records in it
 }
 
 }  // namespace

@@ -249,4 +249,17 @@ if [[ $release == 24.11 ]]; then
   grep -q "not an egpu record" <<<"$out_root" || fail "the refusal does not say why: $out_root"
 fi
 ok "egpuuser's record refused ($out); root's malformed request refused ($out_root)"
+
+# A job whose name (or work directory) holds a line "AdminComment=<record>":
+# egpuctl usage read scontrol's text, where those come on lines of their own
+# before the real AdminComment, and showed the forged record as the job's.
+forged="egpu step=999999.0 node=n1 gpu=0 units=100 elapsed_s=9.000 device_s=9.000 share=1.000 mem_peak_mib=0 throttled_s=0.000"
+named=$(submit_as_user -J $'x\n   AdminComment='"$forged" --wrap 'sleep 300')
+wait_state "$named" RUNNING
+set +e
+usage=$(as_user egpuctl usage "$named" 2>&1)
+set -e
+[[ $usage != *999999* ]] || fail "egpuctl usage $named shows a record its name forged: $usage"
+grep -q "has no egpu records" <<<"$usage" || fail "egpuctl usage $named: $usage"
+ok "a job named after a record has none in egpuctl usage ($usage)"
 clean_jobs

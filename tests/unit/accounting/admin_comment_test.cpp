@@ -227,5 +227,15 @@ TEST(AdminCommentC, MergesAndReportsErrors) {
   EXPECT_EQ(egpu_admin_comment_merge("note", nullptr, 7, nullptr, err, sizeof err), -1);
 }
 
+// sacct and squeue list the comment of each job of an array or
+// heterogeneous job on a line of its own: records on either side of a line
+// break were read as one malformed part and dropped.
+TEST(AdminComment, EachLineOfAListingIsAComment) {
+  const std::string a = record(0, "n1", 0, 10), b = record(1, "n1", 0, 20),
+                    c = record(2, "n2", 1, 30);
+  const CommentRecords found = records_in_comment(a + "; " + b + "\n(null)\n" + c + "\n");
+  EXPECT_EQ(found.records, (std::vector<std::string>{a, b, c}));
+}
+
 }  // namespace
 }  // namespace egpu::accounting
