@@ -34,7 +34,7 @@ constexpr int64_t kQuietAfterStartNs = 15'000'000'000;
 std::string command_of(pid_t pid) {
   std::string name = read_proc_file(pid, "comm");
   if (name.ends_with('\n')) name.pop_back();
-  return name.empty() ? "?" : printable(name);
+  return name.empty() ? "?" : printable(name, Lines::kOne);
 }
 
 }  // namespace

@@ -10,12 +10,19 @@
 
 namespace egpu {
 
-// C0 controls but newline and tab, DEL, and C1 controls as UTF-8 encodes
-// them (a terminal may take U+009B for an escape sequence's start) become
-// '?'; everything else is kept byte for byte.
-std::string printable(std::string_view text);
+// Whether newlines (and tabs) in the text stay: a relayed stderr is lines,
+// a field (a step, a node, an objective) is one value, whose newline would
+// print a row of the user's making under the admin's.
+enum class Lines { kKept, kOne };
 
-// The same for every string in `value` (keys too), in place.
+// C0 controls (but newline and tab where lines are kept), DEL, C1 controls
+// as UTF-8 encodes them (a terminal may take U+009B for an escape
+// sequence's start), and every byte that is not part of valid UTF-8 (a lone
+// 0x9b is CSI to an 8-bit terminal; nlohmann's dump() throws on it) become
+// '?'; everything else is kept byte for byte.
+std::string printable(std::string_view text, Lines lines = Lines::kKept);
+
+// Every string in `value` (keys too), in place, each as one line.
 void make_printable(nlohmann::json& value);
 
 }  // namespace egpu

@@ -28,7 +28,7 @@ void usage(FILE* out) {
       "                                  node, all or nothing; an id on this node only\n"
       "  usage JOB                       what each ended step of the job achieved on each\n"
       "                                  GPU (device time, share, memory peak, throttled\n"
-      "                                  time), from its AdminComment (sacct or scontrol)\n"
+      "                                  time), from its AdminComment (sacct or squeue)\n"
       "  slo INSTANCE p99:40ms|off       a latency objective: the instance borrows share\n"
       "                                  from lend instances on its GPU while it is at risk\n"
       "  create --job J --step S --gpu G --units U [--job-units N] [--uid U] [--gid G]\n"

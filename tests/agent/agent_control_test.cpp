@@ -97,7 +97,7 @@ TEST_F(AgentControl, EgpuctlRefusesAnInstanceNamedTwiceInOneResize) {
   const std::vector<std::string> no_slurm{"PATH=/nonexistent"};
   run = run_processes({{EGPU_EGPUCTL_PATH, "usage", "12"}}, 10'000, &no_slurm).front();
   EXPECT_EQ(run.exit_code, 1);
-  EXPECT_NE(run.err.find("usage needs Slurm's sacct or scontrol, and neither can be run here"),
+  EXPECT_NE(run.err.find("usage needs Slurm's sacct or squeue, and neither can be run here"),
             std::string::npos)
       << run.err;
 }

@@ -20,7 +20,35 @@ TEST(Printable, ControlCharactersBecomeVisibleAndTextStays) {
             "egpuctl: no such step 7.1\n\tnext line");
   // Other UTF-8 is kept byte for byte (U+00E9, U+00A0, U+4E2D).
   EXPECT_EQ(printable("caf\xc3\xa9 \xc2\xa0 \xe4\xb8\xad"), "caf\xc3\xa9 \xc2\xa0 \xe4\xb8\xad");
-  EXPECT_EQ(printable("\xc2"), "\xc2");  // a lone lead byte at the end is no C1
+  EXPECT_EQ(printable("\xc2"), "?");  // a lead byte without its continuation
+}
+
+// A byte that is not part of valid UTF-8 is one an 8-bit terminal may take
+// for a control (a lone 0x9b is CSI), and nlohmann's dump() throws on it: a
+// relayed status with one made egpuctl report a resize it had applied as a
+// failure. Overlong forms and surrogates are no characters either.
+TEST(Printable, BytesThatAreNotUtf8BecomeVisible) {
+  EXPECT_EQ(printable("a\x9b"
+                      "31mb"),
+            "a?31mb");
+  EXPECT_EQ(printable("\xff\xfe"), "??");
+  EXPECT_EQ(printable("\xc0\xaf"), "??");                        // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "???");                   // a surrogate
+  EXPECT_EQ(printable("\xf4\x90\x80\x80"), "????");              // past U+10FFFF
+  EXPECT_EQ(printable("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");  // U+1F600 stays
+  nlohmann::json value = {{"step", std::string("7.0\x9b")}};
+  make_printable(value);
+  EXPECT_NO_THROW((void)value.dump());
+  EXPECT_EQ(value["step"], "7.0?");
+}
+
+// A field of a relayed status is one value: its newline would print a row
+// of the job owner's making under root's (a fake instance, a fake node).
+TEST(Printable, AJsonStringIsOneLine) {
+  nlohmann::json value = {{"objective", "p99:40ms\n== node n9 ==\tforged"}};
+  make_printable(value);
+  EXPECT_EQ(value["objective"], "p99:40ms?== node n9 ==?forged");
+  EXPECT_EQ(printable("a\nb", Lines::kOne), "a?b");
 }
 
 TEST(Printable, EveryStringOfAJsonValueKeysIncluded) {
