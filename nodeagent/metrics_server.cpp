@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -183,13 +184,20 @@ bool MetricsServer::admit(int fd, Connection* c) {
     EGPU_LOG_DEBUG("metrics: a client's user is unknown: %s", known.error().c_str());
   }
   if (uid == 0) return true;
+  // Users leave root its reserve (an unknown client counts as a user).
+  if (users_ + std::min(limits_.root_reserved, limits_.max_connections) >=
+      limits_.max_connections) {
+    return false;
+  }
   if (!per_uid_.take(uid, limits_.per_uid)) return false;
   c->uid = uid;
+  ++users_;
   return true;
 }
 
 void MetricsServer::release(uid_t uid) {
   per_uid_.give_back(uid);
+  --users_;
 }
 
 void MetricsServer::on_read(bufferevent*, void* arg) {

@@ -40,8 +40,14 @@ namespace egpu::agent {
 struct MetricsLimits {
   // A scraper needs one; a few for humans with curl at the same time.
   size_t max_connections = 8;
-  // Per non-root user: a scraper or a curl needs one at a time.
+  // Per non-root user: a scraper or a curl needs one at a time. (Not shared
+  // by uids that own no instance, as the control socket's are: a scraper's
+  // account owns none, and would share with any such user.)
   size_t per_uid = 2;
+  // Of max_connections, kept for root (a scraper running as root, an
+  // admin's curl): users together hold the rest, however many uids (a user's
+  // subordinate ones) they bring.
+  size_t root_reserved = 2;
   // From accept to the reply written: a client trickling its request or not
   // reading the reply gives up its slot after this.
   int timeout_s = 10;
@@ -104,6 +110,7 @@ class MetricsServer {
   // Before conns_: connections give their counts back as they go.
   // Open connections of each non-root user (the unknown count as one).
   PerUidCount per_uid_;
+  size_t users_ = 0;  // connections of non-root users
   std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
   std::optional<LoopbackPeers> peers_;  // none: sock_diag does not work here
   uint64_t rejected_ = 0;

@@ -110,6 +110,33 @@ std::string scrape(int port) {
   return body;
 }
 
+// A process of `uid` that keeps 64 connections to the metrics endpoint
+// until killed, reopening what the agent closes, half of them bound to the
+// loopback device (which a lookup on no device would not find).
+pid_t start_hoarder(uid_t uid, int port) {
+  const pid_t hoarder = fork();
+  if (hoarder != 0) return hoarder;
+  if (!become(uid)) _exit(99);
+  std::vector<int> fds;
+  for (;;) {
+    for (size_t i = 0; i < fds.size();) {
+      pollfd p{fds[i], POLLIN, 0};
+      if (poll(&p, 1, 0) == 1) {
+        close(fds[i]);
+        fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    while (fds.size() < 64) {
+      const int fd = connect_tcp(port, false, /*bind_lo=*/fds.size() % 2 == 0);
+      if (fd < 0) break;
+      fds.push_back(fd);
+    }
+    sleep_ms(5);
+  }
+}
+
 TEST_F(ControlSocketExhaustion, MetricsConnectionsAreCapped) {
   constexpr int kPort = 19467;
   AgentProcess& agent = make_agent("MetricsAddress=127.0.0.1:" + std::to_string(kPort) + "\n");
@@ -148,28 +175,7 @@ TEST_F(ControlSocketExhaustion, OneUserCannotHoldTheMetricsEndpoint) {
   constexpr uid_t kScraper = 4343;
   AgentProcess& agent = make_agent("MetricsAddress=127.0.0.1:" + std::to_string(kPort) + "\n");
   ASSERT_TRUE(agent.start()) << agent.log();
-  const pid_t hoarder = fork();
-  if (hoarder == 0) {
-    if (!become(kMallory)) _exit(99);
-    std::vector<int> fds;
-    for (;;) {  // until killed: keep 64 connections, reopen what the agent closes
-      for (size_t i = 0; i < fds.size();) {
-        pollfd p{fds[i], POLLIN, 0};
-        if (poll(&p, 1, 0) == 1) {
-          close(fds[i]);
-          fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
-        } else {
-          ++i;
-        }
-      }
-      while (fds.size() < 64) {
-        const int fd = connect_tcp(kPort, false, /*bind_lo=*/fds.size() % 2 == 0);
-        if (fd < 0) break;
-        fds.push_back(fd);
-      }
-      sleep_ms(5);
-    }
-  }
+  const pid_t hoarder = start_hoarder(kMallory, kPort);
   // The hoarder holds what it can before anyone scrapes.
   EXPECT_TRUE(eventually([&] { return tcp_connections(agent.pid(), kPort) >= 2; }));
   sleep_ms(500);
@@ -197,6 +203,35 @@ TEST_F(ControlSocketExhaustion, OneUserCannotHoldTheMetricsEndpoint) {
   EXPECT_EQ(scraped, 0) << "another user's scrape did not get through; the agent held " << held
                         << " connections";
   EXPECT_LE(held, 2u) << "one user holds more than its share";
+}
+
+// Users with enough uids between them (four users, or one with subordinate
+// uids) held all 8 connections, two each, and root's scraper waited in the
+// backlog until one timed out. Users together now hold at most 6.
+TEST_F(ControlSocketExhaustion, UsersTogetherLeaveRootItsMetricsConnections) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play other uids";
+  constexpr int kPort = 19471;
+  AgentProcess& agent = make_agent("MetricsAddress=127.0.0.1:" + std::to_string(kPort) + "\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  std::vector<pid_t> hoarders;
+  for (uid_t uid = 4501; uid <= 4504; ++uid)
+    hoarders.push_back(start_hoarder(uid, kPort));
+  EXPECT_TRUE(eventually([&] { return tcp_connections(agent.pid(), kPort) >= 6; }));
+  // Held at some look (a connection past the bound lives from its accept to
+  // its close, in one callback).
+  size_t held = SIZE_MAX;
+  (void)eventually([&] {
+    held = std::min(held, tcp_connections(agent.pid(), kPort));
+    return held <= 6;
+  });
+  const bool root_scraped = eventually(
+      [&] { return scrape(kPort).find("egpu_agent_up 1") != std::string::npos; }, seconds(30));
+  for (const pid_t h : hoarders) {
+    kill(h, SIGKILL);
+    waitpid(h, nullptr, 0);
+  }
+  EXPECT_LE(held, 6u) << "users hold root's reserve";
+  EXPECT_TRUE(root_scraped);
 }
 
 // Any user can bind an unprivileged loopback port before the agent does (it
