@@ -15,7 +15,8 @@ extern "C" {
 
 /* Removes every "name=..." from env (compacting it; NULL env: nothing),
  * passing each removed string to release (Slurm's xfree for its arrays).
- * Returns how many were removed. */
+ * The slots freed at the end are NULL, as Slurm's env_array functions
+ * expect. Returns how many were removed. */
 size_t egpu_env_remove_all(char** env, const char* name, void (*release)(char* entry));
 
 #ifdef __cplusplus

@@ -64,10 +64,12 @@ bool never_a_device(std::string_view link) {
 // device made elsewhere has any name. So every other descriptor that could
 // be a file is looked at too: the same file (device and inode) or the same
 // character device (its number) is the GPU's. AT_STATX_DONT_SYNC: a
-// network or FUSE file answers from its cache, never asking its server
-// (which its user may run).
+// network or FUSE file answers from its cache where it has one rather than
+// asking its server (which its user may run); a scan stuck anyway is given
+// up like one stuck on a process's maps, and that process's files are
+// known by their names alone from then on (`by_identity` false).
 std::optional<OpenGpuFiles> open_gpus(const std::string& dir,
-                                      const std::vector<DeviceFile>& devices) {
+                                      const std::vector<DeviceFile>& devices, bool by_identity) {
   OpenGpuFiles open;
   const Dir fds(opendir((dir + "/fd").c_str()), closedir);
   if (!fds) return open;
@@ -86,7 +88,7 @@ std::optional<OpenGpuFiles> open_gpus(const std::string& dir,
         named = true;
       }
     }
-    if (named || never_a_device(path)) continue;
+    if (named || !by_identity || never_a_device(path)) continue;
     struct statx stx {};
     if (::statx(dirfd(fds.get()), e->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx) !=
         0) {
@@ -227,19 +229,22 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     const auto status = read_proc_status(pid);
     if (!status || status->uid == 0 || !request.uids.contains(status->uid)) continue;
     const std::string dir = task_dir(pid, status->zombie);
-    const auto open = open_gpus(dir, request.devices);
-    if (open && open->gpus.empty()) continue;  // not a GPU's user
     model::GpuProcessSighting s;
     s.pid = pid;
     s.uid = status->uid;
     s.start_time = process_start_time(pid);
     if (s.start_time == 0) continue;  // gone
+    const auto unreadable = request.maps_unreadable.find(pid);
+    const bool stuck_before =
+        unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time;
+    // One a scan got stuck on before: by the names of its files alone.
+    const auto open = open_gpus(dir, request.devices, /*by_identity=*/!stuck_before);
+    if (open && open->gpus.empty()) continue;  // not a GPU's user
     // Attached itself, or forked from an attached process: managed where it
     // is attached if it maps the shim (the maps say).
     const bool attached = attached_or_below(&s, status->ppid, request.attached);
     mark(pid, open ? gpu_bits(open->gpus) : ~uint64_t{0});
-    const auto unreadable = request.maps_unreadable.find(pid);
-    if (unreadable != request.maps_unreadable.end() && unreadable->second == s.start_time) {
+    if (stuck_before) {
       // Its maps waited on it before: judged by its open files and its
       // attachment, never read again (nor at all when those are not known).
       if (!open) continue;

@@ -1,6 +1,7 @@
 #include "nodeagent/metrics_endpoint.h"
 
 #include "core/util/log.h"
+#include "nodeagent/event_loop.h"
 
 namespace egpu::agent {
 
@@ -57,7 +58,7 @@ void MetricsEndpoint::try_listen() {
   }
   error_ = server.error();
   ++failed_tries_;
-  const timeval tv{retry_ms_ / 1000, (retry_ms_ % 1000) * 1000};
+  const timeval tv = timeval_from_ns(int64_t{retry_ms_} * 1'000'000);
   if (event_add(retry_.get(), &tv) != 0) {
     EGPU_LOG_ERROR("metrics: cannot schedule the next try; metrics stay off");
   }

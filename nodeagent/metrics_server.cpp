@@ -145,7 +145,7 @@ void MetricsServer::accept_batch() {
       // Out of descriptors the backlog stays readable: pause, do not spin.
       EGPU_LOG_DEBUG("metrics: cannot accept: %s", std::strerror(err));
       stop_listening();
-      const timeval pause{limits_.accept_pause_ms / 1000, (limits_.accept_pause_ms % 1000) * 1000};
+      const timeval pause = timeval_from_ns(int64_t{limits_.accept_pause_ms} * 1'000'000);
       evtimer_add(resume_ev_.get(), &pause);
       return;
     }
@@ -254,6 +254,10 @@ void MetricsServer::handle_request(Connection* c) {
   }
   c->waiting = true;
   c->head = head;
+  // Nothing more is read from it: more bytes would be taken for another
+  // request, and a client that shut its sending side after the request
+  // (HTTP/1.0 scripts, nc -N) would be closed unanswered on that end.
+  bufferevent_disable(c->bev, EV_READ);
   const int64_t due = last_render_ns_ + int64_t{limits_.min_render_interval_ms} * 1'000'000;
   const int64_t now = monotonic_ns();
   if (renders_ == 0 || now >= due) {

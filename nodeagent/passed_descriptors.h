@@ -22,7 +22,8 @@
 // that process: a close that is not the last purges nothing.
 //
 // Each user has one disposal process at a time; it ends once it has
-// closed all it was given and another user's is needed. Where it is stuck on a
+// closed all it was given, was handed nothing for DisposalProcesses::kIdleNs
+// and another user's is needed. Where it is stuck on a
 // close and its feed is full, the agent starts it a successor, up to
 // DisposalProcesses::kMaxProcessesPerUser alive; past that the user's
 // sockets stay open in the agent (shut). Filling a feed takes thousands of

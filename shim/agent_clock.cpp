@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <limits>
 
@@ -24,14 +25,32 @@ bool parse_int(std::string_view& rest, int64_t* out) {
   return true;
 }
 
-int64_t read_offset() {
+// Whether this process is in the namespace its children get: the offsets
+// file describes that one. One that called unshare(CLONE_NEWTIME) itself
+// stays where it was (taken as the initial namespace).
+bool in_childrens_namespace() {
+  char own[64] = {}, children[64] = {};
+  const ssize_t a = ::readlink("/proc/self/ns/time", own, sizeof own - 1);
+  const ssize_t b = ::readlink("/proc/self/ns/time_for_children", children, sizeof children - 1);
+  return a <= 0 || b <= 0 ||
+         std::string_view(own, static_cast<size_t>(a)) ==
+             std::string_view(children, static_cast<size_t>(b));
+}
+
+// The offset, or nullopt when it could not be read now (out of
+// descriptors): read again at the next call.
+std::optional<int64_t> read_offset() {
   // Raw calls: this may run in any CUDA call, on any thread.
   const int fd = ::open("/proc/self/timens_offsets", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;  // a kernel without time namespaces
+  if (fd < 0) {
+    if (errno == ENOENT) return 0;  // a kernel without time namespaces
+    return std::nullopt;
+  }
   char buf[256];
   const ssize_t n = ::read(fd, buf, sizeof buf);
   ::close(fd);
-  if (n <= 0) return 0;
+  if (n <= 0) return std::nullopt;
+  if (!in_childrens_namespace()) return 0;
   return parse_monotonic_offset(std::string_view(buf, static_cast<size_t>(n))).value_or(0);
 }
 
@@ -63,8 +82,9 @@ std::optional<int64_t> parse_monotonic_offset(std::string_view text) {
 int64_t agent_clock_ns() {
   int64_t offset = g_offset_ns.load(std::memory_order_relaxed);
   if (offset == kUnread) {
-    offset = read_offset();
-    g_offset_ns.store(offset, std::memory_order_relaxed);
+    const std::optional<int64_t> read = read_offset();
+    offset = read.value_or(0);
+    if (read) g_offset_ns.store(offset, std::memory_order_relaxed);
   }
   return monotonic_ns() - offset;
 }

@@ -38,8 +38,10 @@ void stop_duty_cycle(GpuBinding& b) {
 }
 
 // The agent is gone (or restarted and will not take us back): apply the fail
-// mode until it returns.
-void admit_without_agent(GpuBinding& b, const Attachment& a) {
+// mode until it returns. With `until_retry`, also until a new agent beats
+// and a re-attach is due: true then, and the caller tries it (the launch
+// goes only once that succeeded, or the duty cycle lets it).
+bool admit_without_agent(GpuBinding& b, const Attachment& a, bool until_retry) {
   const FailMode mode = a.fail_mode();
   if (b.said_agent_gone.first()) {
     if (mode == FailMode::kClosed) {
@@ -55,18 +57,21 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
           b.physical_index());
     }
   }
-  if (mode != FailMode::kClosed) return;
+  if (mode != FailMode::kClosed) return false;
   const int64_t start = monotonic_ns();
   bool waited = false;
+  bool retry = false;
   for (;;) {
     const int64_t now = agent_clock_ns();  // the duty cycle runs on the agent's clock
-    // Back; or a new agent, which may take this process back now (the
-    // next launch tries) instead of only when the bucket refills: device
-    // time far past the share (a long kernel) would hold it here long
-    // after the agent returned.
+    // Back; or a new agent, which may take this process back now instead
+    // of only when the bucket refills: device time far past the share (a
+    // long kernel) would hold it here long after the agent returned.
     if (shm::agent_alive(*a.gpu, now)) {
       if (shm::agent_epoch(*a.gpu) == a.epoch) break;
-      if (launch_clock_ns() >= b.next_attempt_ns()) break;
+      if (until_retry && launch_clock_ns() >= b.next_attempt_ns()) {
+        retry = true;
+        break;
+      }
     }
     int64_t wait = 0;
     {
@@ -92,6 +97,7 @@ void admit_without_agent(GpuBinding& b, const Attachment& a) {
     a.me.end_wait();
     a.me.add_throttled(monotonic_ns() - start);
   }
+  return retry;
 }
 
 }  // namespace
@@ -137,6 +143,7 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
   // a kick would only cost the agent a wake-up (see wait_for_slice).
   bool held = false;
   bool reattached = false;
+  bool retried = false;  // a new agent's re-attach, tried from the fail mode
   for (;;) {
     const int64_t now = launch_clock_ns();
     b.set_next_check_ns(now + kCheckPeriodNs);
@@ -153,7 +160,13 @@ Attachment* admit_launch(ProcessState& s, GpuBinding& b, Attachment* a) {
         reattached = true;
         continue;
       }
-      admit_without_agent(b, *a);
+      // Held at the share until a new agent may take it back; then once
+      // more round the loop to re-attach, held again if that failed.
+      if (admit_without_agent(b, *a, /*until_retry=*/!retried)) {
+        retried = true;
+        reattached = false;
+        continue;
+      }
       wait_inflight(b, *a);
       return a;
     }

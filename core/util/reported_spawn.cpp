@@ -63,6 +63,9 @@ std::string search_path(char* const* envp) {
 
 // Handlers this process set must not run in a copy of it: back to the
 // default. SIGCHLD too when ignored: the reporter must reap the command.
+// SIGPIPE too (systemd and slurmstepd start us with it ignored): a command
+// whose output is no longer read ends, as from a shell, instead of writing
+// on into EPIPE.
 void default_handlers() {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -70,7 +73,8 @@ void default_handlers() {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
     struct sigaction now {};
     if (::sigaction(sig, nullptr, &now) != 0) continue;
-    if (sig == SIGCHLD || (now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN))
+    if (sig == SIGCHLD || sig == SIGPIPE ||
+        (now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN))
       ::sigaction(sig, &dfl, nullptr);
   }
 }

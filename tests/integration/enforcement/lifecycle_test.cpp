@@ -144,21 +144,28 @@ TEST(ShimLifecycle, MemoryOfAPrimaryContextComesBackOnlyAtItsLastRelease) {
 // that bounded it would have run under the fail mode, unenforced. The shim
 // reads its namespace's offset, and sees a live agent.
 TEST(ShimLifecycle, AJobInATimeNamespaceSeesALiveAgentAndIsEnforced) {
+  // --fork: the program is the namespace's child on any kernel (on some,
+  // an exec'd program without a fork stays in the caller's).
   test_child::ChildOptions probe;
-  probe.argv = {"/usr/bin/unshare", "--time", "--monotonic", "1", "true"};
+  probe.argv = {"/usr/bin/unshare",         "--time", "--monotonic", "7", "--fork", "/bin/cat",
+                "/proc/self/timens_offsets"};
+  probe.stdout_mode = test_child::OutputMode::kCapture;
   probe.stderr_mode = test_child::OutputMode::kCapture;
   test_child::ChildProcess can(probe);
   const auto st = can.wait_for(20s);
-  if (!st || !st->exited || st->code != 0) {
+  if (!st || !st->exited || st->code != 0 ||
+      can.stdout_text().find("monotonic") == std::string::npos) {
     GTEST_SKIP() << "cannot make a time namespace here (root or unprivileged user namespaces "
                     "needed): "
                  << can.stderr_text();
   }
+  ASSERT_NE(can.stdout_text().find(" 7 "), std::string::npos)
+      << "the probe is not in a shifted namespace: " << can.stdout_text();
   EnforcedNode node("timens");
   const uint64_t id = node.create(1, 30);
-  auto job = node.start_program(
-      1, {"/usr/bin/unshare", "--time", "--monotonic", "100000", harness::workload_path("greedy"),
-          "--kernels", "200", "--kernel-us", "100", "--label", "timens"});
+  auto job = node.start_program(1, {"/usr/bin/unshare", "--time", "--monotonic", "100000", "--fork",
+                                    harness::workload_path("greedy"), "--kernels", "200",
+                                    "--kernel-us", "100", "--label", "timens"});
   const nlohmann::json summary = finish(*job);
   EXPECT_EQ(summary.value("kernels", uint64_t{0}), 200u) << summary.dump();
   const std::string said = job->stderr_text();

@@ -77,6 +77,10 @@ TEST(EgpuEnvList, RemovesEveryCopyOfTheVariableAndOnlyIt) {
   });
   EXPECT_EQ(removed, 4u);
   EXPECT_EQ(released, 4);
+  // Slurm appends after the last non-NULL slot of the array: every slot
+  // freed is NULL, or what it appends lands past the terminator.
+  for (size_t i = 3; i < env.size(); ++i)
+    EXPECT_EQ(env[i], nullptr) << "slot " << i;
   std::vector<std::string> left;
   for (char** p = env.data(); *p != nullptr; ++p) {
     left.emplace_back(*p);

@@ -199,9 +199,15 @@ TEST(Subprocess, AChildIgnoringTermIsKilled) {
 // A command that writes without end past the capture was read (and its
 // output thrown away) until the deadline, and a writer that kept the pipe
 // full kept the reader from looking at the deadline at all. Past the
-// capture its pipe is closed: it ends by SIGPIPE, long before a deadline.
+// capture its pipe is closed: it ends by SIGPIPE, long before a deadline,
+// also where the caller ignores SIGPIPE (systemd's units, slurmstepd).
 TEST(Subprocess, OutputPastTheCaptureClosesThePipe) {
+  struct sigaction ignore {
+  }, before{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &before), 0);
   auto r = run_processes({{"sh", "-c", "exec yes"}}, 120'000);
+  ::sigaction(SIGPIPE, &before, nullptr);
   EXPECT_FALSE(r[0].timed_out);
   EXPECT_EQ(r[0].signal, SIGPIPE);
   EXPECT_EQ(r[0].out.size(), kMaxCapture);
