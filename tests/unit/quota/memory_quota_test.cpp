@@ -88,7 +88,13 @@ TEST(MemoryQuota, ConcurrentThreadsNeverExceedQuota) {
           if (reserve_within(page.get(), t, size, kQuota) == Reservation::kGranted)
             held.push_back(size);
         }
+        // Read under the lock: no reservation then runs, and a release
+        // only lowers the sum. Read without it, one thread's release (of a
+        // slot already summed) and another's reservation (in a slot not
+        // yet summed) made a sum over quota that was never the total.
+        pthread_mutex_lock(&page.get()->alloc_lock);
         if (used(page.get()) > kQuota) exceeded = true;
+        pthread_mutex_unlock(&page.get()->alloc_lock);
       }
       for (auto s : held)
         release(page.get(), t, s);
