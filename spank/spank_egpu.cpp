@@ -246,7 +246,10 @@ int create_instances(spank_t sp) {
     step_error(plan.error());
     return 0;
   }
-  if (plan->empty()) return 0;  // no egpu units in this step
+  if (plan->empty()) {  // no egpu units in this step
+    s.task_warning = egpu::model::options_without_egpu({s.mode, s.mem_bytes, s.objective});
+    return 0;
+  }
   auto client = egpu::protocol::ControlClient::connect(s.config.socket_path);
   if (!client) {
     const std::string why = "no egpu node agent answers (" + client.error() + ")";

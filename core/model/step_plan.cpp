@@ -65,6 +65,18 @@ Result<std::optional<slo::LatencyObjective>> parse_slo_option(const std::string&
   return *o;
 }
 
+std::string options_without_egpu(const StepOptions& options) {
+  std::string named;
+  const auto add = [&](const char* option) {
+    named += (named.empty() ? "" : ", ") + std::string(option);
+  };
+  if (options.mode) add("--egpu-mode");
+  if (options.mem_bytes) add("--egpu-mem");
+  if (options.objective) add("--egpu-slo");
+  if (named.empty()) return named;
+  return named + " given to a step without egpu units (--gres=egpu:N): ignored";
+}
+
 Status check_step_options(const StepOptions& options, Mode default_mode) {
   if (!options.objective) return {};
   const Mode mode = options.mode.value_or(default_mode);

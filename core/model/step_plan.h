@@ -46,6 +46,11 @@ struct StepOptions {
 // burst (cap never goes above its share; lend gives share away).
 Status check_step_options(const StepOptions& options, Mode default_mode);
 
+// What a step without egpu units says of the egpu options it was given
+// (they do nothing there), naming them; empty when it was given none. A
+// warning, not an error: srun steps inherit sbatch's options.
+std::string options_without_egpu(const StepOptions& options);
+
 // Whether a step id is the job's umbrella (batch or interactive step).
 bool is_umbrella_step(uint32_t step_id);
 

@@ -55,4 +55,13 @@ for _ in $(seq 240); do
 done
 [[ $state == idle* ]] || fail "node n1 is $state"
 ok "--egpu-mem above the step's share: job FAILED with a message, node n1 still idle"
+
+# An egpu option on a job without egpu does nothing: the job runs, and its
+# output says so instead of nothing.
+j=$(submit --egpu-mem=1G --wrap 'echo RAN')
+wait_state "$j" COMPLETED
+grep -q '^RAN' "$out_dir/$j.out" || fail "job $j did not run: $(cat "$out_dir/$j.out")"
+grep -q "egpu: warning: --egpu-mem given to a step without egpu units" "$out_dir/$j.out" ||
+  fail "job $j's output does not say its --egpu-mem was ignored: $(cat "$out_dir/$j.out")"
+ok "--egpu-mem without egpu: the job runs with a warning"
 clean_jobs

@@ -15,6 +15,15 @@ TEST(StepPlan, NoEgpuAllocationMeansNoInstances) {
   EXPECT_TRUE(r->empty());
 }
 
+// Options on a step without egpu did nothing, silently.
+TEST(StepPlan, OptionsOnAStepWithoutEgpuAreNamedInAWarning) {
+  EXPECT_EQ(options_without_egpu({}), "");
+  const std::string said = options_without_egpu({Mode::kLend, 8ull << 30, std::nullopt});
+  EXPECT_NE(said.find("--egpu-mode, --egpu-mem"), std::string::npos) << said;
+  EXPECT_NE(said.find("without egpu units"), std::string::npos) << said;
+  EXPECT_EQ(said.find("--egpu-slo"), std::string::npos) << said;
+}
+
 TEST(StepPlan, OneInstancePerGpuWithItsUnits) {
   auto r = plan_step_instances({"0,3", "100,20", "85000000000,17000000000"}, kStep, {}, Mode::kCap);
   ASSERT_TRUE(r.ok()) << r.error();
