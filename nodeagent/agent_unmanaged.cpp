@@ -118,7 +118,7 @@ void Agent::act_on_unmanaged(const model::UnmanagedProcess& p) {
     const std::optional<ProcStatus> status = read_proc_status(p.pid);
     if (!pidfd.valid() || process_start_time(p.pid) != p.start_time) {
       outcome = "gone before it could be killed";
-    } else if (!status || status->uid != p.uid || status->uid == 0) {
+    } else if (!status || status->uid != p.process_uid || status->uid == 0) {
       // It ran a set-uid program since the scan: no longer the user's.
       outcome = "not killed: it runs as another user now";
     } else if (model::managed_now(p, tracker_->attached_gpus())) {

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/util/unique_fd.h"
 #include "nodeagent/proc_files.h"
 
 namespace egpu::agent {
@@ -108,6 +111,37 @@ std::optional<OpenGpuFiles> open_gpus(const std::string& dir,
   return open;
 }
 
+// The user namespace of `pid` as /proc names it ("user:[inode]"); empty
+// when it cannot be read.
+std::string user_namespace(pid_t pid) {
+  char link[64] = {};
+  const std::string path =
+      pid > 0 ? "/proc/" + std::to_string(pid) + "/ns/user" : "/proc/self/ns/user";
+  const ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : std::string();
+}
+
+// The user whose process `pid` (real uid `uid`) is judged as: `uid` when it
+// is one of `uids`; else, for a process in a user namespace (a user's
+// subordinate uids, /etc/subuid and newuidmap, or an unprivileged
+// `unshare -U`), the first uid of `uids` that owns that namespace or one
+// it is nested in. Without this, a process run as one of its user's
+// subordinate uids was never looked at.
+std::optional<uid_t> judged_uid(pid_t pid, uid_t uid, const std::set<uid_t>& uids,
+                                const std::string& own_namespace) {
+  if (uids.contains(uid)) return uid;
+  const std::string ns = user_namespace(pid);
+  if (ns.empty() || ns == own_namespace) return std::nullopt;
+  UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+  for (int depth = 0; fd.valid() && depth < 33; ++depth) {  // the kernel nests 32 at most
+    uid_t owner = 0;
+    if (::ioctl(fd.get(), NS_GET_OWNER_UID, &owner) != 0) return std::nullopt;
+    if (owner != 0 && uids.contains(owner)) return owner;
+    fd = UniqueFd(::ioctl(fd.get(), NS_GET_PARENT));  // fails at the agent's own
+  }
+  return std::nullopt;
+}
+
 uint64_t gpu_bits(const std::vector<uint32_t>& gpus) {
   uint64_t bits = 0;
   for (const uint32_t g : gpus)
@@ -196,6 +230,7 @@ std::optional<model::GpuProcessSighting> stuck_sighting(pid_t pid, uint64_t open
   model::GpuProcessSighting s;
   s.pid = pid;
   s.uid = status->uid;
+  s.process_uid = status->uid;
   s.start_time = process_start_time(pid);
   if (s.start_time == 0) return std::nullopt;
   for (uint32_t g = 0; g < gpu_count && g < 64; ++g) {
@@ -213,6 +248,7 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
   if (request.uids.empty() || request.devices.empty()) return out;
   const Dir proc(opendir("/proc"), closedir);
   if (!proc) return out;
+  const std::string own_namespace = user_namespace(0);
   const auto mark = [progress](pid_t pid, uint64_t open) {
     if (progress == nullptr) return;
     std::lock_guard lock(progress->mu);
@@ -227,11 +263,14 @@ std::vector<model::GpuProcessSighting> scan_gpu_processes(const GpuProcessScanRe
     const auto pid = static_cast<pid_t>(value);
     mark(pid, 0);
     const auto status = read_proc_status(pid);
-    if (!status || status->uid == 0 || !request.uids.contains(status->uid)) continue;
+    if (!status || status->uid == 0) continue;
+    const std::optional<uid_t> judged = judged_uid(pid, status->uid, request.uids, own_namespace);
+    if (!judged) continue;
     const std::string dir = task_dir(pid, status->zombie);
     model::GpuProcessSighting s;
     s.pid = pid;
-    s.uid = status->uid;
+    s.uid = *judged;
+    s.process_uid = status->uid;
     s.start_time = process_start_time(pid);
     if (s.start_time == 0) continue;  // gone
     const auto unreadable = request.maps_unreadable.find(pid);

@@ -22,7 +22,8 @@ bool managed_everywhere(const GpuProcessSighting& s, const AttachedProcesses& at
 }
 
 bool managed_now(const UnmanagedProcess& p, const AttachedProcesses& attached) {
-  const GpuProcessSighting last{p.pid, p.start_time, p.uid, {p.gpu}, p.ancestors, p.maps_shim};
+  const GpuProcessSighting last{p.pid,       p.start_time, p.uid,        {p.gpu},
+                                p.ancestors, p.maps_shim,  p.process_uid};
   return managed_on(last, p.gpu, attached);
 }
 
@@ -50,6 +51,7 @@ std::vector<UnmanagedProcess> UnmanagedProcessWatch::observe(
         p.gpu = gpu;
         p.first_seen_ns = now;
         p.maps_shim = s.maps_shim;
+        p.process_uid = s.process_uid;
       }
       p.first = false;
       ++p.scans_seen;

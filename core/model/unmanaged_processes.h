@@ -44,11 +44,15 @@ namespace egpu::model {
 // A process a scan found mapping a managed GPU, not known to be attached.
 struct GpuProcessSighting {
   int32_t pid = 0;
-  uint64_t start_time = 0;         // /proc/PID/stat's starttime: with the pid, one process
-  uint32_t uid = 0;                // real uid
+  uint64_t start_time = 0;  // /proc/PID/stat's starttime: with the pid, one process
+  // The user it is judged as: its real uid, or for a process in a user
+  // namespace whose uid owns no instance, the uid that owns the namespace
+  // (a user's subordinate uids are that user's).
+  uint32_t uid = 0;
   std::vector<uint32_t> gpus;      // managed GPUs whose device file it maps
   std::vector<int32_t> ancestors;  // its parent, grandparent ... (nearest first)
   bool maps_shim = false;          // maps the installed shim
+  uint32_t process_uid = 0;        // its real uid as the agent sees it
 };
 
 // pid -> the GPUs where it is attached to an instance.
@@ -73,6 +77,7 @@ struct UnmanagedProcess {
   bool first = false;              // in observe()'s answer: due for the first time
   int scans_seen = 0;              // scans that saw it (not those that kept it unreached)
   std::vector<int32_t> ancestors;  // as last seen: whether it is attached now
+  uint32_t process_uid = 0;        // its real uid (`uid` is whom it is judged as)
 };
 
 // Whether `p`, as last seen, is managed on its GPU by `attached` now: it

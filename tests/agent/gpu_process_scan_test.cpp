@@ -4,6 +4,7 @@
 #include "nodeagent/gpu_process_scan.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +20,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string_view>
 
@@ -99,7 +101,10 @@ class ScannedChild {
  public:
   // kDetachedMount: GPU 0's file opened through a bind mount the child then
   // detached in its own mount namespace, and nothing else of the GPUs open.
-  enum class Shape { kPlain, kWithShim, kOddName, kLeaderExited, kDetachedMount };
+  // kSubordinateUid: run as the user's subordinate uid (kSubordinateOffset
+  // past it), in a user namespace the user made, as newuidmap would map it.
+  enum class Shape { kPlain, kWithShim, kOddName, kLeaderExited, kDetachedMount, kSubordinateUid };
+  static constexpr uid_t kSubordinateOffset = 100000;
 
   explicit ScannedChild(Shape shape) {
     const std::string dir = ::testing::TempDir();
@@ -116,8 +121,8 @@ class ScannedChild {
         ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, shim, 0) == MAP_FAILED) {
       return;
     }
-    int ready[2];
-    if (::pipe2(ready, O_CLOEXEC) != 0) return;
+    int ready[2], mapped[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(mapped, O_CLOEXEC) != 0) return;
     pid_ = ::fork();
     if (pid_ == 0) {
       int gpu0 = m;
@@ -125,8 +130,24 @@ class ScannedChild {
         ::close(o);
         gpu0 = open_through_detached_mount(dir, paths_[0], m);
       }
+      if (shape == Shape::kSubordinateUid) enter_user_namespace(ready[1], mapped[0]);
       run(shape, gpu0, ready[1]);
     }
+    ::close(mapped[0]);
+    if (shape == Shape::kSubordinateUid) {
+      // As newuidmap does for the user: its namespace's root is its
+      // subordinate uid.
+      char byte = 0;
+      const std::string map = "0 " + std::to_string(uid() + kSubordinateOffset) + " 1";
+      const std::string proc = "/proc/" + std::to_string(pid_);
+      const bool ok = ::read(ready[0], &byte, 1) == 1 && std::ofstream(proc + "/uid_map") << map &&
+                      std::ofstream(proc + "/gid_map") << map;
+      if (!ok || ::write(mapped[1], "m", 1) != 1) {
+        ::close(mapped[1]);
+        return;
+      }
+    }
+    ::close(mapped[1]);
     ::close(ready[1]);
     char byte = 0;
     ready_ = pid_ > 0 && ::read(ready[0], &byte, 1) == 1;
@@ -168,10 +189,26 @@ class ScannedChild {
   }
 
  private:
+  // In the child: as the user, a user namespace of its own, whose root is
+  // then mapped to the subordinate uid by the parent (`ready`: unshared;
+  // `mapped`: the maps are written).
+  void enter_user_namespace(int ready, int mapped) {
+    char byte = 0;
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid(), uid(), uid()) != 0 ||
+        ::setresuid(uid(), uid(), uid()) != 0 || ::unshare(CLONE_NEWUSER) != 0 ||
+        ::write(ready, "u", 1) != 1 || ::read(mapped, &byte, 1) != 1 || ::setresgid(0, 0, 0) != 0 ||
+        ::setresuid(0, 0, 0) != 0) {
+      ::_exit(1);
+    }
+  }
+
   [[noreturn]] void run(Shape shape, int mapped, int ready) {
     if (::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, mapped, 0) == MAP_FAILED) ::_exit(1);
     if (shape == Shape::kOddName) ::prctl(PR_SET_NAME, "a) b\n1 2 3", 0, 0, 0);
-    if (geteuid() == 0 && (::setgid(uid()) != 0 || ::setuid(uid()) != 0)) ::_exit(1);
+    if (shape != Shape::kSubordinateUid && geteuid() == 0 &&
+        (::setgid(uid()) != 0 || ::setuid(uid()) != 0)) {
+      ::_exit(1);
+    }
     if (shape == Shape::kLeaderExited) {
       // Another thread carries on; the leader exits (its own /proc entries
       // read empty from then on).
@@ -258,6 +295,23 @@ TEST(GpuProcessScan, AGpuFileOpenedThroughADetachedMountIsStillTheGpu) {
   const auto s = child.sighting(child.request());
   EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
   EXPECT_EQ(s.uid, child.uid());
+}
+
+// A user's process run as one of its subordinate uids (newuidmap, or
+// root in its own user namespace) was never looked at: the scan took only
+// the uids that own instances. It is judged as the user that owns its
+// namespace, and its own uid is kept for the kill's check.
+TEST(GpuProcessScan, AProcessOfASubordinateUidIsItsUsers) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to map a subordinate uid";
+  ScannedChild child(ScannedChild::Shape::kSubordinateUid);
+  if (!child.ready()) GTEST_SKIP() << "user namespaces cannot be made here";
+  const auto status = read_proc_status(child.pid());
+  ASSERT_TRUE(status);
+  ASSERT_EQ(status->uid, child.uid() + ScannedChild::kSubordinateOffset);
+  const auto s = child.sighting(child.request());
+  EXPECT_EQ(s.gpus, std::vector<uint32_t>{0});
+  EXPECT_EQ(s.uid, child.uid());
+  EXPECT_EQ(s.process_uid, child.uid() + ScannedChild::kSubordinateOffset);
 }
 
 TEST(GpuProcessScan, AttachedProcessesAndTheirDescendantsWithTheShimAreNotSighted) {
