@@ -111,8 +111,8 @@ std::optional<OpenGpuFiles> open_gpus(const std::string& dir,
   return open;
 }
 
-// The user namespace of `pid` as /proc names it ("user:[inode]"); empty
-// when it cannot be read.
+// The user namespace of `pid` (0: this process) as /proc names it
+// ("user:[inode]"); empty when it cannot be read.
 std::string user_namespace(pid_t pid) {
   char link[64] = {};
   const std::string path =
