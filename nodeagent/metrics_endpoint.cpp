@@ -28,11 +28,6 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::open(event_base* base,
   return e;
 }
 
-std::string MetricsEndpoint::address() const {
-  const bool v6 = host_.find(':') != std::string::npos;
-  return (v6 ? "[" + host_ + "]" : host_) + ":" + std::to_string(port_);
-}
-
 void MetricsEndpoint::on_retry(evutil_socket_t, short, void* arg) {
   static_cast<MetricsEndpoint*>(arg)->try_listen();
 }
@@ -42,7 +37,7 @@ void MetricsEndpoint::try_listen() {
   if (server) {
     server_ = std::move(*server);
     if (failed_tries_ > 0) {
-      EGPU_LOG_INFO("metrics: serving on %s after all (%llu failed tries)", address().c_str(),
+      EGPU_LOG_INFO("metrics: serving on %s:%d after all (%llu failed tries)", host_.c_str(), port_,
                     static_cast<unsigned long long>(failed_tries_));
     }
     error_.clear();

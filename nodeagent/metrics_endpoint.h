@@ -29,9 +29,7 @@ class MetricsEndpoint {
   bool serving() const { return server_ != nullptr; }
   // Why the last try failed (empty while serving).
   const std::string& error() const { return error_; }
-  std::string address() const;
   uint64_t failed_tries() const { return failed_tries_; }
-  const MetricsServer* server() const { return server_.get(); }
 
  private:
   MetricsEndpoint(event_base* base, std::string host, int port, MetricsServer::Render render,

@@ -140,7 +140,7 @@ std::string status_json(const Agent& agent, uid_t caller) {
                                          {"disposal_processes", passed.processes}};
   // The metrics endpoint, and why it is not serving (its port taken).
   if (const MetricsEndpoint* m = agent.metrics()) {
-    root["agent"]["metrics"] = {{"address", m->address()},
+    root["agent"]["metrics"] = {{"address", agent.config().metrics_address},
                                 {"serving", m->serving()},
                                 {"failed_tries", m->failed_tries()},
                                 {"error", m->serving() ? json(nullptr) : json(m->error())}};
