@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "core/faa/token_bucket.h"
 #include "core/faa/types.h"
+#include "core/util/token_bucket.h"
 
 namespace egpu::faa {
 

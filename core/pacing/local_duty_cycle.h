@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/faa/token_bucket.h"
+#include "core/util/token_bucket.h"
 
 namespace egpu::pacing {
 
@@ -25,7 +25,7 @@ class LocalDutyCycle {
 
  private:
   int64_t burst_ns_;
-  std::optional<faa::TokenBucket> bucket_;
+  std::optional<TokenBucket> bucket_;
   uint64_t charged_device_ns_ = 0;
 };
 

@@ -15,7 +15,7 @@ namespace egpu {
 
 class LogBudget {
  public:
-  LogBudget(double burst, double per_second) : bucket_(burst, per_second) {}
+  LogBudget(double burst, double per_second) : bucket_(per_second / 1e9, burst, 0) {}
 
   struct Verdict {
     bool log = false;
@@ -24,11 +24,11 @@ class LogBudget {
 
   // `now_ns`: a monotonic time.
   Verdict take(int64_t now_ns) {
-    if (bucket_.tokens(now_ns) < 1.0) {
+    if (!bucket_.holds(1.0, now_ns)) {
       ++dropped_;
       return {};
     }
-    bucket_.take(1.0, now_ns);
+    bucket_.spend(1.0, now_ns);
     Verdict v{true, dropped_};
     dropped_ = 0;
     return v;

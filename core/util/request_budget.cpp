@@ -14,16 +14,16 @@ constexpr size_t kForgetAbove = 4096;
 
 bool RequestBudget::may_serve(uid_t uid, int64_t now_ns) const {
   auto it = buckets_.find(uid);
-  return it == buckets_.end() || it->second.tokens(now_ns) >= 1.0;  // none: full
+  return it == buckets_.end() || it->second.holds(1.0, now_ns);  // none: full
 }
 
 void RequestBudget::charge(uid_t uid, double cost, int64_t now_ns) {
   auto it = buckets_.find(uid);
   if (it == buckets_.end()) {
     if (buckets_.size() >= kForgetAbove) forget_full(now_ns);
-    it = buckets_.emplace(uid, TokenBucket(burst_, rate_)).first;
+    it = buckets_.emplace(uid, TokenBucket(rate_ / 1e9, burst_, now_ns)).first;
   }
-  it->second.take(std::max(1.0, cost), now_ns);
+  it->second.spend(std::max(1.0, cost), now_ns);
 }
 
 int64_t RequestBudget::ready_at(uid_t uid, int64_t now_ns) const {

@@ -3,12 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/faa/deadline_check.h"
 #include "core/faa/decay_clock.h"
 #include "core/faa/grant_order.h"
-#include "core/faa/token_bucket.h"
 #include "core/util/result.h"
+#include "core/util/token_bucket.h"
 
 namespace egpu::faa {
 namespace {
@@ -85,6 +86,11 @@ TEST(TokenBucket, AWaitPastTheClocksRangeIsNever) {
   bucket.spend(int64_t{1} << 62, 0);
   EXPECT_EQ(bucket.ready_at(1, 0), kNever);
   EXPECT_EQ(bucket.ready_at(1, kNever - 1), kNever);
+  // A debt past int64's range reads as its least value, not as undefined.
+  for (int i = 0; i < 4; ++i)
+    bucket.spend(int64_t{1} << 62, 0);
+  EXPECT_EQ(bucket.tokens(0), std::numeric_limits<int64_t>::min());
+  EXPECT_FALSE(bucket.holds(1, kNever - 1));
 }
 
 TEST(TokenBucket, RateChangeAppliesFromThen) {
