@@ -239,6 +239,16 @@ std::size_t DisposalProcesses::alive() {
   return current_.size() + retired_.size();
 }
 
+std::size_t DisposalProcesses::end_stuck(uid_t uid) {
+  reap();  // those left are children not yet reaped: their pids are still theirs
+  if (auto it = current_.find(uid); it != current_.end()) retire(it);
+  std::size_t signalled = 0;
+  for (const auto& [pid, of] : retired_) {
+    if (of == uid && ::kill(pid, SIGKILL) == 0) ++signalled;
+  }
+  return signalled;
+}
+
 void DisposalProcesses::retire_all() {
   while (!current_.empty())
     retire(current_.begin());

@@ -24,10 +24,10 @@ namespace {
 #define EGPU_SO_PASSRIGHTS 83
 #endif
 
-// Messages a close takes in before it hands the socket on anyway (handing
-// on is always safe, and costs one send). Each costs the agent's thread two
-// calls, and a client can queue hundreds before it is accepted, then be
-// refused at once: 64 such accepts a turn would stall the GPUs' ticks.
+// Messages a close takes in on the agent's thread before a closer takes the
+// rest. Each costs two calls, and a client can queue hundreds before it is
+// accepted, then be refused at once: 64 such accepts a turn would stall the
+// GPUs' ticks.
 constexpr int kMaxTakenAtClose = 8;
 
 // Closes a socket that holds nothing a user passed, off the agent's thread:
@@ -64,25 +64,45 @@ Disposal& disposal() {
   return *d;
 }
 
+// Hands what `uid` has held on, oldest first; false where some stays held
+// (d.mu held).
+bool hand_held(Disposal& d, uid_t uid, std::deque<UniqueFd>& held) {
+  while (!held.empty() && d.processes.hand(held.front(), uid, monotonic_ns())) {
+    held.pop_front();
+    ++d.handed;
+  }
+  return held.empty();
+}
+
+// Called on the agent's thread and on closers (drain_and_close).
 void hand_on(UniqueFd fd, uid_t uid) {
   Disposal& d = disposal();
   std::lock_guard lock(d.mu);
   std::deque<UniqueFd>& held = d.held[uid];
   held.push_back(std::move(fd));
-  while (!held.empty() && d.processes.hand(held.front(), uid, monotonic_ns())) {
-    held.pop_front();
-    ++d.handed;
-  }
-  if (!held.empty()) {
+  if (!hand_held(d, uid, held)) {
+    // All of its processes are stuck and their feeds full (thousands of
+    // sockets): each socket held here is one of the agent's descriptors,
+    // which the user's limit on descriptors in flight bounds only where it
+    // is lower than the agent's. Killed, their closes end; the user's next
+    // socket starts new ones.
+    const std::size_t ended = d.processes.end_stuck(uid);
     static int64_t warned = 0;
     if (++warned % 1000 == 1) {
       EGPU_LOG_WARN(
           "uid %u: %zu sockets holding passed descriptors wait for a disposal process "
-          "(its last %zu are stuck closing what it passed)",
-          static_cast<unsigned>(uid), held.size(), DisposalProcesses::kMaxProcessesPerUser);
+          "(its last %zu were stuck closing what it passed; %zu killed)",
+          static_cast<unsigned>(uid), held.size(), DisposalProcesses::kMaxProcessesPerUser, ended);
     }
-  } else {
-    d.held.erase(uid);
+  }
+  // Others' held sockets too: a user whose processes were killed may pass
+  // nothing more.
+  for (auto it = d.held.begin(); it != d.held.end();) {
+    if (hand_held(d, it->first, it->second)) {
+      it = d.held.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
@@ -126,6 +146,36 @@ void take_head(int fd) {
   }
 }
 
+// Takes up to `max` messages that carry nothing from the head of `fd`'s
+// queue; what heads it then (kMessage: the limit was reached).
+Head take_plain(int fd, int max) {
+  for (int i = 0; i < max; ++i) {
+    const Head head = peek_head(fd);
+    if (head != Head::kMessage) return head;
+    take_head(fd);
+  }
+  return Head::kMessage;
+}
+
+// The rest of a long queue, taken on a closer: a socket is handed on only
+// where something queued carries descriptors. One that carries none pins
+// none of its user's descriptors in flight, so nothing would bound how many
+// a user could have the agent hold once its disposal processes are stuck
+// (connect, send a few messages, close: refused, and handed on).
+void drain_and_close(UniqueFd fd, uid_t uid) {
+  // Shut: the queue only shrinks. The bound is for a kernel that lets a
+  // sender queue on regardless.
+  if (take_plain(fd.get(), 1 << 20) != Head::kNothing) hand_on(std::move(fd), uid);
+  // Otherwise closed here, on a closer.
+}
+
+void drain_off_thread(UniqueFd fd, uid_t uid) {
+  const int raw = fd.release();
+  // Where it cannot be queued (out of memory) it stays open, as in
+  // close_off_thread.
+  if (raw >= 0) (void)closers().run([raw, uid] { drain_and_close(UniqueFd(raw), uid); });
+}
+
 }  // namespace
 
 bool refuse_passed_descriptors(int fd) {
@@ -160,20 +210,17 @@ void close_client_socket(UniqueFd fd, uid_t uid) {
   (void)::shutdown(fd.get(), SHUT_RDWR);
   const int on = 1;
   (void)::setsockopt(fd.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
-  for (int i = 0; i < kMaxTakenAtClose; ++i) {
-    switch (peek_head(fd.get())) {
-      case Head::kNothing:
-        close_off_thread(std::move(fd));  // its queue is empty and stays so
-        return;
-      case Head::kDescriptors:
-        hand_on(std::move(fd), uid);
-        return;
-      case Head::kMessage:
-        take_head(fd.get());
-        break;
-    }
+  switch (take_plain(fd.get(), kMaxTakenAtClose)) {
+    case Head::kNothing:
+      close_off_thread(std::move(fd));  // its queue is empty and stays so
+      return;
+    case Head::kDescriptors:
+      hand_on(std::move(fd), uid);
+      return;
+    case Head::kMessage:
+      drain_off_thread(std::move(fd), uid);  // more than the agent's thread takes
+      return;
   }
-  hand_on(std::move(fd), uid);
 }
 
 void close_shared_socket(UniqueFd fd, uid_t uid) {

@@ -16,8 +16,10 @@
 //   leaves them queued, MSG_CTRUNC tells they are there) and taken only
 //   where it carries none;
 // - a socket is shut (nothing more can be queued), and what is queued is
-//   peeked and taken the same way; one that holds descriptors is handed,
-//   unread, to a disposal process of its user's, which closes it last.
+//   peeked and taken the same way (past a few messages, on a closer
+//   thread); one that holds descriptors is handed, unread, to a disposal
+//   process of its user's, which closes it last. One that holds none is
+//   never handed on.
 // The agent's copy of a handed socket is closed once it is in flight to
 // that process: a close that is not the last purges nothing.
 //
@@ -26,14 +28,14 @@
 // and another user's is needed. Where it is stuck on a
 // close and its feed is full, the agent starts it a successor, up to
 // DisposalProcesses::kMaxProcessesPerUser alive; past that the user's
-// sockets stay open in the agent (shut). Filling a feed takes thousands of
-// sockets, each pinning one of the user's descriptors in flight, which the
-// kernel bounds per user (RLIMIT_NOFILE): a user blocks only its own
-// disposals, until it has pinned more sockets than the agent's
-// descriptors. "User" is what the control server counts a connection as:
-// uids that own no instance on the node are one user there (one with
-// subordinate uids would otherwise have processes for each), so one of
-// them can hold up the others' disposals, not an instance owner's.
+// sockets stay open in the agent (shut) and its stuck processes are killed
+// (an exiting process's close does not linger), and new ones take what was
+// held. Filling a feed takes thousands of sockets, each pinning one of the
+// user's descriptors in flight, which the kernel bounds per user
+// (RLIMIT_NOFILE): a user blocks only its own disposals. "User" is what the control server counts a
+// connection as: uids that own no instance on the node are one user there (one with subordinate
+// uids would otherwise have processes for each), so one of them can hold up the others' disposals,
+// not an instance owner's.
 //
 // A socket the user also holds (a wake channel's shim end) is never
 // peeked: the user could read it, or set its peek offset, meanwhile. It is
@@ -45,7 +47,8 @@
 // garbage collector in the closing process whenever descriptors are in
 // flight, and that closes a user's unreachable cycles of sockets there.
 //
-// Left: a user who makes the garbage collector block 16 closers (before
+// Left: processes stuck in a FUSE flush its daemon has read may not die;
+// a user who makes the garbage collector block 16 closers (before
 // 6.8) makes the sockets the agent closes after that wait open in the
 // closers' queue; and before 6.9 a sender may run the collector
 // synchronously once 16000 descriptors are in flight, in whichever process

@@ -61,27 +61,33 @@ int in_child(const std::function<int()>& body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Hands `uid` blocking sockets until it is refused: each process blocks on
+// the first socket it takes, the rest fill its feed, then its successor's.
+// How many were handed; -1 where a socket could not be made or none was
+// refused.
+int hand_until_refused(DisposalProcesses& processes, uid_t uid,
+                       std::vector<LingeringSocket>* held) {
+  int handed = 0;
+  for (int i = 0; i < 200; ++i) {
+    UniqueFd fd = blocking_socket(held);
+    if (!fd.valid()) return -1;
+    if (!processes.hand(fd, uid, 0)) {
+      (void)fd.release();  // its close would block; the exit does not linger
+      return handed;
+    }
+    ++handed;
+  }
+  return -1;
+}
+
 TEST(DisposalProcesses, AStuckUserGetsSuccessorsUpToTheBoundAndNoOneElseWaits) {
   constexpr std::size_t kBound = 2;
   if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
   EXPECT_EQ(in_child([&] {
               DisposalProcesses processes(&close_here, 4096, kBound);
               std::vector<LingeringSocket> held;
-              int handed = 0;
-              bool refused = false;
-              // Each process blocks on the first socket it takes; the rest fill its
-              // feed, then its successor's.
-              for (int i = 0; i < 200 && !refused; ++i) {
-                UniqueFd fd = blocking_socket(&held);
-                if (!fd.valid()) return 3;
-                if (processes.hand(fd, 1001, 0)) {
-                  ++handed;
-                } else {
-                  refused = true;
-                  (void)fd.release();  // its close would block; the exit does not linger
-                }
-              }
-              if (!refused) return 4;
+              const int handed = hand_until_refused(processes, 1001, &held);
+              if (handed < 0) return 4;
               if (processes.alive() != kBound) return 5;
               if (handed <= static_cast<int>(kBound)) return 6;
               // Another user gets a process of its own.
@@ -95,6 +101,30 @@ TEST(DisposalProcesses, AStuckUserGetsSuccessorsUpToTheBoundAndNoOneElseWaits) {
             }),
             0)
       << "exit code says which check failed";
+}
+
+// A user whose processes are all stuck (their feeds full) has them killed:
+// an exiting process's close does not linger, so they end, and the user
+// gets new ones for what comes next.
+TEST(DisposalProcesses, StuckProcessesThatAreKilledEndAndTheUserGetsNewOnes) {
+  constexpr std::size_t kBound = 2;
+  if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
+  EXPECT_EQ(in_child([&] {
+              DisposalProcesses processes(&close_here, 4096, kBound);
+              std::vector<LingeringSocket> held;
+              if (hand_until_refused(processes, 1001, &held) < 0) return 4;
+              if (processes.end_stuck(1001) != kBound) return 5;
+              // Each waited for an hour's linger; killed, they are gone at once.
+              while (processes.alive() != 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+              UniqueFd next = blocking_socket(&held);
+              if (!next.valid()) return 6;
+              if (!processes.hand(next, 1001, 0)) return 7;
+              if (processes.alive() != 1) return 8;
+              return 0;
+            }),
+            0)
+      << "exit code says which check failed (-1: the killed processes did not end)";
 }
 
 // A process that has closed all it was given, and was given nothing for

@@ -7,8 +7,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -169,6 +171,50 @@ TEST(PassedDescriptors, ASocketThatHoldsNoDescriptorsIsNotHandedOn) {
         return c.handed == 0 && c.processes == 0 && gone ? 0 : 2;
       },
       std::chrono::seconds(30)));
+}
+
+// Past the few messages a close takes in on the agent's thread, a closer
+// takes the rest: a socket whose queue carries no descriptors is never
+// handed on (it would pin none of its user's descriptors in flight, so
+// nothing bounded how many the agent held once the user's disposal
+// processes were stuck), and one whose queue carries some further on still is.
+TEST(PassedDescriptors, ALongQueueIsHandedOnOnlyWhereItCarriesDescriptors) {
+  constexpr int kPlain = 40;
+  EXPECT_TRUE(finishes(
+      [&] {
+        Pair p = pair_of(SOCK_SEQPACKET);
+        if (!p.receiver.valid()) return 3;
+        for (int i = 0; i < kPlain; ++i) {
+          if (::send(p.sender.get(), "request", 7, 0) != 7) return 4;
+        }
+        close_client_socket(std::move(p.receiver), kUser);
+        // Queued bytes are freed once taken or purged.
+        for (;;) {
+          int queued = 0;
+          if (::ioctl(p.sender.get(), SIOCOUTQ, &queued) != 0) return 5;
+          if (queued == 0) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        const DisposalCounts c = disposal_counts();
+        return c.handed == 0 && c.held == 0 && c.processes == 0 ? 0 : 2;
+      },
+      std::chrono::seconds(60)));
+  if (!have_loopback()) GTEST_SKIP() << "no loopback TCP here";
+  EXPECT_TRUE(finishes(
+      [&] {
+        std::vector<LingeringSocket> held;
+        Pair p = pair_of(SOCK_SEQPACKET);
+        if (!p.receiver.valid()) return 3;
+        for (int i = 0; i < kPlain; ++i) {
+          if (::send(p.sender.get(), "request", 7, 0) != 7) return 4;
+        }
+        if (!queue_lingering(p, &held)) return 4;
+        close_client_socket(std::move(p.receiver), kUser);
+        while (!handed(0, 1))
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return 0;
+      },
+      std::chrono::seconds(60)));
 }
 
 // The hole in the design before this one: disposal threads, sixteen at
