@@ -33,6 +33,9 @@ namespace {
 using protocol::ReplyStatus;
 constexpr uid_t kAlice = 4242;
 constexpr uid_t kBob = 4343;
+// How long an egpuctl that must finish may take: for a hung one, not a
+// measure of a busy host.
+constexpr int kRunLimitMs = 60'000;
 
 class AgentControl : public ::testing::Test {
  protected:
@@ -56,7 +59,7 @@ TEST_F(AgentControl, EgpuctlRefusesAnInstanceNamedTwiceInOneResize) {
   const std::string id = std::to_string(a);
   auto run = run_processes({{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "resize",
                              id + "=40", id + "=30"}},
-                           10'000)
+                           kRunLimitMs)
                  .front();
   EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
   EXPECT_NE(
@@ -67,35 +70,36 @@ TEST_F(AgentControl, EgpuctlRefusesAnInstanceNamedTwiceInOneResize) {
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(nlohmann::json::parse(st->text)["gpus"][0]["allocated_units"], 25) << "it changed";
   // Nothing to change, and no instance 0: refused before the agent is asked.
-  run =
-      run_processes(
-          {{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "resize", id + "="}}, 10'000)
-          .front();
+  run = run_processes(
+            {{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "resize", id + "="}},
+            kRunLimitMs)
+            .front();
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("'" + id + "=' gives neither units nor a mode"), std::string::npos)
       << run.err;
   run = run_processes({{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "show", "0"}},
-                      10'000)
+                      kRunLimitMs)
             .front();
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("'0' is not an instance id (ids start at 1)"), std::string::npos)
       << run.err;
   // A socket path that names a directory is said to be one (--socket may
   // follow the command).
-  run = run_processes({{EGPU_EGPUCTL_PATH, "--local", "status", "--socket", agent.dir()}}, 10'000)
+  run = run_processes({{EGPU_EGPUCTL_PATH, "--local", "status", "--socket", agent.dir()}},
+                      kRunLimitMs)
             .front();
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find("it is a directory, not a socket"), std::string::npos) << run.err;
   // --job goes through Slurm: with --local it was ignored.
   run = run_processes(
             {{EGPU_EGPUCTL_PATH, "--socket", agent.socket(), "--local", "status", "--job", "1"}},
-            10'000)
+            kRunLimitMs)
             .front();
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("status --job goes through Slurm"), std::string::npos) << run.err;
   // Without Slurm's commands, usage says so, not that no command knows the job.
   const std::vector<std::string> no_slurm{"PATH=/nonexistent"};
-  run = run_processes({{EGPU_EGPUCTL_PATH, "usage", "12"}}, 10'000, &no_slurm).front();
+  run = run_processes({{EGPU_EGPUCTL_PATH, "usage", "12"}}, kRunLimitMs, &no_slurm).front();
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.err.find("usage needs Slurm's sacct or squeue, and neither can be run here"),
             std::string::npos)

@@ -40,6 +40,9 @@ protocol::CreateRequest create_request(uint64_t job, uint32_t units, uid_t owner
 }
 
 namespace {
+// A bound for a hung agent, not a measure: an agent in the sanitized build
+// beside a test's flooders on a busy host may take seconds.
+constexpr int kCallTimeoutMs = 30'000;
 int g_wake_fd = -1;  // the attached child's end of its instance's wake channel
 void kick_agent(int) {
   const uint64_t one = 1;
@@ -184,9 +187,6 @@ std::string AgentProcess::log() const {
 }
 
 Result<protocol::Reply> AgentProcess::call(const protocol::Request& request) const {
-  // A bound for a hung agent, not a measure: an agent in the sanitized
-  // build beside a test's flooders on a busy host may take seconds.
-  constexpr int kCallTimeoutMs = 30'000;
   auto c = protocol::ControlClient::connect(socket_, kCallTimeoutMs);
   if (!c) return Error{c.error()};
   return c->call(request);
@@ -221,7 +221,7 @@ int run_as(uid_t uid, const std::function<int()>& body) {
 }
 
 Result<RawReply> attach(const std::string& socket, uint64_t job, uint32_t step, uint32_t gpu) {
-  auto c = protocol::ControlClient::connect(socket, Deadline::after_ms(5000));
+  auto c = protocol::ControlClient::connect(socket, Deadline::after_ms(kCallTimeoutMs));
   if (!c) return Error{c.error()};
   auto r = c->call_with_fds(protocol::AttachRequest{job, step, gpu});
   if (!r) return Error{r.error()};

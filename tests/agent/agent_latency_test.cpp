@@ -184,11 +184,16 @@ TEST_F(AgentLatency, AReporterThatNeverWaitsForTheGpuBorrowsNothing) {
   const uint64_t lender = create(2, 80, kBob, Mode::kLend);
   ASSERT_EQ(agent.call(kP99At40(serve))->status, ReplyStatus::kOk);
   waiting.add(agent, 2, lender, kBob);
-  // 6 s far past the objective (60 periods on an idle host); one that
-  // waited borrows within a few (the test above).
-  const json s = report_slow_until(serve, 6s, [](const json& v) {
+  // Far past the objective for 6 s (60 periods on an idle host) and until
+  // more than 20 were judged, however long a busy host takes (kPatience
+  // only ends a broken case); one that waited borrows within a few (the
+  // test above).
+  const auto six_seconds = std::chrono::steady_clock::now() + 6s;
+  const json s = report_slow_until(serve, kPatience, [&](const json& v) {
     EXPECT_EQ(v.value("borrowed_units", 0), 0) << v.dump();
-    return v.value("borrowed_units", 0) != 0;
+    const bool enough =
+        std::chrono::steady_clock::now() >= six_seconds && v.value("slo_windows_judged", 0) > 20;
+    return v.value("borrowed_units", 0) != 0 || enough;
   });
   EXPECT_GT(s.value("slo_windows_judged", 0), 20) << s.dump();  // judged, and found not held back
   EXPECT_NEAR(show(lender)["target_pct"].get<double>(), 80.0, 1e-6);

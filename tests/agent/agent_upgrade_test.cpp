@@ -26,6 +26,9 @@ namespace egpu::test {
 namespace {
 
 using protocol::ReplyStatus;
+// How long a check that must finish may take: for a hung one, not a
+// measure of a busy host.
+constexpr int kRunLimitMs = 60'000;
 
 ino_t inode_of(const std::string& path) {
   struct stat st {};
@@ -40,10 +43,11 @@ TEST(AgentUpgrade, CheckPagesSaysNoWhenTheNewAgentWouldNotStart) {
   ASSERT_TRUE(agent.start()) << agent.log();
   ASSERT_EQ(agent.call(create_request(1, 40, 4242))->status, ReplyStatus::kOk);
   auto check =
-      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, kRunLimitMs);
   ASSERT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
   std::ofstream(agent.config_path(), std::ios::app) << "MonitorGroup=egpu-no-such-group\n";
-  check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  check =
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, kRunLimitMs);
   EXPECT_EQ(check.front().exit_code, 2) << check.front().out << check.front().err;
   EXPECT_NE(check.front().err.find("MonitorGroup=egpu-no-such-group: no such group"),
             std::string::npos)
@@ -74,7 +78,7 @@ TEST(AgentUpgrade, PagesOfAnotherLayoutAreLeftToTheirShimsNotTakenOver) {
 
   // What the package's postinst asks before it restarts the agent: no.
   auto check =
-      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, kRunLimitMs);
   EXPECT_EQ(check.front().exit_code, 3) << check.front().out << check.front().err;
   EXPECT_NE(check.front().err.find(path + " has page layout " + std::to_string(older) +
                                    ", this agent's is " + std::to_string(shm::kLayoutVersion)),
@@ -106,7 +110,8 @@ TEST(AgentUpgrade, PagesOfAnotherLayoutAreLeftToTheirShimsNotTakenOver) {
   // The new agent works on its new page, which the next one can take over.
   auto again = agent.call(create_request(2, 40, 4242));
   EXPECT_EQ(again->status, ReplyStatus::kOk) << again->text;
-  check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  check =
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, kRunLimitMs);
   EXPECT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
 }
 
@@ -206,7 +211,7 @@ TEST(AgentUpgrade, AnAgentWithMoreSlotsTakesOverPagesOfFewer) {
   };
   ASSERT_TRUE(with("MaxInstancesPerGpu=256"));
   auto check =
-      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, kRunLimitMs);
   EXPECT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
   ASSERT_TRUE(agent.start()) << agent.log();
   auto shown = agent.call(protocol::ShowRequest{created->instance_id});
@@ -216,11 +221,13 @@ TEST(AgentUpgrade, AnAgentWithMoreSlotsTakesOverPagesOfFewer) {
   // pages still say 64 and are taken over.
   agent.kill_hard();
   ASSERT_TRUE(with("MaxInstancesPerGpu=64"));
-  check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  check =
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, kRunLimitMs);
   EXPECT_EQ(check.front().exit_code, 0) << check.front().out << check.front().err;
   // Fewer than the pages': not taken over, and --check-pages says so first.
   ASSERT_TRUE(with("MaxInstancesPerGpu=32"));
-  check = run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, 10'000);
+  check =
+      run_processes({{EGPU_AGENTD_PATH, "-f", agent.config_path(), "--check-pages"}}, kRunLimitMs);
   EXPECT_EQ(check.front().exit_code, 3) << check.front().out << check.front().err;
 }
 

@@ -113,7 +113,8 @@ int status_as(const std::string& socket, uid_t uid) {
 
 int status_as_client(const std::string& socket, uid_t uid) {
   return run_as(uid, [&] {
-    auto c = protocol::ControlClient::connect(socket, 5000);
+    // A bound for a hung agent, not a measure of a busy host.
+    auto c = protocol::ControlClient::connect(socket, 30'000);
     if (!c) return 10;
     auto status = c->call(protocol::StatusRequest{0, 0});
     return !status ? 11 : status->status == ReplyStatus::kOk ? 0 : 12;

@@ -208,7 +208,7 @@ TEST_F(ControlSocketExhaustion, RootHasASocketNoUserCanFill) {
   // A user cannot connect to it at all; root is served on it.
   EXPECT_EQ(run_as(kMallory, [&] { return connect_unix(root_socket) >= 0 ? 1 : 0; }), 0);
   {
-    auto direct = protocol::ControlClient::connect(root_socket, 3000);
+    auto direct = protocol::ControlClient::connect(root_socket, 30'000);  // for a hung agent
     ASSERT_TRUE(direct) << direct.error();
     auto served = direct->call(protocol::StatusRequest{0, 0});
     ASSERT_TRUE(served) << served.error();

@@ -103,7 +103,7 @@ bool forge(const std::string& page, const std::vector<pid_t>& pids) {
 // Each instance's process count in root's status, by job.
 std::map<uint64_t, int> processes_by_job(const AgentProcess& agent) {
   std::map<uint64_t, int> out;
-  auto c = protocol::ControlClient::connect(agent.socket(), 3000);
+  auto c = protocol::ControlClient::connect(agent.socket(), 30'000);  // for a hung agent
   if (!c) return out;
   const auto st = c->call(protocol::StatusRequest{0, 0});
   if (!st) return out;

@@ -97,11 +97,12 @@ TEST(PlantedSocket, TheAgentOfRootsIsReachedByRootAndByUsers) {
   if (geteuid() != 0) GTEST_SKIP() << "plays another uid: needs root";
   AgentProcess agent;
   ASSERT_TRUE(agent.start()) << agent.log();
-  auto root = protocol::ControlClient::connect(agent.socket(), 3000);
+  // Bounds for a hung agent, not measures of a busy host.
+  auto root = protocol::ControlClient::connect(agent.socket(), 30'000);
   EXPECT_TRUE(root.ok()) << root.error();
   EXPECT_EQ(run_as(kMallory,
                    [&] {
-                     auto user = protocol::ControlClient::connect(agent.socket(), 3000);
+                     auto user = protocol::ControlClient::connect(agent.socket(), 30'000);
                      return user.ok() ? 0 : 1;
                    }),
             0);
@@ -127,7 +128,8 @@ TEST(PlantedSocket, AJobInAUserNamespaceOfItsOwnReachesTheAgent) {
     char go = 0;
     if (unshared == 0 || read(to_child[0], &go, 1) != 1 || go != 1) _exit(77);
     if (geteuid() != 0) _exit(3);  // the map did not take
-    auto client = protocol::ControlClient::connect(agent.socket(), 3000);
+    // A bound for a hung agent, not a measure of a busy host.
+    auto client = protocol::ControlClient::connect(agent.socket(), 30'000);
     if (!client) {
       std::fprintf(stderr, "%s\n", client.error().c_str());
       _exit(1);

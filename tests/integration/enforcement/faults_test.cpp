@@ -3,7 +3,11 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
 
 #include "enforced_node.h"
@@ -35,9 +39,15 @@ nlohmann::json show_once_empty(EnforcedNode& node, uint64_t id) {
 }
 
 // A memory-probe that fills its instance's quota in `chunk` pieces and holds
-// it until the test ends; `mark` made once all is held.
-std::vector<std::string> holder_argv(uint64_t chunk) {
-  return {memory_probe_path(), "fill", std::to_string(chunk), "120000"};
+// it until `go` exists or the test ends it, however slow the host (its own
+// bound only ends a holder the test lost); `mark` made once all is held.
+std::unique_ptr<test_child::ChildProcess> start_holder(EnforcedNode& node, uint64_t job,
+                                                       uint64_t chunk, const std::string& mark,
+                                                       const std::string& go) {
+  std::filesystem::remove(mark);
+  std::filesystem::remove(go);
+  return node.start_program(job, {memory_probe_path(), "fill", std::to_string(chunk), "600000"}, 0,
+                            {{"PROBE_MARK", mark}, {"PROBE_HOLD_UNTIL", go}});
 }
 
 TEST(Faults, KillingOneOfThreeJobsGivesItsShareToTheOthersAndFreesItsMemory) {
@@ -47,8 +57,7 @@ TEST(Faults, KillingOneOfThreeJobsGivesItsShareToTheOthersAndFreesItsMemory) {
   node.create(3, 30);
   auto v = node.start(1, greedy("victim"));
   const std::string mark = ::testing::TempDir() + "/kill3-held";
-  std::filesystem::remove(mark);
-  auto holder = node.start_program(1, holder_argv(1ull << 30), 0, {{"PROBE_MARK", mark}});
+  auto holder = start_holder(node, 1, 1ull << 30, mark, ::testing::TempDir() + "/kill3-go");
   auto a = node.start(2, greedy("a"));
   auto b = node.start(3, greedy("b"));
   harness::ShareSampler sampler(node.source(), 50ms);
@@ -86,8 +95,8 @@ TEST(Faults, AgentKilledUnderLoadNeitherCrashesNorHangsJobsAndResumes) {
   auto wa = node.start(1, greedy("a"));
   auto wb = node.start(2, greedy("b"));
   const std::string mark = ::testing::TempDir() + "/agent-kill-held";
-  std::filesystem::remove(mark);
-  auto holder = node.start_program(1, holder_argv(512ull << 20), 0, {{"PROBE_MARK", mark}});
+  const std::string go = ::testing::TempDir() + "/agent-kill-go";
+  auto holder = start_holder(node, 1, 512ull << 20, mark, go);
   harness::ShareSampler sampler(node.source(), 50ms);
   ASSERT_TRUE(sampler.wait_until(harness::labels_busy({"a", "b"}), 20s));
   ASSERT_TRUE(wait_for_file(mark, 60s)) << holder->stderr_text();
@@ -113,6 +122,7 @@ TEST(Faults, AgentKilledUnderLoadNeitherCrashesNorHangsJobsAndResumes) {
   auto after = show(node, a);
   EXPECT_EQ(after.value("memory_used_bytes", uint64_t{0}), mem_before) << after.dump();
   EXPECT_EQ(after.value("processes", 0), 2) << after.dump();
+  std::ofstream(go).put('\n');  // the holder may let go now
   stop(*wa);
   stop(*wb);
 }

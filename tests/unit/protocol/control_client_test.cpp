@@ -165,21 +165,23 @@ TEST(ControlClient, ChunksThatNeverEndAreBoundedByOneDeadline) {
 }
 
 TEST(ControlClient, ASharedDeadlineCoversConnectAndCall) {
+  // In seconds, so that a busy host's stall does not eat the connect's
+  // share; the reply comes past the deadline however late the call starts.
   ScriptedAgent agent([](int conn) {
     const uint32_t id = read_request(conn);
-    std::this_thread::sleep_for(milliseconds(250));
+    std::this_thread::sleep_for(milliseconds(1500));
     send_with_fds(conn, encode_reply(chunk("late", false), id));
   });
   const int64_t start = monotonic_ns();
-  auto c = ControlClient::connect(agent.path(), Deadline::after_ms(400));
+  auto c = ControlClient::connect(agent.path(), Deadline::after_ms(3000));
   ASSERT_TRUE(c.ok()) << c.error();
-  std::this_thread::sleep_for(milliseconds(300));
-  // 100 ms of the deadline are left; 400 ms of its own would see the reply at 250.
+  std::this_thread::sleep_for(milliseconds(2000));
+  // 1 s of the deadline is left; 3 s of its own would see the reply at 1.5 s.
   auto r = c->call(kStatus);
   const int64_t elapsed_ms = ms_since(start);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(contains(r.error(), "timed out")) << r.error();
-  EXPECT_GE(elapsed_ms, 400);
+  EXPECT_GE(elapsed_ms, 3000);
 }
 
 TEST(ControlClient, OversizedReplyIsTruncationNotAReply) {
