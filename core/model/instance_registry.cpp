@@ -166,8 +166,11 @@ std::map<uint64_t, std::pair<double, Mode>> InstanceRegistry::faa_targets(
   double sum = 0;
   for (const Instance* inst : here) {
     double share = effective_share(*inst);
-    if (auto o = offered.find(inst->id); o != offered.end()) share -= o->second * moving / given;
-    if (auto w = wanted.find(inst->id); w != wanted.end()) share += w->second * moving / asked;
+    // given or asked 0: nothing moves (and no 0/0).
+    if (auto o = offered.find(inst->id); o != offered.end() && moving > 0)
+      share -= o->second * moving / given;
+    if (auto w = wanted.find(inst->id); w != wanted.end() && moving > 0)
+      share += w->second * moving / asked;
     share = std::max(kMinShare, share);
     out[inst->id] = {share, inst->mode};
     sum += share;

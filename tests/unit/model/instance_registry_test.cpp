@@ -116,6 +116,22 @@ TEST_F(Registry, FaaTargetsApplyLoansOnlyWhereTheyStillHold) {
   EXPECT_LE(sum, 1.0 + 1e-12);
 }
 
+// A stale loan on a lender with nothing above its floor (resized to one
+// unit since): nothing moves, and no 0/0 reaches FAA's targets.
+TEST_F(Registry, AStaleLoanOnALenderWithNoRoomMovesNothing) {
+  CreateSpec lend = spec(1, 0, 0, 1);
+  lend.mode = Mode::kLend;
+  auto* lender = create(lend);
+  auto* critical = create(spec(2, 0, 0, 20));
+  ASSERT_TRUE(lender && critical);
+  ASSERT_TRUE(
+      reg.set_objective(kRoot, critical->id, slo::LatencyObjective{99'000, 40'000'000}, nullptr)
+          .ok());
+  const auto t = reg.faa_targets(0, {{lender->id, -29}, {critical->id, 29}});
+  EXPECT_DOUBLE_EQ(t.at(lender->id).first, 0.01);
+  EXPECT_DOUBLE_EQ(t.at(critical->id).first, 0.20);
+}
+
 TEST_F(Registry, OnlyRootCreatesAndRemoves) {
   auto o = reg.create(kAlice, spec(1, 0, 0, 30), nullptr);
   EXPECT_EQ(o.status, ReplyStatus::kDenied);
