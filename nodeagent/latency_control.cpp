@@ -65,6 +65,7 @@ bool LatencyControl::step(uint32_t gpu, const model::InstanceRegistry& registry,
     if (rt == nullptr) continue;
     slo::SloInput in;
     in.id = inst->id;
+    in.job = inst->job_id;
     in.role = role_of(*inst);
     in.units = static_cast<uint32_t>(std::lround(registry.effective_share(*inst) * 100.0));
     Seen now;

@@ -40,6 +40,79 @@ std::optional<uint32_t> units_for(const LatencyModel& model, double demand, doub
   return static_cast<uint32_t>(std::clamp(units, 1.0, static_cast<double>(kMaxUnits)));
 }
 
+// A latency-critical instance's want this period, and its place in the
+// order of urgency (latency over target, then id).
+struct Want {
+  std::size_t index;  // into the inputs
+  uint32_t units;
+  double urgency;
+};
+
+// Shares `pool` units out among the borrowers in `wants` (most urgent
+// first) that `eligible` admits: each is first given up to its part, in
+// proportion to its own units; what parts leave unused goes by urgency.
+// Urgency alone let one borrower take everything: its latencies are its own
+// to report, and a forged minute per request put it first for good. `got`
+// holds what each has from earlier pools, and gains what this one gives;
+// returns what is left of it.
+template <typename Eligible>
+uint32_t share_out(const std::vector<SloInput>& inputs, const std::vector<Want>& wants,
+                   uint32_t pool, Eligible eligible, std::vector<uint32_t>* got) {
+  uint64_t wanting_units = 0;
+  for (const Want& w : wants) {
+    if (eligible(inputs[w.index])) wanting_units += inputs[w.index].units;
+  }
+  std::vector<uint32_t> here(wants.size(), 0);
+  uint32_t left = pool;
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t k = 0; k < wants.size(); ++k) {
+      const SloInput& in = inputs[wants[k].index];
+      if (!eligible(in)) continue;
+      const uint32_t room = kMaxUnits > in.units ? kMaxUnits - in.units : 0;
+      const uint32_t most = std::min(wants[k].units, room);
+      uint32_t cap = most > (*got)[k] ? most - (*got)[k] : 0;
+      if (round == 0 && wanting_units > 0) {
+        cap = std::min<uint32_t>(
+            cap, static_cast<uint32_t>(static_cast<uint64_t>(pool) * in.units / wanting_units));
+      }
+      const uint32_t more = std::min(cap > here[k] ? cap - here[k] : 0, left);
+      here[k] += more;
+      left -= more;
+    }
+  }
+  for (std::size_t k = 0; k < wants.size(); ++k)
+    (*got)[k] += here[k];
+  return left;
+}
+
+// Takes `amount` (at most what they can give together) from the lenders
+// `from`, in proportion to what each can still give (`can`, by input
+// index; largest remainder, then id, for the units left over).
+void take_from(const std::vector<SloInput>& inputs, const std::vector<std::size_t>& from,
+               uint32_t amount, std::vector<uint32_t>* can) {
+  uint64_t total = 0;
+  for (std::size_t i : from)
+    total += (*can)[i];
+  if (amount == 0 || total == 0) return;
+  std::vector<uint32_t> take(from.size(), 0);
+  std::vector<std::pair<uint64_t, std::size_t>> remainders;  // (remainder x total, position)
+  uint32_t taken = 0;
+  for (std::size_t k = 0; k < from.size(); ++k) {
+    const uint64_t exact = static_cast<uint64_t>((*can)[from[k]]) * amount;
+    take[k] = static_cast<uint32_t>(exact / total);
+    taken += take[k];
+    remainders.emplace_back(exact % total, k);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return inputs[from[a.second]].id < inputs[from[b.second]].id;
+  });
+  for (std::size_t k = 0; taken < amount && k < remainders.size(); ++k, ++taken)
+    ++take[remainders[k].second];
+  for (std::size_t k = 0; k < from.size(); ++k)
+    (*can)[from[k]] -= take[k];
+}
+
 }  // namespace
 
 uint32_t SloController::wanted(const SloInput& in, Memory& t, SloState& s) {
@@ -151,7 +224,6 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
   }
   std::erase_if(unwaited_, [&](const auto& u) { return !tracked_.contains(u.first); });
   states_.assign(inputs.size(), SloState{});
-  uint32_t lendable = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const SloInput& in = inputs[i];
     SloState& s = states_[i];
@@ -159,8 +231,6 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
     s.role = in.role;
     s.units = in.units;
     s.objective = in.role == SloRole::kLatencyCritical ? in.objective : std::nullopt;
-    if (in.role == SloRole::kLend)
-      lendable += in.units > params_.lend_floor_units ? in.units - params_.lend_floor_units : 0;
     Memory& t = tracked_[in.id];
     if (in.role != SloRole::kLatencyCritical || !in.objective) {
       t = Memory{};  // nothing to keep: it may become latency-critical later
@@ -192,11 +262,6 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
 
   // What each latency-critical instance wants, then the lendable units shared
   // out (below), in the order of urgency (latency over target, then id).
-  struct Want {
-    std::size_t index;
-    uint32_t units;
-    double urgency;
-  };
   std::vector<Want> wants;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].role != SloRole::kLatencyCritical || !inputs[i].objective) continue;
@@ -210,29 +275,26 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
     if (a.urgency != b.urgency) return a.urgency > b.urgency;
     return inputs[a.index].id < inputs[b.index].id;
   });
-  // Each borrower is first given up to its part of what can be lent, in
-  // proportion to its own units; what parts leave unused goes by urgency.
-  // Urgency alone let one borrower take everything: its latencies are its
-  // own to report, and a forged minute per request put it first for good.
-  uint64_t wanting_units = 0;
-  for (const Want& w : wants)
-    wanting_units += inputs[w.index].units;
-  std::vector<uint32_t> got(wants.size(), 0);
-  uint32_t left = lendable;
-  for (int round = 0; round < 2; ++round) {
-    for (std::size_t k = 0; k < wants.size(); ++k) {
-      const SloInput& in = inputs[wants[k].index];
-      const uint32_t room = kMaxUnits > in.units ? kMaxUnits - in.units : 0;
-      uint32_t cap = std::min(wants[k].units, room);
-      if (round == 0 && wanting_units > 0) {
-        cap = std::min<uint32_t>(
-            cap, static_cast<uint32_t>(static_cast<uint64_t>(lendable) * in.units / wanting_units));
-      }
-      const uint32_t more = std::min(cap > got[k] ? cap - got[k] : 0, left);
-      got[k] += more;
-      left -= more;
-    }
+  const auto lendable_units = [&](const SloInput& in) {
+    return in.units > params_.lend_floor_units ? in.units - params_.lend_floor_units : 0u;
+  };
+  // Each job's lenders serve its own borrowers first; what is left of all
+  // of them is then shared out among every borrower.
+  std::map<uint64_t, uint32_t> lendable_of_job;
+  for (const SloInput& in : inputs) {
+    if (in.role == SloRole::kLend) lendable_of_job[in.job] += lendable_units(in);
   }
+  std::vector<uint32_t> got(wants.size(), 0);
+  std::map<uint64_t, uint32_t> own_lent;  // by job: what its lenders gave its own borrowers
+  uint32_t pooled = 0;
+  for (const auto& [job, can] : lendable_of_job) {
+    const uint32_t left = share_out(
+        inputs, wants, can, [&](const SloInput& in) { return in.job == job; }, &got);
+    own_lent[job] = can - left;
+    pooled += left;
+  }
+  const uint32_t pooled_left = share_out(
+      inputs, wants, pooled, [](const SloInput&) { return true; }, &got);
   uint32_t lent = 0;
   for (std::size_t k = 0; k < wants.size(); ++k) {
     const SloInput& in = inputs[wants[k].index];
@@ -252,8 +314,7 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
     st.model_points = t.model.points();
   }
 
-  // The lenders give `lent` in proportion to what each can lend (largest
-  // remainder, then id, for the units left over).
+  // The lenders give what was lent.
   std::vector<std::size_t> lenders;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     SloState& s = states_[i];
@@ -261,27 +322,25 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
     s.effective_units = inputs[i].units;
     if (inputs[i].role == SloRole::kLend) lenders.push_back(i);
   }
-  if (lent == 0 || lendable == 0) return states_;
-  std::vector<std::pair<uint64_t, std::size_t>> remainders;  // (remainder x lendable, index)
-  uint32_t given = 0;
-  for (std::size_t i : lenders) {
-    const uint32_t can =
-        inputs[i].units > params_.lend_floor_units ? inputs[i].units - params_.lend_floor_units : 0;
-    const uint64_t exact = static_cast<uint64_t>(can) * lent;
-    const auto share = static_cast<uint32_t>(exact / lendable);
-    states_[i].borrowed = -static_cast<int32_t>(share);
-    given += share;
-    remainders.emplace_back(exact % lendable, i);
-  }
-  std::stable_sort(remainders.begin(), remainders.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first > b.first;
-    return inputs[a.second].id < inputs[b.second].id;
-  });
-  for (std::size_t k = 0; given < lent && k < remainders.size(); ++k, ++given)
-    --states_[remainders[k].second].borrowed;
+  if (lent == 0) return states_;
+  // Each job's own loans from its lenders, then the pooled ones from every
+  // lender's rest, each in proportion to what each can give.
+  std::vector<uint32_t> can(inputs.size(), 0);
   for (std::size_t i : lenders)
+    can[i] = lendable_units(inputs[i]);
+  for (const auto& [job, amount] : own_lent) {
+    std::vector<std::size_t> of_job;
+    for (std::size_t i : lenders) {
+      if (inputs[i].job == job) of_job.push_back(i);
+    }
+    take_from(inputs, of_job, amount, &can);
+  }
+  take_from(inputs, lenders, pooled - pooled_left, &can);
+  for (std::size_t i : lenders) {
+    states_[i].borrowed = -static_cast<int32_t>(lendable_units(inputs[i]) - can[i]);
     states_[i].effective_units =
         static_cast<uint32_t>(static_cast<int32_t>(inputs[i].units) + states_[i].borrowed);
+  }
   return states_;
 }
 

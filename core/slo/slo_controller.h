@@ -8,6 +8,10 @@
 // period. Rules:
 // - Only lend instances give share, down to a floor; guaranteed ones (burst,
 //   cap) always keep their units, whatever a latency-critical neighbour says.
+//   A lender's share goes to its own job's latency-critical steps first (the
+//   common case: an inference step beside the job's training step), then to
+//   other jobs': another job's reports (its own to make up) cannot take what
+//   the lender's job needs.
 // - A latency-critical instance borrows when the objective's percentile over
 //   its recent window passes raise_at x target, moving in one step to the
 //   share its LatencyModel predicts for aim x target (probing upwards while
@@ -69,6 +73,9 @@ struct SloParams {
 
 struct SloInput {
   uint64_t id = 0;
+  // Its Slurm job: a lender's share goes first to its own job's
+  // latency-critical steps, and only what they leave to other jobs'.
+  uint64_t job = 0;
   SloRole role = SloRole::kGuaranteed;
   uint32_t units = 0;                         // what Slurm granted on this GPU (1..100)
   std::optional<LatencyObjective> objective;  // only for kLatencyCritical

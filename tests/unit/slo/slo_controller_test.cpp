@@ -64,6 +64,39 @@ TEST(SloController, AtRiskBorrowsOnlyFromLendersAndNeverFromGuaranteedNeighbours
 // liked. More share lowers only the latency of work that waits for the GPU:
 // one that did not wait in its window borrows nothing, and gives back what
 // it borrowed once it stops waiting.
+// A lender's share goes first to its own job's latency-critical step (an
+// inference step beside the job's training step), then to other jobs'. A
+// neighbour of another job that says every request takes a minute, and
+// runs flat out so that it waits for the GPU, took most of it: the
+// lender's units were shared out among all borrowers by their units.
+SloInput of_job(SloInput in, uint64_t job) {
+  in.job = job;
+  return in;
+}
+
+TEST(SloController, AnotherJobsLiarCannotTakeTheLenderOfMine) {
+  SloController c;
+  std::vector<SloState> s;
+  for (int i = 0; i < 40; ++i) {
+    s = c.step({of_job(critical(1, 10, 60 * kMs, 100, 0.1), 7), of_job(lender(2, 30), 7),
+                of_job(critical(3, 60, 60'000 * kMs, 100, 0.6), 9)},
+               kPeriod);
+  }
+  EXPECT_EQ(of(s, 2).borrowed, -29);
+  EXPECT_GE(of(s, 1).borrowed, 20) << "the lender's own job's step was outbid";
+  EXPECT_EQ(of(s, 1).borrowed + of(s, 3).borrowed, 29);
+  // What the lender's job does not need still goes to the neighbour: its
+  // own step goes idle and gives back.
+  for (int i = 0; i < 40; ++i) {
+    s = c.step({of_job(critical(1, 10, 0, 0, 0.0), 7), of_job(lender(2, 30), 7),
+                of_job(critical(3, 60, 60'000 * kMs, 100, 0.6), 9)},
+               kPeriod);
+  }
+  EXPECT_EQ(of(s, 1).borrowed, 0);
+  EXPECT_EQ(of(s, 3).borrowed, 29);
+  EXPECT_EQ(of(s, 2).borrowed, -29);
+}
+
 TEST(SloController, AReporterThatNeverWaitsForTheGpuBorrowsNothing) {
   SloController c;
   std::vector<SloState> s;
