@@ -251,7 +251,7 @@ void GpuArbiter::reclaim(uint64_t instance_id, uint32_t proc_slot, pid_t pid) {
 pid_t GpuArbiter::process_in_slot(uint64_t instance_id, uint32_t proc_slot) const {
   auto it = slot_of_.find(instance_id);
   if (it == slot_of_.end() || proc_slot >= shm::kMaxProcsPerInstance) return 0;
-  return shm::read_proc_slot(members_.at(it->second).runtime.page()->procs[proc_slot]).pid;
+  return members_.at(it->second).runtime.given_to(proc_slot);
 }
 
 int GpuArbiter::instance_page_fd(uint64_t instance_id) const {

@@ -90,7 +90,8 @@ class GpuArbiter {
   // A process attaches: returns its process slot, or -1 when the instance is full.
   int attach(uint64_t instance_id, pid_t pid);
   void reclaim(uint64_t instance_id, uint32_t proc_slot, pid_t pid);
-  // The pid recorded in a process slot (0 = free); for recovery.
+  // The pid the agent gave a process slot, or found there when it opened
+  // the page (0 = free); for recovery.
   pid_t process_in_slot(uint64_t instance_id, uint32_t proc_slot) const;
 
   // Scans, charges, decides and publishes. Returns when to tick next.

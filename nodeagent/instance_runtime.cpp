@@ -201,7 +201,7 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
     rt.seen_device_ns_[i] = r.device_ns;
     rt.seen_launches_[i] = r.launches;
     // After a restart the recovery checks each of these and reclaims the dead.
-    if (r.pid != 0) rt.attached_.set(i);
+    rt.given_[i] = r.pid;  // 0 where free
   }
   return rt;
 }
@@ -332,14 +332,14 @@ int InstanceRuntime::attach(pid_t pid) {
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     const shm::ProcReading r = shm::read_proc_slot(p->procs[i]);
     if (r.pid != pid) continue;
-    if (!attached_.test(i)) {
+    if (given_[i] == 0) {
       // A slot the job wrote this pid into itself, not one the agent gave:
       // it is looked at from now on (scan() reads only attached slots, so
       // the process would run uncharged), from what it says now.
       seen_device_ns_[i] = r.device_ns;
       seen_launches_[i] = r.launches;
-      attached_.set(i);
     }
+    given_[i] = pid;
     return static_cast<int>(i);
   }
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
@@ -347,28 +347,29 @@ int InstanceRuntime::attach(pid_t pid) {
     // (pids in every slot would have its later processes refused, and run
     // unpaced), or one it gave out that reads free (its process ended, or
     // the job wrote 0 or a negative pid there, as scan() reads it).
-    if (attached_.test(i) && shm::read_proc_slot(p->procs[i]).pid != 0) continue;
+    if (given_[i] != 0 && shm::read_proc_slot(p->procs[i]).pid != 0) continue;
     seen_device_ns_[i] = 0;
     seen_launches_[i] = 0;
     shm::claim_proc_slot(p->procs[i], pid);
-    attached_.set(i);
+    given_[i] = pid;
     return static_cast<int>(i);
   }
   return -1;
 }
 
 void InstanceRuntime::reclaim(uint32_t slot, pid_t pid) {
-  if (slot >= shm::kMaxProcsPerInstance) return;
+  // The slot the agent gave `pid`, whatever pid the page says now (its
+  // job may have rewritten it).
+  if (slot >= shm::kMaxProcsPerInstance || given_[slot] != pid) return;
   auto& s = page()->procs[slot];
   const shm::ProcReading r = shm::read_proc_slot(s);
-  if (r.pid != pid) return;
   const uint64_t dev = r.device_ns;
   pending_device_ns_ = std::min<int64_t>(pending_device_ns_ + progress(dev, seen_device_ns_[slot]),
                                          static_cast<int64_t>(kMaxReportNs));
   seen_device_ns_[slot] = dev;
   // The driver freed its memory with the process.
   shm::release_proc_slot(s);
-  attached_.reset(slot);
+  given_[slot] = 0;
 }
 
 InstanceActivity InstanceRuntime::scan() {
@@ -380,7 +381,7 @@ InstanceActivity InstanceRuntime::scan() {
   // Only the slots the agent gave out: each is a cache line its process
   // writes, and a tick looks at every instance on the GPU.
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
-    if (!attached_.test(i)) continue;
+    if (given_[i] == 0) continue;
     const shm::ProcReading s = shm::read_proc_slot(p->procs[i]);
     if (s.pid == 0) continue;
     ++a.processes;
@@ -422,7 +423,7 @@ uint32_t InstanceRuntime::processes() const {
   // The slots the agent handed out, not whatever the job wrote into its page.
   uint32_t n = 0;
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i)
-    n += attached_.test(i) && shm::read_proc_slot(page()->procs[i]).pid != 0 ? 1 : 0;
+    n += given_[i] != 0 && shm::read_proc_slot(page()->procs[i]).pid != 0 ? 1 : 0;
   return n;
 }
 

@@ -8,7 +8,6 @@
 
 #include <array>
 #include <atomic>
-#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -93,6 +92,9 @@ class InstanceRuntime {
   shm::BurstTotals bursts() const { return shm::read_burst_totals(*page()); }
   uint64_t mem_denied() const;
   uint32_t processes() const;
+  // The pid the agent gave slot `slot` (at a restart, the one its page named
+  // when it was opened); 0 where none.
+  pid_t given_to(uint32_t slot) const { return slot < given_.size() ? given_[slot] : 0; }
 
  private:
   InstanceRuntime(shm::PageFile page, std::string runtime_dir, model::Instance identity,
@@ -106,7 +108,10 @@ class InstanceRuntime {
   std::string dir_;
   std::array<uint64_t, shm::kMaxProcsPerInstance> seen_device_ns_{};
   std::array<uint64_t, shm::kMaxProcsPerInstance> seen_launches_{};
-  std::bitset<shm::kMaxProcsPerInstance> attached_;  // slots handed out and not reclaimed
+  // The pid each slot was handed to (or adopted with), 0 for a slot not
+  // handed out: the agent's own record, since the job may rewrite the
+  // page's.
+  std::array<pid_t, shm::kMaxProcsPerInstance> given_{};
   uint64_t device_ns_total_ = 0;
   int64_t pending_device_ns_ = 0;  // from reclaimed slots, charged at the next scan
   // The storage the page may hold before take_back_growth() takes some

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -333,42 +334,66 @@ TEST_F(HostileDescriptors, CuttingEveryFreshPageGetsAFewReplacementsASecond) {
   expect_honest_attach();
 }
 
+// Mallory's process attaches, `forge` writes into her page (given the slot
+// the agent gave the process) and the process exits: once the agent has reclaimed
+// that slot, her instance has no process left and asks for nothing.
+void expect_no_process_left(const AgentProcess& agent,
+                            const std::function<void(shm::InstancePage&, uint32_t)>& forge,
+                            const char* what) {
+  ASSERT_EQ(run_as(kMallory,
+                   [&] {
+                     auto own = attach_and_map_page(agent.socket());
+                     if (!own) return 1;
+                     forge(*own->page.as<shm::InstancePage>(), own->att.reply.proc_slot);
+                     return 0;
+                   }),
+            0);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  nlohmann::json mallory = nlohmann::json::object();
+  while (mallory.value("processes", -1) != 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto c = protocol::ControlClient::connect(agent.socket(), 30'000);  // for a hung agent
+    ASSERT_TRUE(c) << c.error();
+    auto st = c->call(protocol::StatusRequest{0, 0});
+    ASSERT_TRUE(st) << st.error();
+    const auto status = nlohmann::json::parse(st->text);
+    for (const auto& inst : status["gpus"][0]["instances"])
+      if (inst.at("job").get<uint64_t>() == kMalloryJob) mallory = inst;
+  }
+  EXPECT_EQ(mallory.value("processes", -1), 0)
+      << what << " still counts as a process: " << mallory.dump();
+  EXPECT_FALSE(mallory.value("asking", true)) << mallory.dump();
+}
+
 // A job writes a pid into a process slot the agent never gave out, claims a
 // blocked thread and a second of queued work there, and exits. The agent
 // counts only the slots it handed out: the forged one is no process, asks
 // for nothing and holds no share of the honest job's GPU time.
 TEST_F(HostileDescriptors, AForgedProcessSlotIsNotAProcess) {
-  const int rc = run_as(kMallory, [&] {
-    auto own = attach_and_map_page(agent.socket());
-    if (!own) return 1;
-    const uint32_t forged = own->att.reply.proc_slot == 7 ? 8 : 7;
-    auto& slot = own->page.as<shm::InstancePage>()->procs[forged];
-    slot.busy.store(1);
-    slot.inflight_ns.store(1'000'000'000);
-    slot.pid.store(getpid());
-    return 0;
-  });
-  ASSERT_EQ(rc, 0);
-  // Its real process exited: once the agent has reclaimed that slot, the
-  // instance has no process left (the forged slot never was one).
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  nlohmann::json mallory;
-  for (;;) {
-    // A bound for a hung agent, not a measure of a busy host.
-    auto c = protocol::ControlClient::connect(agent.socket(), 30'000);
-    ASSERT_TRUE(c) << c.error();
-    auto st = c->call(protocol::StatusRequest{0, 0});
-    ASSERT_TRUE(st) << st.error();
-    const auto j = nlohmann::json::parse(st->text);
-    for (const auto& inst : j["gpus"][0]["instances"])
-      if (inst.at("job").get<uint64_t>() == kMalloryJob) mallory = inst;
-    ASSERT_TRUE(mallory.is_object()) << st->text;
-    if (mallory.value("processes", -1) == 0) break;
-    ASSERT_LT(std::chrono::steady_clock::now(), give_up)
-        << "the forged slot still counts as a process: " << mallory.dump();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_FALSE(mallory.value("asking", true)) << mallory.dump();
+  expect_no_process_left(
+      agent,
+      [](shm::InstancePage& page, uint32_t own) {
+        auto& slot = page.procs[own == 7 ? 8 : 7];
+        slot.busy.store(1);
+        slot.inflight_ns.store(1'000'000'000);
+        slot.pid.store(getpid());
+      },
+      "the forged slot");
+  expect_agent_serving();
+}
+
+// A process rewrites the pid in the slot the agent gave it, then exits.
+// The agent reclaims the slot it gave that process, whatever the page now
+// says: it checked the page's pid first, so the slot stayed taken, and a
+// process that was gone counted and held the GPU for as long as the job ran.
+TEST_F(HostileDescriptors, ASlotWhosePidWasRewrittenIsReclaimedWithItsProcess) {
+  expect_no_process_left(
+      agent,
+      [](shm::InstancePage& page, uint32_t own) {
+        page.procs[own].busy.store(1);
+        page.procs[own].pid.store(getppid());
+      },
+      "the rewritten slot");
   expect_agent_serving();
 }
 
