@@ -30,7 +30,7 @@ void Agent::apply_gangs() {
         shares[id] = target.first;
     // A multi-node step's windows open with its other nodes' only as far as
     // the clocks agree; past the tolerance it is a gang of its GPUs here.
-    plan = model::plan_gangs(registry_->all(), shares, period, clock_alignment().ok());
+    plan = model::plan_gangs(registry_->all(), shares, period, clock_alignment().ok(), gangs_);
     // Windows open at wall-clock multiples of the period: the same instants
     // on every node whose clock is synchronized. A re-plan (a step came or
     // went, a loan changed) keeps the epoch unless the clock was stepped.

@@ -38,9 +38,28 @@ std::vector<std::optional<Nanos>> place_gangs(const std::vector<GangRequest>& ga
   std::vector<std::optional<Nanos>> out(gangs.size());
   // Windows placed so far on each GPU: [start, end) within the period.
   std::map<uint32_t, std::vector<std::pair<Nanos, Nanos>>> busy;
+  const auto clear = [&](const GangRequest& req, Nanos o) {
+    if (o < 0 || o + req.length > period) return false;
+    return std::all_of(req.gpus.begin(), req.gpus.end(), [&](uint32_t gpu) {
+      return std::none_of(busy[gpu].begin(), busy[gpu].end(),
+                          [&](const auto& w) { return o < w.second && w.first < o + req.length; });
+    });
+  };
+  const auto place = [&](std::size_t g, Nanos o) {
+    out[g] = o;
+    for (uint32_t gpu : gangs[g].gpus)
+      busy[gpu].emplace_back(o, o + gangs[g].length);
+  };
+  const auto valid = [&](const GangRequest& req) {
+    return req.length > 0 && req.length <= period && !req.gpus.empty();
+  };
+  for (std::size_t g = 0; g < gangs.size(); ++g) {
+    if (valid(gangs[g]) && gangs[g].keep && clear(gangs[g], *gangs[g].keep))
+      place(g, *gangs[g].keep);
+  }
   for (std::size_t g = 0; g < gangs.size(); ++g) {
     const GangRequest& req = gangs[g];
-    if (req.length <= 0 || req.length > period || req.gpus.empty()) continue;
+    if (out[g] || !valid(req)) continue;
     // First fit: the earliest offset is 0 or the end of a window already
     // placed on one of its GPUs.
     std::vector<Nanos> candidates{0};
@@ -50,15 +69,8 @@ std::vector<std::optional<Nanos>> place_gangs(const std::vector<GangRequest>& ga
     std::sort(candidates.begin(), candidates.end());
     for (Nanos o : candidates) {
       if (o + req.length > period) break;
-      const bool clear = std::all_of(req.gpus.begin(), req.gpus.end(), [&](uint32_t gpu) {
-        return std::none_of(busy[gpu].begin(), busy[gpu].end(), [&](const auto& w) {
-          return o < w.second && w.first < o + req.length;
-        });
-      });
-      if (!clear) continue;
-      out[g] = o;
-      for (uint32_t gpu : req.gpus)
-        busy[gpu].emplace_back(o, o + req.length);
+      if (!clear(req, o)) continue;
+      place(g, o);
       break;
     }
   }

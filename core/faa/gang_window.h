@@ -53,13 +53,17 @@ Nanos window_length(double share, Nanos period);
 struct GangRequest {
   std::vector<uint32_t> gpus;
   Nanos length = 0;
+  // The offset it had: kept where it still fits, before any gang without one
+  // is placed (so a gang that arrives later cannot move it).
+  std::optional<Nanos> keep;
 };
 
 // Offsets within one period such that no two gangs sharing a GPU have
-// overlapping windows, first fit in the order given (callers order by step
-// id, so every node of a multi-node step places it the same way when it
-// sees the same gangs). nullopt for a gang that does not fit: its members
-// are sliced independently.
+// overlapping windows: first the gangs that keep their offset, in the order
+// given, where it still fits; then the rest first fit in the order given
+// (callers order by step id, so every node of a multi-node step places it
+// the same way when it sees the same gangs). nullopt for a gang that does
+// not fit: its members are sliced independently.
 std::vector<std::optional<Nanos>> place_gangs(const std::vector<GangRequest>& gangs, Nanos period);
 
 // What the node's clock discipline (chrony, ntpd, PTP through the kernel)

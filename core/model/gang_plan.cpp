@@ -6,7 +6,7 @@ namespace egpu::model {
 
 GangPlan plan_gangs(const std::vector<const Instance*>& instances,
                     const std::map<uint64_t, double>& shares, faa::Nanos period,
-                    bool align_across_nodes) {
+                    bool align_across_nodes, const GangPlan& previous) {
   // Steps in (job, step) order, multi-node ones first (see the header).
   using StepKey = std::pair<uint64_t, uint32_t>;
   std::map<std::pair<bool, StepKey>, std::vector<const Instance*>> steps;
@@ -29,6 +29,10 @@ GangPlan plan_gangs(const std::vector<const Instance*>& instances,
     }
     if (share <= 0.0) continue;
     r.length = faa::window_length(share, period);
+    if (across) {
+      const auto kept = previous.across_offsets.find(key.second);
+      if (kept != previous.across_offsets.end()) r.keep = kept->second;
+    }
     requests.push_back(std::move(r));
     members.push_back(&insts);
   }
@@ -42,6 +46,8 @@ GangPlan plan_gangs(const std::vector<const Instance*>& instances,
     }
     for (const Instance* inst : insts)
       plan.windows[inst->id] = faa::GangWindow{0, period, *offsets[g], requests[g].length};
+    if (align_across_nodes && insts.front()->spans_nodes)
+      plan.across_offsets[{insts.front()->job_id, insts.front()->step_id}] = *offsets[g];
   }
   return plan;
 }

@@ -7,9 +7,14 @@
 // (faa::place_gangs). Gangs of multi-node steps are placed first, in (job,
 // step) order: a node's own gangs, which other nodes do not see, then cannot
 // move them, and nodes that host the same multi-node steps place them alike.
-// Two multi-node steps that share a GPU on one node but not on another (X on
-// nodes A and B, Y on B and C) may be placed apart: C puts Y at offset 0, B
-// after X. Aligning those needs one cluster-wide placement, not done here.
+// A multi-node gang keeps the offset it was given while it still fits, so a
+// multi-node step that comes to one of its GPUs later (another job's,
+// perhaps placed before it in (job, step) order, or resizing in and out)
+// cannot move its windows on that node only and leave its ranks elsewhere
+// waiting. Two multi-node steps that share a GPU on one node but not on
+// another (X on nodes A and B, Y on B and C) may still be placed apart where
+// they arrive together or the agent restarts: C puts Y at offset 0, B after
+// X. Aligning those needs one cluster-wide placement, not done here.
 // Pure: the agent adds the epoch (its wall-clock alignment) and hands the
 // windows to each GPU's policy.
 #pragma once
@@ -27,6 +32,9 @@ namespace egpu::model {
 struct GangPlan {
   // Every gang member's window (epoch 0), by instance id.
   std::map<uint64_t, faa::GangWindow> windows;
+  // The offset of each multi-node gang placed (job, step): kept by the
+  // next plan.
+  std::map<std::pair<uint64_t, uint32_t>, faa::Nanos> across_offsets;
   // Gangs whose windows did not fit beside the others (job, step): their
   // members are sliced on their own.
   std::vector<std::pair<uint64_t, uint32_t>> unplaced;
@@ -37,8 +45,10 @@ struct GangPlan {
 // `align_across_nodes`: the node's clock is good enough for windows to open
 // with other nodes' (faa::can_align_across_nodes); without it a multi-node
 // step is a gang only of its GPUs here, like a node's own.
+// `previous`: the plan before this one (its multi-node gangs keep their
+// offsets where they still fit).
 GangPlan plan_gangs(const std::vector<const Instance*>& instances,
                     const std::map<uint64_t, double>& shares, faa::Nanos period,
-                    bool align_across_nodes);
+                    bool align_across_nodes, const GangPlan& previous = {});
 
 }  // namespace egpu::model

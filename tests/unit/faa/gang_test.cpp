@@ -55,11 +55,32 @@ TEST(GangWindow, LengthFollowsTheShare) {
   EXPECT_EQ(window_length(0.0, 20 * kMs), 1);
 }
 
+// A gang that keeps its offset is placed there before any gang without
+// one, whatever their order; one whose kept offset no longer fits (it grew,
+// or another kept one is there) is placed first fit like the rest.
+TEST(GangWindow, AKeptOffsetIsPlacedFirstWhereItStillFits) {
+  const Nanos p = 20 * kMs;
+  const std::vector<GangRequest> gangs{
+      {{0}, 6 * kMs, {}},         // first in order, but without an offset of its own
+      {{0, 1}, 8 * kMs, 0},       // keeps 0
+      {{1}, 4 * kMs, 4 * kMs},    // its 4 ms overlap the one before: first fit
+      {{0}, 5 * kMs, 17 * kMs}};  // 17 + 5 > 20: first fit
+  const auto placed = place_gangs(gangs, p);
+  ASSERT_EQ(placed.size(), gangs.size());
+  EXPECT_EQ(placed[1], 0);
+  EXPECT_EQ(placed[0], 8 * kMs);
+  EXPECT_EQ(placed[2], 8 * kMs);
+  EXPECT_EQ(placed[3], 14 * kMs);
+}
+
 TEST(GangWindow, PlacementKeepsWindowsOnOneGpuApart) {
   const Nanos p = 20 * kMs;
   // A on GPUs 0,1; B on 1,2; C on 0,2; D on 3 alone; E does not fit on 0.
-  const std::vector<GangRequest> gangs{
-      {{0, 1}, 8 * kMs}, {{1, 2}, 6 * kMs}, {{0, 2}, 5 * kMs}, {{3}, 20 * kMs}, {{0}, 8 * kMs}};
+  const std::vector<GangRequest> gangs{{{0, 1}, 8 * kMs, {}},
+                                       {{1, 2}, 6 * kMs, {}},
+                                       {{0, 2}, 5 * kMs, {}},
+                                       {{3}, 20 * kMs, {}},
+                                       {{0}, 8 * kMs, {}}};
   const auto placed = place_gangs(gangs, p);
   ASSERT_EQ(placed.size(), gangs.size());
   EXPECT_EQ(placed[0], 0);
@@ -67,14 +88,17 @@ TEST(GangWindow, PlacementKeepsWindowsOnOneGpuApart) {
   EXPECT_EQ(placed[2], 14 * kMs);  // after B on GPU 2 and A on GPU 0
   EXPECT_EQ(placed[3], 0);
   EXPECT_FALSE(placed[4].has_value());  // 0 holds 8 + 5 ms, 7 ms left: sliced on its own
-  // Whatever the order, no two placed windows on a GPU overlap.
+  // Whatever the order and the offsets kept, no two placed windows on a GPU
+  // overlap.
   std::mt19937_64 rng(7);
   for (int round = 0; round < 500; ++round) {
     std::vector<GangRequest> random;
     for (uint64_t g = 0; g < 6; ++g) {
-      GangRequest r{{}, static_cast<Nanos>(rng() % 12 + 1) * kMs};
+      GangRequest r{{}, static_cast<Nanos>(rng() % 12 + 1) * kMs, {}};
       for (uint32_t gpu = 0; gpu < 4; ++gpu)
         if (rng() % 2 == 0) r.gpus.push_back(gpu);
+      // Offsets kept from an earlier plan, some of which no longer fit.
+      if (rng() % 2 == 0) r.keep = static_cast<Nanos>(rng() % 20) * kMs;
       random.push_back(r);
     }
     const auto offsets = place_gangs(random, p);

@@ -92,6 +92,28 @@ TEST(GangPlan, AMultiNodeStepIsAGangAtTheSameOffsetOnEveryNode) {
   EXPECT_EQ(on_a.windows.at(1), (faa::GangWindow{0, 20 * kMs, 10 * kMs, 6 * kMs}));
 }
 
+// Another user's multi-node step, earlier in (job, step) order, comes to
+// one GPU of a running multi-node step on one of its nodes only. It must not
+// move the running step's windows there: its ranks on the other node would
+// hold theirs at another time, and every collective would wait out the
+// difference. The newcomer fits around it.
+TEST(GangPlan, ALaterMultiNodeStepDoesNotMoveARunningOnesWindowsOnOneNode) {
+  const std::vector<Instance> node_a{across(1, 20, 0, 0)};
+  const std::vector<Instance> node_b{across(7, 20, 0, 0), across(8, 5, 0, 0)};
+  std::vector<const Instance*> a{&node_a[0]}, b_before{&node_b[0]}, b{&node_b[0], &node_b[1]};
+  const GangPlan on_a = plan_gangs(a, {{1, 0.5}}, 20 * kMs, true);
+  const GangPlan before = plan_gangs(b_before, {{7, 0.5}}, 20 * kMs, true);
+  const GangPlan on_b = plan_gangs(b, {{7, 0.5}, {8, 0.3}}, 20 * kMs, true, before);
+  ASSERT_TRUE(on_a.windows.contains(1) && on_b.windows.contains(7) && on_b.windows.contains(8));
+  EXPECT_EQ(on_b.windows.at(7).offset, on_a.windows.at(1).offset);
+  EXPECT_EQ(on_b.windows.at(8).offset, 10 * kMs);
+  // Resizing in and out does not move it either.
+  const GangPlan grown = plan_gangs(b, {{7, 0.5}, {8, 0.5}}, 20 * kMs, true, on_b);
+  const GangPlan shrunk = plan_gangs(b, {{7, 0.5}, {8, 0.2}}, 20 * kMs, true, grown);
+  EXPECT_EQ(grown.windows.at(7).offset, 0);
+  EXPECT_EQ(shrunk.windows.at(7).offset, 0);
+}
+
 TEST(GangPlan, WithoutClockAlignmentAMultiNodeStepIsAGangOnlyOfItsGpusHere) {
   const std::vector<Instance> all{across(1, 10, 0, 0), across(2, 11, 0, 0), across(3, 11, 0, 1)};
   std::vector<const Instance*> ptrs;
