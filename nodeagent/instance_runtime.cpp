@@ -192,9 +192,7 @@ Result<InstanceRuntime> InstanceRuntime::open(const std::string& runtime_dir,
   }
   InstanceRuntime rt(std::move(*file), runtime_dir, instance, path, dir);
   rt.guard_ = std::move(*guard);
-  // A huge page at most: the page's own storage where it cannot be measured.
-  const uint64_t own = storage_of_a_page(runtime_dir);
-  rt.may_hold_ = std::max(rt.may_hold_, own != 0 ? own : uint64_t{2} << 20);
+  rt.measure_own_storage();
   // Start from what the shims already reported: nothing is charged twice.
   for (uint32_t i = 0; i < shm::kMaxProcsPerInstance; ++i) {
     const shm::ProcReading r = shm::read_proc_slot(page->procs[i]);
@@ -273,9 +271,21 @@ void InstanceRuntime::repair_if_broken(bool cut_short) {
   }
 }
 
+void InstanceRuntime::measure_own_storage() {
+  if (own_storage_measured_) return;
+  const uint64_t own = storage_of_a_page(runtime_dir_);
+  if (own == 0) return;  // no room to measure in (yet): the page's length until there is
+  may_hold_ = std::max(may_hold_, own);
+  own_storage_measured_ = true;
+}
+
 InstanceRuntime::Growth InstanceRuntime::take_back_growth(int64_t now, bool now_or_never) {
   constexpr uint64_t kSize = sizeof(shm::InstancePage);
   Growth g;
+  // Unmeasured where the filesystem had no room at the open (a page that
+  // took the last of it): a huge page allowed for good then let every such
+  // page keep 2 MiB its job fallocated, never trimmed.
+  measure_own_storage();
   g.taken_back = chore_->taken_back.exchange(0);
   // What the page may hold was measured on a file of root's (see open()),
   // not after a trim of this one: its user can grow it again between the

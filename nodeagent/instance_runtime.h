@@ -100,6 +100,10 @@ class InstanceRuntime {
   InstanceRuntime(shm::PageFile page, std::string runtime_dir, model::Instance identity,
                   std::string path, std::string dir);
 
+  // may_hold_ from a page's own storage on RuntimeDir's filesystem, once
+  // it can be measured.
+  void measure_own_storage();
+
   shm::PageFile page_;
   UserPageGuard guard_;  // after page_: stops watching before the unmap
   std::string runtime_dir_;
@@ -117,6 +121,7 @@ class InstanceRuntime {
   // The storage the page may hold before take_back_growth() takes some
   // back: what a page holds on RuntimeDir's filesystem (see open()).
   uint64_t may_hold_ = (sizeof(shm::InstancePage) + 4095) / 4096 * 4096;
+  bool own_storage_measured_ = false;  // may_hold_ is a page's measured storage
   // Trims in a row that left room it may not hold, and when the next such
   // one is due (0: none planned).
   uint32_t fruitless_trims_ = 0;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -222,9 +223,10 @@ TEST_F(UntrimmableStorage, IsNotAllowedForGood) {
 // can fill it. Detached at the end (the agent may still hold files there).
 class SmallRuntimeFilesystem {
  public:
-  explicit SmallRuntimeFilesystem(std::string dir) : dir_(std::move(dir)) {
+  explicit SmallRuntimeFilesystem(std::string dir, const char* size = "1m") : dir_(std::move(dir)) {
+    const std::string options = std::string("size=") + size + ",mode=0755";
     mounted_ = mount("tmpfs", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                     "size=1m,mode=0755") == 0;
+                     options.c_str()) == 0;
     if (!mounted_) error_ = std::strerror(errno);
   }
   ~SmallRuntimeFilesystem() {
@@ -279,6 +281,51 @@ TEST(PageGrowthOnItsOwnFilesystem, ACreateFindsTheRoomAGrownPageTook) {
   ASSERT_TRUE(st) << st.error();
   EXPECT_TRUE(nlohmann::json::parse(st->text)["agent"]["runtime_dir_own_filesystem"].get<bool>())
       << st->text;
+}
+
+// The first page on RuntimeDir's filesystem took the last of its room, so
+// the agent could not measure what a page's own storage is there. It took
+// a huge page for it, for good: the job then fallocated 1.5 MiB past its
+// page's end (FALLOC_FL_KEEP_SIZE), and that was never taken back, on every
+// such page. Now it measures again once there is room.
+TEST(PageGrowthOnItsOwnFilesystem, APageOpenedWithNoRoomToMeasureIsStillTrimmed) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounts a tmpfs and plays other uids: needs root";
+  AgentProcess agent;
+  SmallRuntimeFilesystem fs(agent.dir() + "/run", "4m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << fs.error();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  // Root fills the filesystem to a page's room, then the create takes it.
+  const std::string filler = agent.dir() + "/run/filler";
+  {
+    UniqueFd fd(open(filler.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd.valid());
+    struct statvfs vfs {};
+    ASSERT_EQ(fstatvfs(fd.get(), &vfs), 0);
+    const uint64_t page_room = (kPageSize + 4095) / 4096 * 4096;
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    ASSERT_GT(free_bytes, page_room);
+    ASSERT_EQ(fallocate(fd.get(), 0, 0, static_cast<off_t>(free_bytes - page_room)), 0)
+        << std::strerror(errno);
+  }
+  auto created = agent.call(create_request(kMalloryJob, 50, kMallory));
+  ASSERT_TRUE(created) << created.error();
+  ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+  ASSERT_EQ(unlink(filler.c_str()), 0);
+  // Its own storage on a tmpfs of 4 KiB pages, not the 2 MiB of a huge one.
+  const uint64_t page_room = (kPageSize + 4095) / 4096 * 4096;
+  const int rc = run_as(kMallory, [&] {
+    auto att = attach(agent.socket(), kMalloryJob, 0, 0);
+    if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
+    const int fd = att->fds[kInstancePageFd];
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 65536, off_t{1536} << 10) != 0) return 2;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (extent_of(fd).held > page_room) {
+      if (std::chrono::steady_clock::now() > until) return 3;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "2: the page could not grow; 3: the growth was never taken back";
 }
 
 TEST_F(PageGrowth, TheStatusSaysWhetherRuntimeDirHasItsOwnFilesystem) {
