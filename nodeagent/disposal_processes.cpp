@@ -31,7 +31,8 @@ void close_held(int* held, int* count) {
 
 // The process: closes every socket the agent sends it, one after another,
 // whatever each close waits for; exits when the agent ends its feed (or
-// dies: PDEATHSIG, which the agent's thread that starts it outlives). It
+// dies: PDEATHSIG, which the thread that starts it outlives: the agent's,
+// or a closer, and closers never exit). It
 // closes a socket only once the agent says it has closed its own copy (a
 // byte without descriptors) or has ended the feed: closed here first, the agent's
 // close would be the last. A child of a threaded process, so only system
@@ -241,6 +242,9 @@ std::size_t DisposalProcesses::alive() {
 
 std::size_t DisposalProcesses::end_stuck(uid_t uid) {
   reap();  // those left are children not yet reaped: their pids are still theirs
+  // Only where all are stuck: a hand refused because no process could be
+  // started (no descriptors or processes left) leaves healthy ones be.
+  if (alive_of(uid) < max_per_user_) return 0;
   if (auto it = current_.find(uid); it != current_.end()) retire(it);
   std::size_t signalled = 0;
   for (const auto& [pid, of] : retired_) {

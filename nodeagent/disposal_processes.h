@@ -51,7 +51,8 @@ class DisposalProcesses {
   std::size_t alive();
   // Ends every feed: each process exits once it has closed what it holds.
   void retire_all();
-  // Kills `uid`'s processes (where all are stuck and their feeds full): an
+  // Kills `uid`'s processes where all kMaxProcessesPerUser are stuck (their
+  // feeds full), else none: an
   // exiting process's closes never linger, so a close that waits for a
   // lingering socket's peer ends, and once they are reaped the user gets new
   // ones. One stuck in a FUSE file's flush its daemon never answers may not

@@ -48,8 +48,8 @@ void close_off_thread(UniqueFd fd) {
   if (raw >= 0) (void)closers().run([raw] { ::close(raw); });
 }
 
-// What the agent has handed on or holds; used from the agent's thread, and
-// locked for the tests' and the status's counts.
+// What the agent has handed on or holds; used from the agent's thread and
+// from closers (a long queue's rest), so locked.
 struct Disposal {
   std::mutex mu;
   DisposalProcesses processes{&close_off_thread};
@@ -136,8 +136,8 @@ Head peek_head(int fd) {
   return Head::kDescriptors;  // cannot tell: handing on is safe
 }
 
-// Takes the message just peeked (the agent's thread is the only reader:
-// it is the same one). A pending error can come first.
+// Takes the message just peeked (one thread at a time reads a socket being
+// closed: the agent's, then a closer's). A pending error can come first.
 void take_head(int fd) {
   for (int i = 0; i < 8; ++i) {
     char byte;

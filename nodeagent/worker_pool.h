@@ -2,7 +2,9 @@
 // for (a close or an unlink that a user can make block). A task that blocks
 // holds one worker; another starts when every worker is busy, up to the
 // pool's cap, and past it tasks wait in the queue. Workers live as long as
-// the agent (detached): a pool is never destroyed.
+// the agent (detached): a pool is never destroyed, and a worker never exits
+// (disposal processes a closer starts die with their starting thread,
+// PR_SET_PDEATHSIG).
 #pragma once
 
 #include <condition_variable>

@@ -29,7 +29,7 @@ GangPlan plan_gangs(const std::vector<const Instance*>& instances,
     }
     if (share <= 0.0) continue;
     r.length = faa::window_length(share, period);
-    if (across) {
+    if (across && previous.period == period) {
       const auto kept = previous.across_offsets.find(key.second);
       if (kept != previous.across_offsets.end()) r.keep = kept->second;
     }
@@ -37,6 +37,7 @@ GangPlan plan_gangs(const std::vector<const Instance*>& instances,
     members.push_back(&insts);
   }
   GangPlan plan;
+  plan.period = period;
   const auto offsets = faa::place_gangs(requests, period);
   for (std::size_t g = 0; g < requests.size(); ++g) {
     const auto& insts = *members[g];

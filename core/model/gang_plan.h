@@ -7,7 +7,9 @@
 // (faa::place_gangs). Gangs of multi-node steps are placed first, in (job,
 // step) order: a node's own gangs, which other nodes do not see, then cannot
 // move them, and nodes that host the same multi-node steps place them alike.
-// A multi-node gang keeps the offset it was given while it still fits, so a
+// A multi-node gang keeps the offset it was given while it still fits (one
+// that no longer does, having grown, is placed first fit again, or not at
+// all: sliced on its own), so a
 // multi-node step that comes to one of its GPUs later (another job's,
 // perhaps placed before it in (job, step) order, or resizing in and out)
 // cannot move its windows on that node only and leave its ranks elsewhere
@@ -32,9 +34,10 @@ namespace egpu::model {
 struct GangPlan {
   // Every gang member's window (epoch 0), by instance id.
   std::map<uint64_t, faa::GangWindow> windows;
-  // The offset of each multi-node gang placed (job, step): kept by the
-  // next plan.
+  // The offset of each multi-node gang placed (job, step), and the period
+  // they are offsets in: kept by the next plan of the same period.
   std::map<std::pair<uint64_t, uint32_t>, faa::Nanos> across_offsets;
+  faa::Nanos period = 0;
   // Gangs whose windows did not fit beside the others (job, step): their
   // members are sliced on their own.
   std::vector<std::pair<uint64_t, uint32_t>> unplaced;

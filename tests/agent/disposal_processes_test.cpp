@@ -112,6 +112,14 @@ TEST(DisposalProcesses, StuckProcessesThatAreKilledEndAndTheUserGetsNewOnes) {
   EXPECT_EQ(in_child([&] {
               DisposalProcesses processes(&close_here, 4096, kBound);
               std::vector<LingeringSocket> held;
+              // One process, not all stuck: none killed (a start that failed
+              // for want of descriptors leaves healthy ones be).
+              int ends[2];
+              if (::pipe(ends) != 0) return 9;
+              UniqueFd write_end(ends[1]);
+              UniqueFd read_end(ends[0]);
+              if (!processes.hand(write_end, 1001, 0)) return 10;
+              if (processes.end_stuck(1001) != 0 || processes.alive() != 1) return 11;
               if (hand_until_refused(processes, 1001, &held) < 0) return 4;
               if (processes.end_stuck(1001) != kBound) return 5;
               // Each waited for an hour's linger; killed, they are gone at once.

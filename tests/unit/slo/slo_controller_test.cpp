@@ -59,21 +59,16 @@ TEST(SloController, AtRiskBorrowsOnlyFromLendersAndNeverFromGuaranteedNeighbours
   EXPECT_EQ(of(s, 1).borrowed, 29);
 }
 
-// Found by a review: a job that set itself an objective and wrote slow
-// requests into its page took all a lender could give, for as long as it
-// liked. More share lowers only the latency of work that waits for the GPU:
-// one that did not wait in its window borrows nothing, and gives back what
-// it borrowed once it stops waiting.
-// A lender's share goes first to its own job's latency-critical step (an
-// inference step beside the job's training step), then to other jobs'. A
-// neighbour of another job that says every request takes a minute, and
-// runs flat out so that it waits for the GPU, took most of it: the
-// lender's units were shared out among all borrowers by their units.
 SloInput of_job(SloInput in, uint64_t job) {
   in.job = job;
   return in;
 }
 
+// A lender's share goes first to its own job's latency-critical step (an
+// inference step beside the job's training step), then to other jobs'. A
+// neighbour of another job that says every request takes a minute, and
+// runs flat out so that it waits for the GPU, took most of it: the
+// lender's units were shared out among all borrowers by their units.
 TEST(SloController, AnotherJobsLiarCannotTakeTheLenderOfMine) {
   SloController c;
   std::vector<SloState> s;
@@ -97,6 +92,11 @@ TEST(SloController, AnotherJobsLiarCannotTakeTheLenderOfMine) {
   EXPECT_EQ(of(s, 2).borrowed, -29);
 }
 
+// Found by a review: a job that set itself an objective and wrote slow
+// requests into its page took all a lender could give, for as long as it
+// liked. More share lowers only the latency of work that waits for the GPU:
+// one that did not wait in its window borrows nothing, and gives back what
+// it borrowed once it stops waiting.
 TEST(SloController, AReporterThatNeverWaitsForTheGpuBorrowsNothing) {
   SloController c;
   std::vector<SloState> s;
