@@ -180,8 +180,8 @@ TEST(Subprocess, ASignalledChildSaysSo) {
 TEST(Subprocess, PastTheDeadlineChildrenAreEndedAndReported) {
   // The child never ends by itself: only the deadline ends it.
   // The deadline includes starting them (and the echo): generous for a
-  // loaded machine, so the test takes that long.
-  auto r = run_processes({{"sh", "-c", "echo started; exec sleep infinity"}, {"true"}}, 30'000);
+  // loaded machine, and the test takes that long.
+  auto r = run_processes({{"sh", "-c", "echo started; exec sleep infinity"}, {"true"}}, 10'000);
   EXPECT_TRUE(r[0].timed_out);
   EXPECT_EQ(r[0].out, "started\n");
   EXPECT_NE(r[0].failure().find("no answer in time"), std::string::npos);
@@ -191,7 +191,7 @@ TEST(Subprocess, PastTheDeadlineChildrenAreEndedAndReported) {
 TEST(Subprocess, AChildIgnoringTermIsKilled) {
   // Long enough for a loaded machine to print the pid and set the trap.
   auto r =
-      run_processes({{"sh", "-c", "echo $$; trap '' TERM; while :; do sleep 1; done"}}, 30'000);
+      run_processes({{"sh", "-c", "echo $$; trap '' TERM; while :; do sleep 1; done"}}, 10'000);
   EXPECT_TRUE(r[0].timed_out);
   // Not left running.
   const int pid = std::atoi(r[0].out.c_str());
