@@ -287,7 +287,8 @@ const std::vector<SloState>& SloController::step(const std::vector<SloInput>& in
   std::vector<uint32_t> got(wants.size(), 0);
   std::map<uint64_t, uint32_t> own_lent;  // by job: what its lenders gave its own borrowers
   uint32_t pooled = 0;
-  for (const auto& [job, can] : lendable_of_job) {
+  for (const auto& [of_job, can] : lendable_of_job) {
+    const uint64_t job = of_job;  // a structured binding is not captured before C++20's clang 16
     const uint32_t left = share_out(
         inputs, wants, can, [&](const SloInput& in) { return in.job == job; }, &got);
     own_lent[job] = can - left;
