@@ -43,6 +43,17 @@ Extent extent_of(int fd) {
   return {static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_blocks) * 512};
 }
 
+// Whether `fd`'s storage comes down to `at_most` bytes within 60 s (a bound
+// for an agent that never takes it back, not a measure).
+bool held_comes_down_to(int fd, uint64_t at_most) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (extent_of(fd).held > at_most) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 // What the agent leaves: the page's own length, and its own storage (a
 // huge page at most) of the 32 MiB grown.
 bool taken_back(const Extent& e) {
@@ -209,12 +220,7 @@ TEST_F(UntrimmableStorage, IsNotAllowedForGood) {
     const off_t end = static_cast<off_t>((kPageSize + 4095) / 4096 * 4096);
     if (fremovexattr(fd, "user.egpu-test") != 0) return 4;
     if (fallocate(fd, FALLOC_FL_KEEP_SIZE, end, 4096) != 0) return 5;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (extent_of(fd).held > own) {
-      if (std::chrono::steady_clock::now() > until) return 6;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return 0;
+    return held_comes_down_to(fd, own) ? 0 : 6;
   });
   EXPECT_EQ(swapped, 0) << "6: the block grown after was never taken back";
 }
@@ -318,12 +324,7 @@ TEST(PageGrowthOnItsOwnFilesystem, APageOpenedWithNoRoomToMeasureIsStillTrimmed)
     if (!att || att->reply.status != ReplyStatus::kOk || att->fds.size() < 3) return 1;
     const int fd = att->fds[kInstancePageFd];
     if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 65536, off_t{1536} << 10) != 0) return 2;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (extent_of(fd).held > page_room) {
-      if (std::chrono::steady_clock::now() > until) return 3;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return 0;
+    return held_comes_down_to(fd, page_room) ? 0 : 3;
   });
   EXPECT_EQ(rc, 0) << "2: the page could not grow; 3: the growth was never taken back";
 }
