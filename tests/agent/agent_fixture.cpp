@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -130,6 +131,9 @@ bool AgentProcess::start() {
     // A test that ctest kills on its timeout (or that crashes) takes its
     // agent with it, instead of leaving it to the tests that come next.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != test) _exit(126);
+    // The priority etc/systemd/egpu-agentd.service gives it (Nice=-10): its
+    // ticks must not queue behind the machine's load. Refused when not root.
+    (void)setpriority(PRIO_PROCESS, 0, -10);
     for (const auto& [name, value] : env_) {
       if (name == "LD_PRELOAD") {
         // A sanitized agent wants its runtime first; a preloaded fixture

@@ -195,6 +195,7 @@ ChildProcess::ChildProcess(const ChildOptions& options)
   const int stderr_child = err.child_end.get();
   const int exec_report = exec_pipe.write_end.get();
   const std::optional<uid_t> run_as = options.run_as;
+  const std::optional<int> nice = options.nice;
   const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
@@ -204,6 +205,7 @@ ChildProcess::ChildProcess(const ChildOptions& options)
     if (stdin_child >= 0) dup2(stdin_child, STDIN_FILENO);
     if (stdout_child >= 0) dup2(stdout_child, STDOUT_FILENO);
     if (stderr_child >= 0) dup2(stderr_child, STDERR_FILENO);
+    if (nice) (void)setpriority(PRIO_PROCESS, 0, *nice);
     if (run_as && (setgroups(0, nullptr) != 0 || setresgid(*run_as, *run_as, *run_as) != 0 ||
                    setresuid(*run_as, *run_as, *run_as) != 0)) {
       _exit(126);

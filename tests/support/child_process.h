@@ -39,6 +39,9 @@ struct ChildOptions {
   // Runs the program as this uid (and gid = uid, no supplementary groups):
   // a job user. Needs root; the child exits 126 if the switch fails.
   std::optional<uid_t> run_as;
+  // The child's nice value, set before run_as. Below 0 needs root: where it
+  // is refused the child runs at the test's own.
+  std::optional<int> nice;
 };
 
 struct ExitStatus {

@@ -94,6 +94,7 @@ std::unique_ptr<test_child::ChildProcess> EnforcedNode::start_program(
   test_child::ChildOptions o;
   o.argv = std::move(argv);
   o.run_as = run_as;
+  o.nice = harness::kWorkloadNice;
   o.env = gpu_->environment();
   for (const auto& [k, v] : job_env(job, gpu))
     o.env[k] = v;

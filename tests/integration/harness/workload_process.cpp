@@ -18,6 +18,7 @@ std::unique_ptr<test_child::ChildProcess> start_workload(const SimGpu& gpu,
     child.env[name] = value;
   child.stdout_mode = test_child::OutputMode::kCapture;
   child.stderr_mode = options.stderr_mode;
+  child.nice = kWorkloadNice;
   return std::make_unique<test_child::ChildProcess>(child);
 }
 
