@@ -1,22 +1,13 @@
 #include "nodeagent/slo_memory_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 
-#include "core/util/unique_fd.h"
+#include "nodeagent/state_file.h"
 
 namespace egpu::agent {
 namespace {
-
-Error failed(const std::string& path, const char* what) {
-  return Error{path + ": " + what + ": " + std::strerror(errno)};
-}
 
 // What a restart uses of `memory` (see save()).
 slo::SloMemory restorable(slo::SloMemory memory) {
@@ -37,69 +28,20 @@ std::string SloMemoryFile::path(const std::string& runtime_dir, uint32_t gpu) {
 Result<std::optional<slo::SloMemory>> SloMemoryFile::load(const std::string& runtime_dir,
                                                           uint32_t gpu) {
   const std::string file = path(runtime_dir, gpu);
-  // A file that is not one this agent could use is set aside, so the next
-  // start does not warn of it again; one it could not read now (out of
-  // descriptors, an I/O error) stays for the next start.
-  const auto bad = [&](const std::string& why) {
+  auto text = read_state_file(file, kMaxBytes);
+  if (!text) return Error{text.error()};
+  if (!*text) return std::optional<slo::SloMemory>{};
+  auto memory = slo::decode_slo_memory(**text);
+  if (!memory) {
     set_aside(runtime_dir, gpu);
-    return Error{file + ": " + why + " (set aside as .bad)"};
-  };
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return std::optional<slo::SloMemory>{};
-    if (errno == ELOOP) return bad("a symbolic link");
-    return failed(file, "cannot open");
+    return Error{file + ": " + memory.error() + " (set aside as .bad)"};
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return failed(file, "cannot stat");
-  // Only the agent's own: a regular file of root's that nobody else may read or write.
-  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
-    return bad("not a file this agent wrote (type, owner or mode)");
-  if (static_cast<uint64_t>(st.st_size) > kMaxBytes)
-    return bad("larger than " + std::to_string(kMaxBytes) + " bytes");
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return failed(file, "cannot read");
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  text.resize(got);
-  auto memory = slo::decode_slo_memory(text);
-  if (!memory) return bad(memory.error());
   return std::optional<slo::SloMemory>(std::move(*memory));
 }
 
 Status SloMemoryFile::save(const std::string& runtime_dir, uint32_t gpu,
                            const slo::SloMemory& memory) {
-  const std::string file = path(runtime_dir, gpu);
-  const std::string next = file + ".new";
-  const std::string text = slo::encode_slo_memory(restorable(memory));
-  ::unlink(next.c_str());  // a previous agent's, cut short
-  UniqueFd fd(::open(next.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return failed(next, "cannot create");
-  std::size_t put = 0;
-  while (put < text.size()) {
-    const ssize_t n = ::write(fd.get(), text.data() + put, text.size() - put);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const Error e = failed(next, "cannot write");
-      ::unlink(next.c_str());
-      return e;
-    }
-    put += static_cast<std::size_t>(n);
-  }
-  // No fsync: the memory is for an agent restart, not a machine's; after a
-  // power loss the instances are gone too.
-  fd.reset();
-  if (::rename(next.c_str(), file.c_str()) != 0) {
-    const Error e = failed(file, "cannot replace");
-    ::unlink(next.c_str());
-    return e;
-  }
-  return {};
+  return write_state_file(path(runtime_dir, gpu), slo::encode_slo_memory(restorable(memory)));
 }
 
 void SloMemoryFile::remove(const std::string& runtime_dir, uint32_t gpu) {
@@ -107,8 +49,7 @@ void SloMemoryFile::remove(const std::string& runtime_dir, uint32_t gpu) {
 }
 
 void SloMemoryFile::set_aside(const std::string& runtime_dir, uint32_t gpu) {
-  const std::string file = path(runtime_dir, gpu);
-  if (::rename(file.c_str(), (file + ".bad").c_str()) != 0) ::unlink(file.c_str());
+  set_aside_state_file(path(runtime_dir, gpu));
 }
 
 }  // namespace egpu::agent
