@@ -218,6 +218,7 @@ Status Agent::init() {
   if (Status s = start_clock_watch(); !s) return s;
   if (!start_disposal()) return Error{"cannot start the thread that closes clients' sockets"};
   if (!PageChores::start()) return Error{"cannot start the thread that changes jobs' pages"};
+  restore_gang_offsets();  // before recovery places the recovered steps' gangs
   for (uint32_t gpu = 0; gpu < inventory->memory_bytes.size(); ++gpu) {
     std::vector<model::Instance> recovered;
     auto arb = GpuArbiter::open(gpu, inventory->memory_bytes[gpu], settings, &recovered);

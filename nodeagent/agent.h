@@ -18,6 +18,7 @@
 #include "core/config/egpu_config.h"
 #include "core/faa/clock_watch.h"
 #include "core/faa/gang_window.h"
+#include "core/model/gang_offsets_codec.h"
 #include "core/model/gang_plan.h"
 #include "core/model/instance_registry.h"
 #include "core/model/unmanaged_processes.h"
@@ -105,6 +106,10 @@ class Agent {
   // Plans the node's gangs and hands every GPU its members' windows; after
   // any change of instances or shares (a gang spans GPUs). agent_gangs.cpp.
   void apply_gangs();
+  // The multi-node gangs' offsets a previous agent kept (gangs_ then keeps
+  // them), and keeping them after each plan that changed them.
+  void restore_gang_offsets();
+  void save_gang_offsets();
   Status start_clock_watch();
   static void on_clock_timer(evutil_socket_t fd, short what, void* arg);
   // Rewrites every instance's record in the GPU page from the registry.
@@ -207,6 +212,7 @@ class Agent {
   LogBudget latency_save_log_{1, 1.0 / 60};  // failed saves of its memory
   std::vector<EventHandle> signals_;
   model::GangPlan gangs_;
+  model::GangOffsets saved_gang_offsets_;  // what the runtime directory's file holds
   // Lines a user's requests log (resize, objective): a user looping them
   // must not flood the journal (core/util/log_budget.h).
   static constexpr double kUserLogBurst = 20;

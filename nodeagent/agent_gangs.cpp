@@ -1,6 +1,7 @@
 // Gangs on this node: a step's instances on several GPUs hold their slices
 // together (core/model/gang_plan.h plans them, core/faa the windows).
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -8,6 +9,7 @@
 #include "core/util/log.h"
 #include "nodeagent/agent.h"
 #include "nodeagent/clock_quality.h"
+#include "nodeagent/state_file.h"
 
 namespace egpu::agent {
 namespace {
@@ -16,6 +18,12 @@ namespace {
 constexpr faa::Nanos kEpochReadSlack = 10 * faa::kMicrosecond;
 // Past this a well-dated read is a stepped clock, not jitter.
 constexpr faa::Nanos kEpochMovedSlack = faa::kDefaultAlignTolerance / 10;
+// A file of GangOffsets::kMaxGangs gangs is under 512 KiB.
+constexpr std::size_t kGangOffsetsMaxBytes = 1u << 20;
+
+std::string gang_offsets_file(const std::string& runtime_dir) {
+  return runtime_dir + "/gang-offsets.json";
+}
 }  // namespace
 
 void Agent::apply_gangs() {
@@ -67,6 +75,51 @@ void Agent::apply_gangs() {
     arb->set_gang_windows(mine);
   }
   gangs_ = std::move(plan);
+  save_gang_offsets();
+}
+
+void Agent::restore_gang_offsets() {
+  const std::string file = gang_offsets_file(config_.runtime_dir);
+  auto text = read_state_file(file, kGangOffsetsMaxBytes);
+  if (!text) {
+    EGPU_LOG_WARN("%s; multi-node steps' gang windows are placed afresh", text.error().c_str());
+    return;
+  }
+  if (!*text) return;
+  auto offsets = model::decode_gang_offsets(**text);
+  if (!offsets) {
+    set_aside_state_file(file);
+    EGPU_LOG_WARN("%s: %s (set aside as .bad); multi-node steps' gang windows are placed afresh",
+                  file.c_str(), offsets.error().c_str());
+    return;
+  }
+  // Kept by the first plan where the steps are still here and the period is
+  // the same; the others are dropped by it.
+  gangs_.across_offsets = offsets->offsets;
+  gangs_.period = offsets->period;
+  saved_gang_offsets_ = std::move(*offsets);
+}
+
+void Agent::save_gang_offsets() {
+  const model::GangOffsets now{gangs_.period, gangs_.across_offsets};
+  if (now == saved_gang_offsets_) return;
+  // On the loop: a re-plan comes with a step's start or end or a stepped
+  // clock, and the file is a few hundred bytes in /run.
+  const std::string file = gang_offsets_file(config_.runtime_dir);
+  Status s;
+  if (now.offsets.empty()) {
+    ::unlink(file.c_str());
+  } else {
+    s = write_state_file(file, model::encode_gang_offsets(now));
+  }
+  if (!s) {
+    if (const auto v = log_budget(0); v.log) {
+      EGPU_LOG_WARN("%s; a restarted agent would place multi-node steps' gang windows afresh%s",
+                    s.error().c_str(), dropped_note(v).c_str());
+    }
+    return;
+  }
+  saved_gang_offsets_ = now;
 }
 
 faa::ClockQuality Agent::clock() const {

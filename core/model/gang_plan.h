@@ -15,8 +15,10 @@
 // cannot move its windows on that node only and leave its ranks elsewhere
 // waiting. Two multi-node steps that share a GPU on one node but not on
 // another (X on nodes A and B, Y on B and C) may still be placed apart where
-// they arrive together or the agent restarts: C puts Y at offset 0, B after
-// X. Aligning those needs one cluster-wide placement, not done here.
+// they arrive together: C puts Y at offset 0, B after X. Aligning those
+// needs one cluster-wide placement, not done here. The agent keeps the
+// offsets across its restarts (core/model/gang_offsets_codec.h), so a
+// restart is not a fresh arrival.
 // Pure: the agent adds the epoch (its wall-clock alignment) and hands the
 // windows to each GPU's policy.
 #pragma once

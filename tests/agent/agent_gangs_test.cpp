@@ -2,6 +2,8 @@
 // a gang: one window for all of them, aligned to a shared clock epoch where
 // the node's clock allows (issue 13, item 2).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -197,6 +199,76 @@ TEST(AgentGangs, AMultiNodeStepFollowsTheClockWhileItRuns) {
   })) << agent.log();
   EXPECT_FALSE(gang_of(across).is_null());
   std::remove(clock_file.c_str());
+}
+
+// A multi-node step's gang window offset on GPU 0 (-1 when it has none).
+double offset_ms(AgentProcess& agent, uint64_t instance) {
+  auto shown = agent.call(protocol::ShowRequest{instance});
+  if (!shown || shown->status != ReplyStatus::kOk) return -2;
+  const auto gang = nlohmann::json::parse(shown->text)["gang"];
+  return gang.is_null() ? -1 : gang["offset_ms"].get<double>();
+}
+
+// Multi-node steps keep their windows' offsets across an agent restart:
+// their ranks on the other nodes keep theirs. Job 8's step came first (offset
+// 0) and job 7's fitted around it (6 ms, after job 8's 30 % of 20 ms); placed
+// afresh, in (job, step) order, a restarted agent put job 7 first and moved
+// job 8 here only, and each of its collectives then waited for the other
+// nodes' windows.
+TEST(AgentGangs, MultiNodeStepsKeepTheirOffsetsAcrossARestart) {
+  AgentProcess agent("GangPeriodMs=20\nGangClock=shared\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  const auto create = [&](uint64_t job, uid_t owner) {
+    protocol::CreateRequest req = create_request(job, 30, owner, 0);
+    req.flags = protocol::kCreateSpansNodes;
+    auto created = agent.call(req);
+    EXPECT_EQ(created->status, ReplyStatus::kOk) << created->text;
+    return created->instance_id;
+  };
+  const uint64_t first = create(8, kAlice);
+  const uint64_t later = create(7, kBob);
+  ASSERT_DOUBLE_EQ(offset_ms(agent, first), 0.0) << agent.log();
+  ASSERT_DOUBLE_EQ(offset_ms(agent, later), 6.0) << agent.log();
+  agent.kill_hard();
+  ASSERT_TRUE(agent.start()) << agent.log();
+  EXPECT_DOUBLE_EQ(offset_ms(agent, first), 0.0) << agent.log();
+  EXPECT_DOUBLE_EQ(offset_ms(agent, later), 6.0) << agent.log();
+  // Once the steps are gone, so is what is kept of them.
+  ASSERT_EQ(agent.call(protocol::RemoveRequest{8, 0, 0})->status, ReplyStatus::kOk);
+  ASSERT_EQ(agent.call(protocol::RemoveRequest{7, 0, 0})->status, ReplyStatus::kOk);
+  struct stat st {};
+  EXPECT_NE(::stat((agent.dir() + "/run/gang-offsets.json").c_str(), &st), 0);
+}
+
+// The offsets file is the agent's own; one it cannot use (damaged, or not
+// root's 0600) is set aside with a warning that names it, and the agent
+// places the steps afresh instead of failing to start.
+TEST(AgentGangs, AnOffsetsFileItCannotUseIsSetAside) {
+  AgentProcess agent("GangPeriodMs=20\nGangClock=shared\n");
+  ASSERT_TRUE(agent.start()) << agent.log();
+  ASSERT_TRUE(agent.stop());
+  const std::string file = agent.dir() + "/run/gang-offsets.json";
+  for (const auto& [text, mode] :
+       {std::pair<std::string, mode_t>{"{\"version\":1,\"period_ns\":20000000,\"gangs\":[{\"job\":"
+                                       "7,\"step\":0,\"offset_ns\":20000000}]}",
+                                       0600},
+        {"{\"version\":1,\"period_ns\":20000000,\"gangs\":[]}", 0644}}) {
+    ::unlink((file + ".bad").c_str());
+    { std::ofstream(file) << text; }
+    ASSERT_EQ(::chmod(file.c_str(), mode), 0);
+    ASSERT_TRUE(agent.start()) << agent.log();
+    struct stat st {};
+    EXPECT_EQ(::stat((file + ".bad").c_str(), &st), 0) << "not set aside: " << text;
+    EXPECT_NE(::stat(file.c_str(), &st), 0);
+    EXPECT_NE(agent.log().find(file), std::string::npos) << agent.log();
+    protocol::CreateRequest req = create_request(9, 30, kAlice, 0);
+    req.flags = protocol::kCreateSpansNodes;
+    auto created = agent.call(req);
+    ASSERT_EQ(created->status, ReplyStatus::kOk) << created->text;
+    EXPECT_DOUBLE_EQ(offset_ms(agent, created->instance_id), 0.0);
+    ASSERT_EQ(agent.call(protocol::RemoveRequest{9, 0, 0})->status, ReplyStatus::kOk);
+    ASSERT_TRUE(agent.stop());
+  }
 }
 
 }  // namespace
