@@ -219,6 +219,9 @@ Status Agent::init() {
   if (!start_disposal()) return Error{"cannot start the thread that closes clients' sockets"};
   if (!PageChores::start()) return Error{"cannot start the thread that changes jobs' pages"};
   restore_gang_offsets();  // before recovery places the recovered steps' gangs
+  // Gangs are planned once every GPU is recovered: a plan of the GPUs so far
+  // would drop (and save without) the kept offsets of steps on later ones.
+  recovering_ = true;
   for (uint32_t gpu = 0; gpu < inventory->memory_bytes.size(); ++gpu) {
     std::vector<model::Instance> recovered;
     auto arb = GpuArbiter::open(gpu, inventory->memory_bytes[gpu], settings, &recovered);
@@ -234,6 +237,8 @@ Status Agent::init() {
     gpu_events_.push_back(std::move(ev));
     if (Status s = recover(gpu, recovered); !s) return s;
   }
+  recovering_ = false;
+  apply_gangs();  // also drops kept offsets of steps that ended meanwhile
   remove_orphan_pages();
   // Each user's requests, over the public socket and its own together;
   // root's (create, remove) are never held.

@@ -213,6 +213,7 @@ class Agent {
   std::vector<EventHandle> signals_;
   model::GangPlan gangs_;
   model::GangOffsets saved_gang_offsets_;  // what the runtime directory's file holds
+  bool recovering_ = false;                // init's recovery: gangs are planned after it
   // Lines a user's requests log (resize, objective): a user looping them
   // must not flood the journal (core/util/log_budget.h).
   static constexpr double kUserLogBurst = 20;

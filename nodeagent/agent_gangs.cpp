@@ -27,6 +27,7 @@ std::string gang_offsets_file(const std::string& runtime_dir) {
 }  // namespace
 
 void Agent::apply_gangs() {
+  if (recovering_) return;
   const faa::Nanos period = static_cast<faa::Nanos>(config_.gang_period_ms) * faa::kMillisecond;
   model::GangPlan plan;
   if (period > 0) {

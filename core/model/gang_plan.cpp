@@ -50,6 +50,17 @@ GangPlan plan_gangs(const std::vector<const Instance*>& instances,
     if (align_across_nodes && insts.front()->spans_nodes)
       plan.across_offsets[{insts.front()->job_id, insts.front()->step_id}] = *offsets[g];
   }
+  if (!align_across_nodes && previous.period == period) {
+    // Not placed across nodes while the clock disagrees, but remembered:
+    // their other nodes keep those offsets, and once the clock agrees again
+    // the steps go back to them rather than to a fresh (job, step) order.
+    for (const Instance* inst : instances) {
+      const StepKey key{inst->job_id, inst->step_id};
+      const auto kept = previous.across_offsets.find(key);
+      if (inst->spans_nodes && !inst->umbrella && kept != previous.across_offsets.end())
+        plan.across_offsets.insert(*kept);
+    }
+  }
   return plan;
 }
 

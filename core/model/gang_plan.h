@@ -37,7 +37,9 @@ struct GangPlan {
   // Every gang member's window (epoch 0), by instance id.
   std::map<uint64_t, faa::GangWindow> windows;
   // The offset of each multi-node gang placed (job, step), and the period
-  // they are offsets in: kept by the next plan of the same period.
+  // they are offsets in: kept by the next plan of the same period. Without
+  // clock alignment it holds the previous plan's offsets of the multi-node
+  // steps still here, unplaced, for when the clock agrees again.
   std::map<std::pair<uint64_t, uint32_t>, faa::Nanos> across_offsets;
   faa::Nanos period = 0;
   // Gangs whose windows did not fit beside the others (job, step): their

@@ -114,6 +114,29 @@ TEST(GangPlan, ALaterMultiNodeStepDoesNotMoveARunningOnesWindowsOnOneNode) {
   EXPECT_EQ(shrunk.windows.at(7).offset, 0);
 }
 
+// While the clock disagrees the multi-node steps' offsets are remembered,
+// not placed: when it agrees again a step goes back to where its other nodes
+// kept it, not to a fresh (job, step) order that would put job 5 first.
+TEST(GangPlan, MultiNodeOffsetsOutliveAClockThatDisagreesForAWhile) {
+  const std::vector<Instance> all{across(7, 20, 0, 0), across(8, 5, 0, 0)};
+  std::vector<const Instance*> first_only{&all[0]}, both{&all[0], &all[1]};
+  const std::map<uint64_t, double> shares{{7, 0.3}, {8, 0.3}};
+  const GangPlan first = plan_gangs(first_only, shares, 20 * kMs, true);
+  const GangPlan aligned = plan_gangs(both, shares, 20 * kMs, true, first);
+  ASSERT_EQ(aligned.windows.at(7).offset, 0);
+  ASSERT_EQ(aligned.windows.at(8).offset, 6 * kMs);
+  const GangPlan lost = plan_gangs(both, shares, 20 * kMs, false, aligned);
+  EXPECT_TRUE(lost.windows.empty());  // one GPU here each: nothing to hold together
+  EXPECT_EQ(lost.across_offsets, aligned.across_offsets);
+  const GangPlan regained = plan_gangs(both, shares, 20 * kMs, true, lost);
+  EXPECT_EQ(regained.windows.at(7).offset, 0);
+  EXPECT_EQ(regained.windows.at(8).offset, 6 * kMs);
+  // A step gone while the clock disagreed is forgotten with it.
+  const GangPlan gone = plan_gangs(first_only, shares, 20 * kMs, false, aligned);
+  EXPECT_EQ(gone.across_offsets.size(), 1u);
+  EXPECT_TRUE(gone.across_offsets.contains({20, 0}));
+}
+
 TEST(GangPlan, WithoutClockAlignmentAMultiNodeStepIsAGangOnlyOfItsGpusHere) {
   const std::vector<Instance> all{across(1, 10, 0, 0), across(2, 11, 0, 0), across(3, 11, 0, 1)};
   std::vector<const Instance*> ptrs;
