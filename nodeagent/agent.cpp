@@ -226,6 +226,7 @@ Status Agent::init() {
     std::vector<model::Instance> recovered;
     auto arb = GpuArbiter::open(gpu, inventory->memory_bytes[gpu], settings, &recovered);
     if (!arb) return Error{"GPU " + std::to_string(gpu) + ": " + arb.error()};
+    (*arb)->share_gang_grants(gang_grants_);
     arbiters_.push_back(std::move(*arb));
     auto ev = std::make_unique<GpuEvents>();
     ev->agent = this;

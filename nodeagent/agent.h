@@ -229,6 +229,9 @@ class Agent {
   faa::ClockWatch clock_watch_{faa::ClockWatch::Settings{}};
   EventHandle clock_timer_;
   faa::Nanos gang_epoch_ = 0;  // the epoch the gang windows were placed on
+  // Shared by the GPUs' policies: a gang holds or skips its windows on all
+  // of its GPUs at once (core/faa/gang_grants.h).
+  std::shared_ptr<faa::GangGrants> gang_grants_ = std::make_shared<faa::GangGrants>();
   model::UnmanagedProcessWatch unmanaged_;
   UnmanagedProcessScanner unmanaged_scanner_;
   // The shim's files seen at ShimLibrary since the agent started (an upgrade

@@ -80,6 +80,10 @@ class GpuArbiter {
   // ones are refused and logged, leaving that instance sliced on its own.
   void set_gang_windows(const std::map<uint64_t, faa::GangWindow>& windows);
   std::optional<faa::GangWindow> gang_window(uint64_t instance_id) const;
+  // The node's GPUs decide together whether a gang holds its window.
+  void share_gang_grants(std::shared_ptr<faa::GangGrants> grants) {
+    policy_.share_gang_grants(std::move(grants));
+  }
   // Looks due at a gang boundary must not be taken late with another GPU's.
   bool has_gangs() const { return gangs_ > 0; }
   // The bytes the instance's shims may hold (shm::kNoMemLimit: no limit).

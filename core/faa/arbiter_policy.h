@@ -13,10 +13,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "core/faa/gang_grants.h"
 #include "core/faa/gang_window.h"
 #include "core/faa/held_time_floor.h"
 #include "core/faa/slice_scheduler.h"
@@ -81,6 +83,9 @@ class ArbiterPolicy {
   // Makes the instance a gang member with this window on this GPU (nullopt:
   // sliced on its own again). Fails on an invalid window or an unknown id.
   Status set_gang_window(InstanceId id, std::optional<GangWindow> window);
+  // Gangs on several GPUs hold or skip their windows together: the policies
+  // of a node's GPUs share one GangGrants (each has its own until then).
+  void share_gang_grants(std::shared_ptr<GangGrants> grants) { grants_ = std::move(grants); }
   // Restores who held the slice when a restarted agent reopens its GPU page.
   void restore_holder(std::optional<InstanceId> holder) { published_ = holder; }
 
@@ -156,6 +161,7 @@ class ArbiterPolicy {
   PolicySettings settings_;
   SliceScheduler scheduler_;
   std::map<InstanceId, Member> members_;
+  std::shared_ptr<GangGrants> grants_ = std::make_shared<GangGrants>();
   std::optional<InstanceId> published_;
   Nanos slice_end_ns_ = 0;
   // Device time the GPU can have delivered and not yet been charged for.

@@ -16,16 +16,18 @@ namespace {
 // bound the shims enforce at launch).
 constexpr Nanos kMinBoundaryLook = 100 * kMicrosecond;
 
-// A window is a promise of time, not a way around FAA, either way. A member
-// this far ahead of its share (FAA's decayed deviation) does not get its
-// window: a rank that keeps launching a long kernel just before its window
-// ends takes the co-tenants' time after it; it is charged for it, and
+// A window is a promise of time, not a way around FAA, either way. A gang
+// one of whose members is too far ahead of its share (FAA's decayed
+// deviation) does not get its window (GangGrants decides, for all its
+// members at once): a rank that keeps launching a long kernel just before
+// its window ends, or whose collective spins past it waiting for a late
+// peer, takes the co-tenants' time after it; it is charged for it, and
 // skipped windows give that time back. A co-tenant this far ahead (its long
 // kernels ran into the rank's windows) does not keep the rank out of the
 // time between windows: the rank asks there too, and FAA decides. Only
 // being ahead counts, never being behind: a job lowers its own reports at
 // will (the held-time floor bounds what that buys), so "behind" is a claim.
-constexpr double kWindowDeviationLimit = 0.05;
+constexpr double kCotenantAheadLimit = 0.05;
 
 }  // namespace
 
@@ -34,6 +36,9 @@ Status ArbiterPolicy::set_gang_window(InstanceId id, std::optional<GangWindow> w
   if (it == members_.end()) return Error{"gang window: no instance " + std::to_string(id)};
   if (window) {
     if (Status s = validate(*window); !s.ok()) return s;
+  }
+  if (it->second.gang && (!window || window->gang != it->second.gang->gang)) {
+    grants_->forget(it->second.gang->gang, id);
   }
   it->second.gang = window;
   return {};
@@ -52,13 +57,22 @@ void ArbiterPolicy::apply_gang_windows(Nanos now) {
   gang_bound_ns_ = kNever;
   for (const auto& [id, m] : members_) {
     others_want = others_want || (m.wants && window_of(m, now) == nullptr &&
-                                  ahead(id, now) <= kWindowDeviationLimit);
+                                  ahead(id, now) <= kCotenantAheadLimit);
+  }
+  for (const auto& [id, m] : members_) {
+    const GangWindow* gang = window_of(m, now);
+    if (gang == nullptr) continue;
+    if (!m.wants) {
+      grants_->forget(gang->gang, id);
+      continue;
+    }
+    grants_->note(gang->gang, id, ahead(id, now));
   }
   for (const auto& [id, m] : members_) {
     const GangWindow* gang = window_of(m, now);
     if (gang == nullptr || !m.wants) continue;
     const WindowPhase w = window_at(*gang, now);
-    if (w.open && ahead(id, now) <= kWindowDeviationLimit) {
+    if (w.open && grants_->holds(gang->gang, w.start, gang->across_nodes)) {
       open = open.value_or(id);  // placement keeps windows on one GPU apart
     }
     gang_bound_ns_ = std::min(gang_bound_ns_, (w.open ? w.end : w.start) - now);

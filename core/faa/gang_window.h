@@ -30,6 +30,10 @@ struct GangWindow {
   Nanos period = kDefaultGangPeriod;
   Nanos offset = 0;  // windows are [epoch + k * period + offset, ... + length)
   Nanos length = 0;
+  // The gang on this node (its members share skip decisions: gang_grants.h)
+  // and whether it spans nodes.
+  uint64_t gang = 0;
+  bool across_nodes = false;
   bool operator==(const GangWindow&) const = default;
 };
 

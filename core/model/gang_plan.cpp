@@ -45,10 +45,12 @@ GangPlan plan_gangs(const std::vector<const Instance*>& instances,
       plan.unplaced.emplace_back(insts.front()->job_id, insts.front()->step_id);
       continue;
     }
-    for (const Instance* inst : insts)
-      plan.windows[inst->id] = faa::GangWindow{0, period, *offsets[g], requests[g].length};
-    if (align_across_nodes && insts.front()->spans_nodes)
-      plan.across_offsets[{insts.front()->job_id, insts.front()->step_id}] = *offsets[g];
+    const bool across = align_across_nodes && insts.front()->spans_nodes;
+    for (const Instance* inst : insts) {
+      plan.windows[inst->id] =
+          faa::GangWindow{0, period, *offsets[g], requests[g].length, insts.front()->id, across};
+    }
+    if (across) plan.across_offsets[{insts.front()->job_id, insts.front()->step_id}] = *offsets[g];
   }
   if (!align_across_nodes && previous.period == period) {
     // Not placed across nodes while the clock disagrees, but remembered:

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 
+#include "core/faa/gang_grants.h"
 #include "core/faa/gang_window.h"
 #include "replay/policy_replay.h"
 
@@ -135,6 +136,50 @@ TEST(GangWindow, PolicyRefusesABadWindowAndAnUnknownInstance) {
   EXPECT_FALSE(policy->set_gang_window(2, GangWindow{0, 20 * kMs, 0, kMs}).ok());
   EXPECT_TRUE(policy->set_gang_window(1, GangWindow{0, 20 * kMs, 0, kMs}).ok());
   EXPECT_TRUE(policy->set_gang_window(1, std::nullopt).ok());
+}
+
+// A gang's members on a node's GPUs hold or skip a window together: the
+// first look at it decides from the furthest-ahead member; a skip stands
+// for the whole window, a hold until a member gets too far ahead in it.
+TEST(GangGrants, OneDecisionPerWindowForAllMembers) {
+  GangGrants grants;
+  grants.note(7, 1, 0.01);
+  grants.note(7, 2, 0.03);  // one member too far ahead: the gang skips
+  EXPECT_FALSE(grants.holds(7, 20 * kMs, false));
+  grants.note(7, 2, 0.0);  // caught up mid-window: the skip stands
+  EXPECT_FALSE(grants.holds(7, 20 * kMs, false));
+  EXPECT_TRUE(grants.holds(7, 40 * kMs, false));  // the next window
+  EXPECT_TRUE(grants.holds(7, 40 * kMs, false));
+  grants.note(7, 1, 0.04);  // too far ahead in it: ended for both members
+  EXPECT_FALSE(grants.holds(7, 40 * kMs, false));
+  grants.note(7, 1, 0.0);
+  EXPECT_FALSE(grants.holds(7, 40 * kMs, false));
+  EXPECT_TRUE(grants.holds(7, 60 * kMs, false));
+  // Across nodes: the looser limit, looked at afresh each time.
+  grants.note(7, 2, 0.04);
+  EXPECT_TRUE(grants.holds(7, 80 * kMs, true));
+  grants.note(7, 2, 0.06);
+  EXPECT_FALSE(grants.holds(7, 80 * kMs, true));
+  grants.note(7, 2, 0.04);
+  EXPECT_TRUE(grants.holds(7, 80 * kMs, true));
+  // Another gang decides on its own members only.
+  EXPECT_TRUE(grants.holds(8, 60 * kMs, false));
+}
+
+// Only being ahead counts: a member that claims to be far behind does not
+// buy its gang a window another member is too far ahead for. A member that
+// no longer wants its GPU no longer counts.
+TEST(GangGrants, BehindBuysNothingAndAbsentMembersDoNotCount) {
+  GangGrants grants;
+  grants.note(3, 1, -0.9);
+  grants.note(3, 2, 0.05);
+  EXPECT_FALSE(grants.holds(3, 0, false));
+  grants.forget(3, 2);
+  EXPECT_TRUE(grants.holds(3, 20 * kMs, false));
+  grants.forget(3, 1);
+  grants.forget(3, 9);  // unknown: nothing happens
+  grants.forget(4, 1);
+  EXPECT_TRUE(grants.holds(3, 40 * kMs, false));  // nobody left to be ahead
 }
 
 }  // namespace

@@ -28,10 +28,11 @@ TEST(GangPlan, AStepOnSeveralGpusIsAGangAtItsSmallestShare) {
   ASSERT_EQ(plan.windows.size(), 4u);  // instance 3 is a step on one GPU
   EXPECT_FALSE(plan.windows.contains(3));
   // Job 10: 40% of the period on GPUs 0 and 1, first.
-  EXPECT_EQ(plan.windows.at(1), (faa::GangWindow{0, 20 * kMs, 0, 8 * kMs}));
+  // A gang is named on the node by its first instance (GangGrants).
+  EXPECT_EQ(plan.windows.at(1), (faa::GangWindow{0, 20 * kMs, 0, 8 * kMs, 1, false}));
   EXPECT_EQ(plan.windows.at(2), plan.windows.at(1));
   // Job 12 shares GPU 1 with job 10: it goes after it.
-  EXPECT_EQ(plan.windows.at(4), (faa::GangWindow{0, 20 * kMs, 8 * kMs, 6 * kMs}));
+  EXPECT_EQ(plan.windows.at(4), (faa::GangWindow{0, 20 * kMs, 8 * kMs, 6 * kMs, 4, false}));
   EXPECT_EQ(plan.windows.at(5), plan.windows.at(4));
   EXPECT_TRUE(plan.unplaced.empty());
 }
@@ -86,10 +87,10 @@ TEST(GangPlan, AMultiNodeStepIsAGangAtTheSameOffsetOnEveryNode) {
   const GangPlan on_b = plan_gangs(b, {{7, 0.5}}, 20 * kMs, true);
   ASSERT_TRUE(on_a.windows.contains(3));
   ASSERT_TRUE(on_b.windows.contains(7));
-  EXPECT_EQ(on_a.windows.at(3), (faa::GangWindow{0, 20 * kMs, 0, 10 * kMs}));
-  EXPECT_EQ(on_b.windows.at(7), on_a.windows.at(3));
+  EXPECT_EQ(on_a.windows.at(3), (faa::GangWindow{0, 20 * kMs, 0, 10 * kMs, 3, true}));
+  EXPECT_EQ(on_b.windows.at(7), (faa::GangWindow{0, 20 * kMs, 0, 10 * kMs, 7, true}));
   // Job 9, the node's own, fits after it.
-  EXPECT_EQ(on_a.windows.at(1), (faa::GangWindow{0, 20 * kMs, 10 * kMs, 6 * kMs}));
+  EXPECT_EQ(on_a.windows.at(1), (faa::GangWindow{0, 20 * kMs, 10 * kMs, 6 * kMs, 1, false}));
 }
 
 // Another user's multi-node step, earlier in (job, step) order, comes to
@@ -146,8 +147,10 @@ TEST(GangPlan, WithoutClockAlignmentAMultiNodeStepIsAGangOnlyOfItsGpusHere) {
   EXPECT_FALSE(plan.windows.contains(1));  // one GPU here: nothing to align with
   EXPECT_TRUE(plan.windows.contains(2));   // its two GPUs here still hold together
   EXPECT_EQ(plan.windows.at(2), plan.windows.at(3));
+  EXPECT_FALSE(plan.windows.at(2).across_nodes);  // decided here alone: the node's own limit
   const GangPlan aligned = plan_gangs(ptrs, {{1, 0.5}, {2, 0.5}, {3, 0.5}}, 20 * kMs, true);
   EXPECT_TRUE(aligned.windows.contains(1));
+  EXPECT_TRUE(aligned.windows.at(2).across_nodes);
 }
 
 }  // namespace

@@ -28,8 +28,11 @@ PolicyReplay::PolicyReplay(ReplayOptions options, std::vector<ProcessScript> scr
     p.script = std::move(s);
     procs_.push_back(std::move(p));
   }
-  for (uint32_t g = 0; g < gpus; ++g)
+  const auto grants = std::make_shared<GangGrants>();
+  for (uint32_t g = 0; g < gpus; ++g) {
     gpus_.emplace_back(make_policy(options.settings));
+    if (options.one_node) gpus_.back().policy.share_gang_grants(grants);
+  }
 }
 
 uint64_t PolicyReplay::ticks() const {

@@ -100,6 +100,9 @@ struct ReplayOptions {
   Nanos launch_cost = 5 * kMicrosecond;  // host time per launch
   Nanos kick_latency = 20 * kMicrosecond;
   Nanos min_kick_interval = 100 * kMicrosecond;  // the agent's kick rate limit
+  // The GPUs' policies share their gang decisions, as an agent's do; false:
+  // each GPU decides alone, as if each were on a node of its own.
+  bool one_node = true;
 };
 
 class PolicyReplay {
