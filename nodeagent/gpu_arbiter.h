@@ -82,7 +82,7 @@ class GpuArbiter {
   std::optional<faa::GangWindow> gang_window(uint64_t instance_id) const;
   // The node's GPUs decide together whether a gang holds its window.
   void share_gang_grants(std::shared_ptr<faa::GangGrants> grants) {
-    policy_.share_gang_grants(std::move(grants));
+    policy_.share_gang_grants(std::move(grants), gpu_);
   }
   // Looks due at a gang boundary must not be taken late with another GPU's.
   bool has_gangs() const { return gangs_ > 0; }

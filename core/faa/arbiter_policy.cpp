@@ -92,7 +92,7 @@ Status ArbiterPolicy::join(InstanceId id, double target, Mode mode, Nanos now) {
 void ArbiterPolicy::leave(InstanceId id, Nanos now) {
   (void)scheduler_.leave(id, now);
   if (const auto it = members_.find(id); it != members_.end() && it->second.gang) {
-    grants_->forget(it->second.gang->gang, id);
+    grants_->leave(it->second.gang->gang, {gpu_, id});
   }
   members_.erase(id);
   if (successor_ == id) successor_.reset();  // the drain ends; the next tick decides afresh

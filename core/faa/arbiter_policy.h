@@ -84,8 +84,12 @@ class ArbiterPolicy {
   // sliced on its own again). Fails on an invalid window or an unknown id.
   Status set_gang_window(InstanceId id, std::optional<GangWindow> window);
   // Gangs on several GPUs hold or skip their windows together: the policies
-  // of a node's GPUs share one GangGrants (each has its own until then).
-  void share_gang_grants(std::shared_ptr<GangGrants> grants) { grants_ = std::move(grants); }
+  // of a node's GPUs share one GangGrants (each has its own until then),
+  // each as its GPU `gpu`.
+  void share_gang_grants(std::shared_ptr<GangGrants> grants, uint32_t gpu) {
+    grants_ = std::move(grants);
+    gpu_ = gpu;
+  }
   // Restores who held the slice when a restarted agent reopens its GPU page.
   void restore_holder(std::optional<InstanceId> holder) { published_ = holder; }
 
@@ -162,6 +166,7 @@ class ArbiterPolicy {
   SliceScheduler scheduler_;
   std::map<InstanceId, Member> members_;
   std::shared_ptr<GangGrants> grants_ = std::make_shared<GangGrants>();
+  uint32_t gpu_ = 0;  // this GPU, to GangGrants
   std::optional<InstanceId> published_;
   Nanos slice_end_ns_ = 0;
   // Device time the GPU can have delivered and not yet been charged for.

@@ -38,7 +38,7 @@ Status ArbiterPolicy::set_gang_window(InstanceId id, std::optional<GangWindow> w
     if (Status s = validate(*window); !s.ok()) return s;
   }
   if (it->second.gang && (!window || window->gang != it->second.gang->gang)) {
-    grants_->forget(it->second.gang->gang, id);
+    grants_->leave(it->second.gang->gang, {gpu_, id});
   }
   it->second.gang = window;
   return {};
@@ -63,10 +63,10 @@ void ArbiterPolicy::apply_gang_windows(Nanos now) {
     const GangWindow* gang = window_of(m, now);
     if (gang == nullptr) continue;
     if (!m.wants) {
-      grants_->forget(gang->gang, id);
+      grants_->quiet(gang->gang, {gpu_, id});
       continue;
     }
-    grants_->note(gang->gang, id, ahead(id, now));
+    grants_->note(gang->gang, {gpu_, id}, ahead(id, now));
   }
   for (const auto& [id, m] : members_) {
     const GangWindow* gang = window_of(m, now);

@@ -4,18 +4,23 @@
 
 namespace egpu::faa {
 
-void GangGrants::note(uint64_t gang, InstanceId member, double ahead) {
-  gangs_[gang].ahead[member] = ahead;
+void GangGrants::note(uint64_t gang, Member member, double ahead) {
+  Gang& g = gangs_[gang];
+  g.members.insert(member);
+  g.ahead[member] = ahead;
 }
 
-void GangGrants::forget(uint64_t gang, InstanceId member) {
+void GangGrants::quiet(uint64_t gang, Member member) {
+  const auto it = gangs_.find(gang);
+  if (it != gangs_.end()) it->second.ahead.erase(member);
+}
+
+void GangGrants::leave(uint64_t gang, Member member) {
   const auto it = gangs_.find(gang);
   if (it == gangs_.end()) return;
+  it->second.members.erase(member);
   it->second.ahead.erase(member);
-  // The decision for the current window stays while a member still wants:
-  // one that stops wanting in its window does not reopen the question for
-  // the others. Nobody left: nothing to keep consistent.
-  if (it->second.ahead.empty()) gangs_.erase(it);
+  if (it->second.members.empty()) gangs_.erase(it);
 }
 
 bool GangGrants::holds(uint64_t gang, Nanos start, bool across_nodes) {
@@ -37,10 +42,10 @@ bool GangGrants::holds(uint64_t gang, Nanos start, bool across_nodes) {
     g.decided = true;
     g.start = start;
     g.held = !any_ahead;
-  } else if (any_ahead) {
+  } else if (g.held && any_ahead) {
     // A member that gets too far ahead in the window (a collective spinning
     // for a late peer) ends it for all of them, for the rest of it; one that
-    // catches up does not reopen it.
+    // catches up, or that stops wanting and comes back, does not reopen it.
     g.held = false;
   }
   return g.held;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include "core/faa/gang_grants.h"
@@ -141,26 +142,36 @@ TEST(GangWindow, PolicyRefusesABadWindowAndAnUnknownInstance) {
 // A gang's members on a node's GPUs hold or skip a window together: the
 // first look at it decides from the furthest-ahead member; a skip stands
 // for the whole window, a hold until a member gets too far ahead in it.
+// Members are (GPU, id): ids are slots of each GPU's page and repeat.
 TEST(GangGrants, OneDecisionPerWindowForAllMembers) {
   GangGrants grants;
-  grants.note(7, 1, 0.01);
-  grants.note(7, 2, 0.03);  // one member too far ahead: the gang skips
+  const GangGrants::Member r0{0, 1};
+  const GangGrants::Member r1{1, 1};  // the same slot on another GPU
+  grants.note(7, r0, 0.01);
+  grants.note(7, r1, 0.03);  // one member too far ahead: the gang skips
   EXPECT_FALSE(grants.holds(7, 20 * kMs, false));
-  grants.note(7, 2, 0.0);  // caught up mid-window: the skip stands
+  grants.note(7, r1, 0.0);  // caught up mid-window: the skip stands
   EXPECT_FALSE(grants.holds(7, 20 * kMs, false));
   EXPECT_TRUE(grants.holds(7, 40 * kMs, false));  // the next window
+  grants.note(7, r0, 0.0);
   EXPECT_TRUE(grants.holds(7, 40 * kMs, false));
-  grants.note(7, 1, 0.04);  // too far ahead in it: ended for both members
+  grants.note(7, r0, 0.04);  // too far ahead in it: ended for both members
   EXPECT_FALSE(grants.holds(7, 40 * kMs, false));
-  grants.note(7, 1, 0.0);
+  grants.note(7, r0, 0.0);
   EXPECT_FALSE(grants.holds(7, 40 * kMs, false));
+  // Stopping wanting does not reopen it either, even for every member.
+  grants.quiet(7, r0);
+  grants.quiet(7, r1);
+  grants.note(7, r1, 0.0);
+  EXPECT_FALSE(grants.holds(7, 40 * kMs, false));
+  grants.note(7, r0, 0.0);
   EXPECT_TRUE(grants.holds(7, 60 * kMs, false));
   // Across nodes: the looser limit, looked at afresh each time.
-  grants.note(7, 2, 0.04);
+  grants.note(7, r1, 0.04);
   EXPECT_TRUE(grants.holds(7, 80 * kMs, true));
-  grants.note(7, 2, 0.06);
+  grants.note(7, r1, 0.06);
   EXPECT_FALSE(grants.holds(7, 80 * kMs, true));
-  grants.note(7, 2, 0.04);
+  grants.note(7, r1, 0.04);
   EXPECT_TRUE(grants.holds(7, 80 * kMs, true));
   // Another gang decides on its own members only.
   EXPECT_TRUE(grants.holds(8, 60 * kMs, false));
@@ -168,18 +179,57 @@ TEST(GangGrants, OneDecisionPerWindowForAllMembers) {
 
 // Only being ahead counts: a member that claims to be far behind does not
 // buy its gang a window another member is too far ahead for. A member that
-// no longer wants its GPU no longer counts.
+// no longer wants its GPU no longer counts; a gang is forgotten with its
+// last member.
 TEST(GangGrants, BehindBuysNothingAndAbsentMembersDoNotCount) {
   GangGrants grants;
-  grants.note(3, 1, -0.9);
-  grants.note(3, 2, 0.05);
+  grants.note(3, {0, 1}, -0.9);
+  grants.note(3, {1, 2}, 0.05);
   EXPECT_FALSE(grants.holds(3, 0, false));
-  grants.forget(3, 2);
+  grants.quiet(3, {1, 2});
   EXPECT_TRUE(grants.holds(3, 20 * kMs, false));
-  grants.forget(3, 1);
-  grants.forget(3, 9);  // unknown: nothing happens
-  grants.forget(4, 1);
-  EXPECT_TRUE(grants.holds(3, 40 * kMs, false));  // nobody left to be ahead
+  grants.leave(3, {1, 9});  // unknown: nothing happens
+  grants.leave(4, {0, 1});
+  EXPECT_EQ(grants.gangs(), 1u);
+  grants.leave(3, {0, 1});
+  EXPECT_EQ(grants.gangs(), 1u);  // {1, 2} is still a member, if quiet
+  grants.leave(3, {1, 2});
+  EXPECT_EQ(grants.gangs(), 0u);
+}
+
+// In the agent, a policy's ids are slots of its GPU's page: a step's ranks
+// on two GPUs often have the same one. One rank far ahead on GPU 1 makes
+// the gang skip its window on GPU 0 too, even where GPU 0 looks first and
+// its own rank, with the same id, is not ahead at all.
+TEST(GangGrants, RanksWithTheSameSlotOnTwoGpusAreTwoMembers) {
+  const auto grants = std::make_shared<GangGrants>();
+  auto gpu0 = ArbiterPolicy::create(PolicySettings{}, 0);
+  auto gpu1 = ArbiterPolicy::create(PolicySettings{}, 0);
+  ASSERT_TRUE(gpu0.ok() && gpu1.ok());
+  gpu0->share_gang_grants(grants, 0);
+  gpu1->share_gang_grants(grants, 1);
+  const GangWindow w{0, 20 * kMs, 10 * kMs, 10 * kMs, 42, false};
+  ASSERT_TRUE(gpu0->join(0, 0.5, Mode::kBurst, 0).ok());  // the rank
+  ASSERT_TRUE(gpu0->join(1, 0.5, Mode::kBurst, 0).ok());  // its co-tenant
+  ASSERT_TRUE(gpu1->join(0, 0.5, Mode::kBurst, 0).ok());  // the other rank
+  ASSERT_TRUE(gpu0->set_gang_window(0, w).ok() && gpu1->set_gang_window(0, w).ok());
+  // GPU 1's rank runs alone for a second: far ahead of its half.
+  Activity busy;
+  busy.processes = 1;
+  busy.busy = 1;
+  busy.launched = true;
+  busy.device_ns = kMs;
+  Nanos now = 0;
+  for (; now < 1009 * kMs; now += kMs)
+    (void)gpu1->tick(now, {{0, busy}});
+  ASSERT_GT(gpu1->scheduler().stats(0, now)->deviation, 0.1);
+  // GPU 0 looks first at the window that opens at 1010 ms, its rank and
+  // the co-tenant both asking.
+  busy.device_ns = 0;
+  (void)gpu0->tick(1010 * kMs, {{0, busy}, {1, busy}});
+  EXPECT_TRUE(gpu0->asking(1)) << "the window is skipped: the co-tenant asks";
+  (void)gpu1->tick(1010 * kMs, {{0, busy}});
+  EXPECT_TRUE(gpu0->asking(1));
 }
 
 }  // namespace

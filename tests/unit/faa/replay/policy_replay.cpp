@@ -28,10 +28,14 @@ PolicyReplay::PolicyReplay(ReplayOptions options, std::vector<ProcessScript> scr
     p.script = std::move(s);
     procs_.push_back(std::move(p));
   }
-  const auto grants = std::make_shared<GangGrants>();
   for (uint32_t g = 0; g < gpus; ++g) {
     gpus_.emplace_back(make_policy(options.settings));
-    if (options.one_node) gpus_.back().policy.share_gang_grants(grants);
+    if (options.one_node) gpus_.back().policy.share_gang_grants(grants_, g);
+  }
+  for (std::size_t i = 0; i < procs_.size(); ++i) {
+    Gpu& g = gpus_[procs_[i].script.gpu];
+    procs_[i].id = static_cast<InstanceId>(g.procs.size());
+    g.procs.push_back(i);
   }
 }
 
@@ -85,7 +89,7 @@ void PolicyReplay::next_step(Proc& p) {
 bool PolicyReplay::run_one(std::size_t i) {
   Proc& p = procs_[i];
   Gpu& g = gpu_of(p);
-  const auto id = static_cast<InstanceId>(i);
+  const InstanceId id = p.id;
   switch (p.state) {
     case State::kExited:
       return false;
@@ -301,7 +305,7 @@ void PolicyReplay::tick(uint32_t gpu) {
     a.device_ns = p.script.liar ? 0 : p.reported;
     a.idle_since_ns = p.idle_since;
     if (p.script.reports < 1.0 && alive) {
-      if (g.holder == static_cast<InstanceId>(i)) {
+      if (g.holder == p.id) {
         a.busy = p.script.says_waking ? 1 : 0;
         a.reported_inflight_ns = p.script.says_waking ? a.inflight_ns : 0;
         a.launched = !p.script.says_waking;
@@ -309,7 +313,7 @@ void PolicyReplay::tick(uint32_t gpu) {
       a.device_ns = static_cast<Nanos>(static_cast<double>(p.reported) * p.script.reports);
     }
     if (p.script.squatter && alive) {
-      const bool holds = g.holder == static_cast<InstanceId>(i);
+      const bool holds = g.holder == p.id;
       a.busy = holds ? 0 : 1;  // at the gate until it holds
       a.launched = false;
       a.inflight_ns = 0;
@@ -319,7 +323,7 @@ void PolicyReplay::tick(uint32_t gpu) {
     }
     p.reported = 0;
     p.launched = false;
-    observed.emplace(static_cast<InstanceId>(i), a);
+    observed.emplace(p.id, a);
   }
   const Decision d = g.policy.tick(now_, observed);
   g.holder = d.draining ? std::nullopt : d.holder;
@@ -328,17 +332,18 @@ void PolicyReplay::tick(uint32_t gpu) {
     g.drains.emplace_back(g.drain_since, now_);
     g.drain_since = -1;
   }
-  TraceEntry e{now_, d.holder ? static_cast<int>(*d.holder) : -1, d.draining, d.slice_end_ns};
+  TraceEntry e{now_, d.holder ? static_cast<int>(g.procs.at(*d.holder)) : -1, d.draining,
+               d.slice_end_ns};
   if (d.draining) e.holder = -1;
   if (g.trace.empty() || g.trace.back().holder != e.holder ||
       g.trace.back().draining != e.draining) {
     g.trace.push_back(e);
   }
   if (g.holder && (!g.last_granted || *g.holder != *g.last_granted)) {
-    Proc& next = procs_[static_cast<std::size_t>(*g.holder)];
+    Proc& next = procs_[g.procs.at(*g.holder)];
     next.granted_at = now_;
     if (g.last_granted) {
-      const auto old_index = static_cast<std::size_t>(*g.last_granted);
+      const std::size_t old_index = g.procs.at(*g.last_granted);
       Proc& old = procs_[old_index];
       // Its queued work runs on and is charged to this grant too.
       const Nanos beyond =
@@ -348,9 +353,8 @@ void PolicyReplay::tick(uint32_t gpu) {
     }
   }
   if (g.holder && g.last_granted && *g.holder != *g.last_granted) {
-    g.handovers.push_back({now_, static_cast<std::size_t>(*g.last_granted),
-                           static_cast<std::size_t>(*g.holder),
-                           procs_[static_cast<std::size_t>(*g.last_granted)].queued});
+    g.handovers.push_back({now_, g.procs.at(*g.last_granted), g.procs.at(*g.holder),
+                           procs_[g.procs.at(*g.last_granted)].queued});
   }
   if (g.holder) g.last_granted = g.holder;
   g.next_tick = std::max(d.next_tick_ns, now_ + 1);

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -168,9 +169,15 @@ class PolicyReplay {
     std::vector<std::pair<Nanos, Nanos>> drains;  // [start, end) with nobody allowed to launch
     Nanos drain_since = -1;
     uint64_t ticks = 0;
+    std::vector<std::size_t> procs;  // by policy id: the process's index
   };
+  // Shared by the GPUs' policies when ReplayOptions::one_node.
+  std::shared_ptr<GangGrants> grants_ = std::make_shared<GangGrants>();
   struct Proc {
     ProcessScript script;
+    // Its id in its GPU's policy: ids repeat across GPUs, as the agent's
+    // slots do (the order of the scripts on that GPU).
+    InstanceId id = 0;
     State state = State::kNotStarted;
     std::size_t step = 0;
     uint64_t done_in_step = 0;  // kernels launched in the current step
