@@ -29,6 +29,7 @@ StreamPacer::~StreamPacer() {
 
 Charge StreamPacer::before_launch_slow(int64_t now) {
   Charge c;
+  if (dropped_) return c;
   if (tail_ == 0) {
     // First launch after a marker: if everything recorded so far is complete
     // the stream is empty, and whatever follows starts a new chain.
@@ -56,6 +57,7 @@ Charge StreamPacer::after_launch_slow() {
 }
 
 Charge StreamPacer::poll(int64_t now, uint64_t thread, bool close_open_tail) {
+  if (dropped_) return {};
   Charge c = harvest();
   if (tail_ > 0) {
     if (tail_ran_dry(now)) {
@@ -72,7 +74,7 @@ Charge StreamPacer::poll(int64_t now, uint64_t thread, bool close_open_tail) {
 
 Charge StreamPacer::close_tail(int64_t now, uint64_t thread) {
   Charge c;
-  if (tail_ == 0) return c;
+  if (tail_ == 0 || dropped_) return c;
   if (tail_ran_dry(now)) {
     c += harvest();
     if (pending_.empty()) c += expire_tail();
@@ -112,6 +114,7 @@ Charge StreamPacer::retire() {
   }
   free_events_.clear();
   publish();
+  dropped_ = true;
   return c;
 }
 
@@ -122,6 +125,7 @@ void StreamPacer::abandon() {
   tail_ = 0;
   unfinished_ = 0;
   publish();
+  dropped_ = true;
 }
 
 Charge StreamPacer::harvest() {

@@ -66,6 +66,7 @@ class StreamPacer {
     return before_launch_slow(now);
   }
   Charge after_launch(int64_t now) {
+    if (dropped_) return {};
     ++tail_;
     ++unfinished_;
     last_launch_ns_ = now;
@@ -88,9 +89,10 @@ class StreamPacer {
   // when the tail already ran dry, charges it at the estimate).
   Charge close_tail(int64_t now, uint64_t thread);
   // The stream is destroyed: charges what is left at the estimate and returns
-  // its events to the shared spare pool.
+  // its events to the shared spare pool. Every call after it does nothing.
   Charge retire();
   // The context is gone: forgets every event without calling the backend.
+  // Every call after it does nothing.
   void abandon();
 
   int64_t queued_ns() const { return published_queued_ + unpublished_; }
@@ -138,6 +140,10 @@ class StreamPacer {
   std::deque<Marker> pending_;  // recorded, not yet seen complete, oldest first
   uint32_t tail_ = 0;           // launches after the newest marker
   uint64_t unfinished_ = 0;     // launches not known complete
+  // Retired or abandoned: out of its DevicePacer, polled by nobody. A thread
+  // that found it just before may still launch through it; it counts
+  // nothing, or what it counted would stay in the GPU's queued sum.
+  bool dropped_ = false;
   LaunchEstimate estimate_;
   uint32_t interval_ = 1;
   int64_t last_launch_ns_ = 0;

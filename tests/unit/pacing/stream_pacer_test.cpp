@@ -248,5 +248,33 @@ TEST(Abandon, ForgetsEventsWithoutTouchingTheDevice) {
   EXPECT_GT(s.device.events_live(), live);
 }
 
+// A thread that found its stream's pacer just before another thread
+// dropped them all (a context destroyed or reset) or retired it, and
+// launches through it after: the pacer is no longer polled, so what it
+// counted as queued would never leave the GPU's sum, and every launch would
+// wait on the in-flight bound for good. A dropped pacer counts nothing.
+TEST(Abandon, APacerDroppedUnderALaunchingThreadCountsNothing) {
+  for (const bool retire : {false, true}) {
+    PacedStream s;
+    for (int i = 0; i < 300; ++i)
+      s.program.launch(kStream, 100 * kUs);
+    const std::shared_ptr<StreamPacer> held = s.pacer.stream(kStream, kStream, 0);
+    if (retire) {
+      (void)s.pacer.retire(kStream);
+    } else {
+      s.pacer.abandon_all();
+    }
+    ASSERT_EQ(s.pacer.queued_ns(), 0);
+    for (int i = 0; i < 100; ++i) {
+      std::lock_guard lock(held->lock());
+      const Charge before = held->before_launch(s.program.now());
+      const Charge after = held->after_launch(s.program.now());
+      EXPECT_EQ(before.total() + after.total(), 0);
+    }
+    EXPECT_EQ(s.pacer.queued_ns(), 0) << (retire ? "retired" : "abandoned");
+    EXPECT_TRUE(s.pacer.under_limit());
+  }
+}
+
 }  // namespace
 }  // namespace egpu::pacing::testing
