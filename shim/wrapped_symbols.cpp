@@ -1,17 +1,14 @@
 #include "shim/wrapped_symbols.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstring>
 #include <iterator>
 #include <string_view>
 #include <utility>
 
 #include "shim/after_fork.h"
-#include "shim/no_cancel_scope.h"
+#include "shim/built_once.h"
 #include "shim/real_functions.h"
 
 namespace egpu::shim {
@@ -27,50 +24,11 @@ struct Wrapped {
 const std::array<Wrapped, kWrappedCount> kWrapped = {EGPU_WRAPPED_FUNCTIONS(EGPU_AS_ENTRY)};
 #undef EGPU_AS_ENTRY
 
-// A table built once, in place, by whichever thread first needs it; threads
-// that arrive meanwhile wait for it (a short build that takes no lock). A
-// forked child whose parent was building one, in a thread the child does not
-// have, builds it again (reset_in_child); a function-local static's guard
-// would leave that child waiting for ever.
-template <typename T>
-class BuiltOnce {
- public:
-  template <typename Build>
-  const T& get(Build&& build) {
-    int state = state_.load(std::memory_order_acquire);
-    if (state == kReady) return value_;
-    if (state == kEmpty &&
-        state_.compare_exchange_strong(state, kBuilding, std::memory_order_acq_rel)) {
-      const NoCancelScope no_cancel;  // dlsym may be a cancellation point
-      value_ = T{};                   // what a builder gone with a fork left
-      build(value_);
-      state_.store(kReady, std::memory_order_release);
-      return value_;
-    }
-    while (state_.load(std::memory_order_acquire) == kBuilding)
-      sched_yield();
-    return value_;
-  }
-  // In a forked child: its only thread is not building.
-  void reset_in_child() noexcept {
-    if (state_.load(std::memory_order_relaxed) == kBuilding) {
-      state_.store(kEmpty, std::memory_order_relaxed);
-    }
-  }
-
- private:
-  static constexpr int kEmpty = 0;
-  static constexpr int kBuilding = 1;
-  static constexpr int kReady = 2;
-  std::atomic<int> state_{kEmpty};
-  T value_{};
-};
-
 using NameTable = std::array<const Wrapped*, kWrappedCount>;
 constinit BuiltOnce<NameTable> g_by_name;
 
-// Sorted by name once, at first use.
-const NameTable& by_name() {
+// Sorted by name once, at first use (null while another thread sorts).
+const NameTable* by_name() {
   return g_by_name.get([](NameTable& out) {
     for (size_t i = 0; i < kWrapped.size(); ++i)
       out[i] = &kWrapped[i];
@@ -86,7 +44,8 @@ struct RealToWrapper {
 };
 constinit BuiltOnce<RealToWrapper> g_by_real;
 
-const RealToWrapper& by_real() {
+// Null while another thread builds it.
+const RealToWrapper* by_real() {
   return g_by_real.get([](RealToWrapper& t) {
     for (const Wrapped& w : kWrapped) {
       if (void* real = real_function(w.id)) t.entries[t.size++] = {real, w.wrapper};
@@ -259,19 +218,29 @@ void reset_symbol_tables_after_fork() noexcept {
 
 void* wrapper_for_name(const char* name) {
   if (!looks_like_cuda_name(name)) return nullptr;
-  const auto& sorted = by_name();
+  const NameTable* sorted = by_name();
+  if (sorted == nullptr) {  // being sorted by another thread: see built_once.h
+    for (const Wrapped& w : kWrapped)
+      if (std::strcmp(w.name, name) == 0) return w.wrapper;
+    return nullptr;
+  }
   auto it =
-      std::lower_bound(sorted.begin(), sorted.end(), name,
+      std::lower_bound(sorted->begin(), sorted->end(), name,
                        [](const Wrapped* w, const char* n) { return std::strcmp(w->name, n) < 0; });
-  if (it == sorted.end() || std::strcmp((*it)->name, name) != 0) return nullptr;
+  if (it == sorted->end() || std::strcmp((*it)->name, name) != 0) return nullptr;
   return (*it)->wrapper;
 }
 
 void* wrapper_for_real(void* real) {
   if (real == nullptr) return nullptr;
-  const RealToWrapper& t = by_real();
-  const auto* begin = t.entries.begin();
-  const auto* end = begin + t.size;
+  const RealToWrapper* t = by_real();
+  if (t == nullptr) {  // being built by another thread: see built_once.h
+    for (const Wrapped& w : kWrapped)
+      if (real_function(w.id) == real) return w.wrapper;
+    return nullptr;
+  }
+  const auto* begin = t->entries.begin();
+  const auto* end = begin + t->size;
   auto it = std::lower_bound(begin, end, real,
                              [](const std::pair<void*, void*>& e, void* r) { return e.first < r; });
   if (it == end || it->first != real) return nullptr;
