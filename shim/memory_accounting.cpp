@@ -12,6 +12,14 @@ const std::atomic<uint64_t>& limit_of(const Attachment& a) {
   return a.control().mem_limit;
 }
 
+// The instance's lock is stuck (a stopped process of the job holds it):
+// allocations are accounted without the check rather than blocked or refused.
+void log_lock_unavailable() {
+  EGPU_SHIM_LOG_ONCE(
+      "the instance's allocation lock is unavailable; allocations are accounted without the "
+      "quota check");
+}
+
 }  // namespace
 
 Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reservation* r) {
@@ -21,7 +29,7 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
   if (a == nullptr) {  // unattached: the fail mode applies (said at attach)
     return s.refuses_unattached() ? Admission::kDenied : Admission::kGranted;
   }
-  switch (quota::reserve(a->instance, a->proc_slot, bytes, limit_of(*a))) {
+  switch (quota::reserve_or_account(a->instance, a->proc_slot, bytes, limit_of(*a))) {
     case quota::Reservation::kGranted:
       r->attachment = a;
       return Admission::kGranted;
@@ -38,12 +46,7 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
     case quota::Reservation::kLockUnavailable:
       break;
   }
-  // The instance's lock is stuck: account without the check rather than block.
-  EGPU_SHIM_LOG_ONCE(
-      "GPU %u: the instance's allocation lock is unavailable; allocations are "
-      "accounted without the quota check",
-      b.physical_index());
-  quota::add_unchecked(a->instance, a->proc_slot, bytes);
+  log_lock_unavailable();
   r->attachment = a;
   return Admission::kGranted;
 }
@@ -52,10 +55,15 @@ bool resize_reservation(Reservation* r, uint64_t bytes) {
   Attachment* a = r->attachment;
   if (a != nullptr && bytes > r->bytes) {
     const uint64_t more = bytes - r->bytes;
-    if (quota::reserve(a->instance, a->proc_slot, more, limit_of(*a)) !=
-        quota::Reservation::kGranted) {
-      a->me.count_mem_denied();
-      return false;
+    switch (quota::reserve_or_account(a->instance, a->proc_slot, more, limit_of(*a))) {
+      case quota::Reservation::kGranted:
+        break;
+      case quota::Reservation::kOverQuota:
+        a->me.count_mem_denied();
+        return false;
+      case quota::Reservation::kLockUnavailable:
+        log_lock_unavailable();
+        break;
     }
   } else if (a != nullptr && bytes < r->bytes) {
     quota::release(a->instance, a->proc_slot, r->bytes - bytes);

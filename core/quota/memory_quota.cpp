@@ -82,6 +82,13 @@ void add_unchecked(shm::InstancePage* page, uint32_t proc, uint64_t bytes) {
   page->procs[proc].mem_bytes.fetch_add(bytes, std::memory_order_acq_rel);
 }
 
+Reservation reserve_or_account(shm::InstancePage* page, uint32_t proc, uint64_t bytes,
+                               const std::atomic<uint64_t>& limit, int64_t lock_timeout_ns) {
+  const Reservation r = reserve(page, proc, bytes, limit, lock_timeout_ns);
+  if (r == Reservation::kLockUnavailable) add_unchecked(page, proc, bytes);
+  return r;
+}
+
 void release(shm::InstancePage* page, uint32_t proc, uint64_t bytes) {
   if (proc >= shm::kMaxProcsPerInstance) return;
   auto& held = page->procs[proc].mem_bytes;

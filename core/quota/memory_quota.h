@@ -41,6 +41,15 @@ void set_held(shm::InstancePage* page, uint32_t proc, uint64_t bytes);
 // (a stopped process holds it), where accounting beats blocking.
 void add_unchecked(shm::InstancePage* page, uint32_t proc, uint64_t bytes);
 
+// What the shim does for every allocation and every growth of one: reserve(),
+// and where the lock is unavailable, add_unchecked(). A stopped process of
+// the job must not make its other processes' allocations fail: those the
+// quota would allow would be refused. Returns what reserve() said; the bytes
+// are accounted unless it said kOverQuota.
+Reservation reserve_or_account(shm::InstancePage* page, uint32_t proc, uint64_t bytes,
+                               const std::atomic<uint64_t>& limit,
+                               int64_t lock_timeout_ns = 2'000'000'000);
+
 // Bytes held by the instance's attached processes.
 uint64_t used(const shm::InstancePage* page);
 

@@ -166,11 +166,21 @@ TEST(MemoryQuota, StoppedHolderTimesOutInsteadOfHanging) {
   ASSERT_EQ(read(ready[0], &c, 1), 1);
   EXPECT_EQ(reserve_within(page.get(), 0, kMiB, 10 * kMiB, 50'000'000),
             Reservation::kLockUnavailable);
+  EXPECT_EQ(used(page.get()), 0u);
+  // What the shim does, for a new allocation and for one that grows (a
+  // pitched one): accounted without the check, not refused.
+  const std::atomic<uint64_t> limit{10 * kMiB};
+  EXPECT_EQ(reserve_or_account(page.get(), 0, kMiB, limit, 50'000'000),
+            Reservation::kLockUnavailable);
+  EXPECT_EQ(used(page.get()), kMiB);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   close(ready[0]);
   close(ready[1]);
   EXPECT_EQ(reserve_within(page.get(), 0, kMiB, 10 * kMiB), Reservation::kGranted);
+  // Over the quota, with the lock free again: refused, nothing accounted.
+  EXPECT_EQ(reserve_or_account(page.get(), 0, 9 * kMiB, limit), Reservation::kOverQuota);
+  EXPECT_EQ(used(page.get()), 2 * kMiB);
 }
 
 TEST(MemoryQuota, LimitIsReadAtEachReservationAndAFailedOneLeavesNothing) {
