@@ -23,6 +23,7 @@ constinit std::atomic<ProcessState*> g_process_state{nullptr};
 namespace {
 
 constexpr int kAttachTimeoutMs = 2000;
+constexpr int64_t kAttachTimeoutNs = int64_t{kAttachTimeoutMs} * 1'000'000;
 constexpr int64_t kRetryUnreachableNs = 5'000'000'000;  // agent not there at all
 constexpr int64_t kRetryAgentGoneNs = 1'000'000'000;    // restarted or stopped beating
 // A failed attempt is followed by none for at least this many times as long
@@ -84,8 +85,34 @@ void ProcessState::attach_all() {
   if (attached_all_.exchange(true, std::memory_order_acq_rel)) return;
   if (!env_.warning.empty()) log_line("%s", env_.warning.c_str());
   const int64_t now = launch_clock_ns();
-  for (auto& b : bindings_)
+  const GpuBinding* stalled = nullptr;
+  for (auto& b : bindings_) {
+    if (stalled != nullptr) {
+      skip_attach(*b, *stalled);
+      continue;
+    }
+    const int64_t began = launch_clock_ns();
     ensure_attached(*b, now);
+    // An agent that took its whole timeout to not answer for one GPU would
+    // take as long for each of the others: cuInit would wait 2 s per GPU.
+    if (b->link() == Link::kUnreachable && launch_clock_ns() - began >= kAttachTimeoutNs / 2) {
+      stalled = b.get();
+    }
+  }
+}
+
+void ProcessState::skip_attach(GpuBinding& b, const GpuBinding& stalled) {
+  std::unique_lock lock(b.attach_mutex(), std::try_to_lock);
+  if (!lock.owns_lock() || b.link() != Link::kNeverTried) return;  // another thread's
+  b.set_next_attempt_ns(stalled.next_attempt_ns());
+  b.set_link(Link::kUnreachable);
+  if (b.said_attach_failure.first()) {
+    log_line(
+        "GPU %u (job %llu step %u): not attached: the egpu agent did not answer for GPU %u; "
+        "tried again later; %s",
+        b.physical_index(), static_cast<unsigned long long>(env_.job_id), env_.step_id,
+        stalled.physical_index(), fail_mode_text(env_.fail_mode));
+  }
 }
 
 Attachment* ProcessState::attach_slow(GpuBinding& b, int64_t now, Attachment* stale) {

@@ -78,6 +78,9 @@ class ProcessState {
  private:
   Attachment* attach_slow(GpuBinding& b, int64_t now, Attachment* stale);
   Attachment* attach_locked(GpuBinding& b, int64_t now, bool again);
+  // attach_all: the agent did not answer for `stalled`; `b` is not tried
+  // now but with it, later.
+  void skip_attach(GpuBinding& b, const GpuBinding& stalled);
 
   const ShimEnv env_;
   const bool usable_;

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -153,6 +156,35 @@ TEST_F(ShimProcess, WithoutAnAgentFailModeClosedRefusesLaunchesAndAllocations) {
       run_program({probe(false), "--path", "direct", "--launches", "0", "--alloc-mb", "64"}, env);
   EXPECT_EQ(alloc.exit_code, 0) << alloc.err;
   EXPECT_NE(alloc.out.find("\"alloc_result\":2"), std::string::npos) << alloc.out;
+}
+
+// An agent whose socket accepts and never answers (stopped, or wedged): the
+// attach for the first GPU waits out its timeout, and the others are not
+// tried now, each for as long, but with it later. Launches run under the
+// fail mode meanwhile.
+TEST_F(ShimProcess, AStalledAgentCostsCuInitOneTimeoutNotOnePerGpu) {
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("egpu-stalled-agent-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/agent.sock";
+  const int listener = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 16), 0);  // the kernel accepts; nobody reads
+  auto env = base_env();
+  env.insert(env.end(), {"EGPU_JOB_ID=4242", "EGPU_STEP_ID=0", "EGPU_GPU_INDICES=0,1,2,3",
+                         "EGPU_SOCKET=" + path});
+  ProgramRun run;
+  const auto summary = run_probe("direct", env, false, &run);
+  close(listener);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(summary.value("launches", 0), kLaunches);
+  EXPECT_EQ(count_of(run.err, "cannot attach to the egpu agent"), 1) << run.err;
+  EXPECT_EQ(count_of(run.err, "the egpu agent did not answer for GPU 0"), 3) << run.err;
+  EXPECT_EQ(count_of(run.err, "fail mode open"), 4) << run.err;
 }
 
 TEST_F(ShimProcess, UnusableEnvironmentPassesThrough) {
