@@ -47,6 +47,11 @@ class GpuBinding {
   int64_t next_attempt_ns() const { return next_attempt_ns_.load(std::memory_order_relaxed); }
   void set_next_attempt_ns(int64_t t) { next_attempt_ns_.store(t, std::memory_order_relaxed); }
 
+  // The last attach attempt got no answer from the agent (none there, or
+  // none in time), as opposed to a refusal or unusable pages.
+  bool unanswered() const { return unanswered_.load(std::memory_order_relaxed); }
+  void set_unanswered(bool u) { unanswered_.store(u, std::memory_order_relaxed); }
+
   // The holder's fast path never looks at the agent; every launch at or after
   // this time takes the slow path once, which does.
   bool check_due(int64_t now) const {
@@ -72,6 +77,7 @@ class GpuBinding {
   std::atomic<Link> link_{Link::kNeverTried};
   std::atomic<int64_t> next_attempt_ns_{0};
   std::atomic<int64_t> next_check_ns_{0};
+  std::atomic<bool> unanswered_{false};
   std::mutex attach_mu_;
   std::mutex duty_mu_;
   pacing::LocalDutyCycle duty_;

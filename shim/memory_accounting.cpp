@@ -14,10 +14,11 @@ const std::atomic<uint64_t>& limit_of(const Attachment& a) {
 
 // The instance's lock is stuck (a stopped process of the job holds it):
 // allocations are accounted without the check rather than blocked or refused.
-void log_lock_unavailable() {
+void log_lock_unavailable(const Attachment& a) {
   EGPU_SHIM_LOG_ONCE(
-      "the instance's allocation lock is unavailable; allocations are accounted without the "
-      "quota check");
+      "instance %llu: its allocation lock is unavailable; allocations are accounted without the "
+      "quota check",
+      static_cast<unsigned long long>(a.instance_id));
 }
 
 }  // namespace
@@ -46,7 +47,7 @@ Admission reserve_memory(ProcessState& s, GpuBinding& b, uint64_t bytes, Reserva
     case quota::Reservation::kLockUnavailable:
       break;
   }
-  log_lock_unavailable();
+  log_lock_unavailable(*a);
   r->attachment = a;
   return Admission::kGranted;
 }
@@ -62,7 +63,7 @@ bool resize_reservation(Reservation* r, uint64_t bytes) {
         a->me.count_mem_denied();
         return false;
       case quota::Reservation::kLockUnavailable:
-        log_lock_unavailable();
+        log_lock_unavailable(*a);
         break;
     }
   } else if (a != nullptr && bytes < r->bytes) {

@@ -95,7 +95,8 @@ void ProcessState::attach_all() {
     ensure_attached(*b, now);
     // An agent that took its whole timeout to not answer for one GPU would
     // take as long for each of the others: cuInit would wait 2 s per GPU.
-    if (b->link() == Link::kUnreachable && launch_clock_ns() - began >= kAttachTimeoutNs / 2) {
+    if (b->link() == Link::kUnreachable && b->unanswered() &&
+        launch_clock_ns() - began >= kAttachTimeoutNs / 2) {
       stalled = b.get();
     }
   }
@@ -149,6 +150,7 @@ Attachment* ProcessState::attach_locked(GpuBinding& b, int64_t now, bool again) 
   const protocol::AttachRequest request{env_.job_id, env_.step_id, b.physical_index()};
   const int64_t began = std::max(now, launch_clock_ns());  // `now` may predate the lock
   auto reply = protocol::request_attach(env_.socket_path, request, kAttachTimeoutMs);
+  b.set_unanswered(!reply && reply.failure() == protocol::CallFailure::kUnreachable);
   if (!reply) {
     // From when the attempt ended: one that timed out must not be followed
     // at once by the next (a stalled agent would take every launch's time).
