@@ -122,8 +122,7 @@ Agent::Agent(const config::EgpuConfig& config)
       latency_saver_(
           [dir = config.runtime_dir](uint32_t gpu, const std::optional<slo::SloMemory>& memory) {
             if (memory) return SloMemoryFile::save(dir, gpu, *memory);
-            SloMemoryFile::remove(dir, gpu);
-            return Status{};
+            return SloMemoryFile::remove(dir, gpu);
           }) {}
 
 Agent::~Agent() {

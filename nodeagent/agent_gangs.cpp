@@ -1,7 +1,6 @@
 // Gangs on this node: a step's instances on several GPUs hold their slices
 // together (core/model/gang_plan.h plans them, core/faa the windows).
 #include <sys/types.h>
-#include <unistd.h>
 
 #include <algorithm>
 
@@ -107,12 +106,8 @@ void Agent::save_gang_offsets() {
   // On the loop: a re-plan comes with a step's start or end or a stepped
   // clock, and the file is a few hundred bytes in /run.
   const std::string file = gang_offsets_file(config_.runtime_dir);
-  Status s;
-  if (now.offsets.empty()) {
-    ::unlink(file.c_str());
-  } else {
-    s = write_state_file(file, model::encode_gang_offsets(now));
-  }
+  const Status s = now.offsets.empty() ? remove_state_file(file)
+                                       : write_state_file(file, model::encode_gang_offsets(now));
   if (!s) {
     if (const auto v = log_budget(0); v.log) {
       EGPU_LOG_WARN("%s; a restarted agent would place multi-node steps' gang windows afresh%s",

@@ -1,7 +1,5 @@
 #include "nodeagent/slo_memory_file.h"
 
-#include <unistd.h>
-
 #include <cmath>
 
 #include "nodeagent/state_file.h"
@@ -44,8 +42,8 @@ Status SloMemoryFile::save(const std::string& runtime_dir, uint32_t gpu,
   return write_state_file(path(runtime_dir, gpu), slo::encode_slo_memory(restorable(memory)));
 }
 
-void SloMemoryFile::remove(const std::string& runtime_dir, uint32_t gpu) {
-  ::unlink(path(runtime_dir, gpu).c_str());
+Status SloMemoryFile::remove(const std::string& runtime_dir, uint32_t gpu) {
+  return remove_state_file(path(runtime_dir, gpu));
 }
 
 void SloMemoryFile::set_aside(const std::string& runtime_dir, uint32_t gpu) {

@@ -31,7 +31,7 @@ class SloMemoryFile {
   // reports), and in full they made a GPU of such instances' file larger
   // than load() reads back, losing every instance's memory there.
   static Status save(const std::string& runtime_dir, uint32_t gpu, const slo::SloMemory& memory);
-  static void remove(const std::string& runtime_dir, uint32_t gpu);
+  static Status remove(const std::string& runtime_dir, uint32_t gpu);
 
  private:
   // To PATH.bad: kept for a look, never read again.

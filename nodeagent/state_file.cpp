@@ -76,6 +76,11 @@ Status write_state_file(const std::string& file, const std::string& text) {
   return {};
 }
 
+Status remove_state_file(const std::string& file) {
+  if (::unlink(file.c_str()) != 0 && errno != ENOENT) return failed(file, "cannot remove");
+  return {};
+}
+
 void set_aside_state_file(const std::string& file) {
   if (::rename(file.c_str(), (file + ".bad").c_str()) != 0) ::unlink(file.c_str());
 }

@@ -21,6 +21,9 @@ namespace egpu::agent {
 // it could not read now (out of descriptors, an I/O error) stays.
 Result<std::optional<std::string>> read_state_file(const std::string& file, std::size_t max_bytes);
 Status write_state_file(const std::string& file, const std::string& text);
+// There is no state to keep: OK when the file is gone (or was never there).
+// An error leaves a file a restarted agent would read back.
+Status remove_state_file(const std::string& file);
 // For a file whose text the caller could not use.
 void set_aside_state_file(const std::string& file);
 

@@ -68,5 +68,22 @@ TEST(SloMemoryFile, AGpuOfInstancesAtTheirLargestIsReadBack) {
   std::filesystem::remove_all(dir);
 }
 
+// Nothing to keep: the file goes, and a file that cannot go is an error
+// naming it (a restarted agent would read it back).
+TEST(SloMemoryFile, RemovingItSaysWhenTheFileStays) {
+  char tmpl[] = "/tmp/egpu-slo-memory-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string file = SloMemoryFile::path(dir, 1);
+  EXPECT_TRUE(SloMemoryFile::remove(dir, 1).ok()) << "no file: nothing to remove";
+  ASSERT_TRUE(SloMemoryFile::save(dir, 1, slo::SloMemory{}).ok());
+  EXPECT_TRUE(SloMemoryFile::remove(dir, 1).ok());
+  EXPECT_FALSE(std::filesystem::exists(file));
+  std::filesystem::create_directory(file);  // what unlink cannot remove
+  const Status s = SloMemoryFile::remove(dir, 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find(file + ": cannot remove"), std::string::npos) << s.error();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace egpu::agent
