@@ -263,7 +263,11 @@ TEST_F(ControlSocketExhaustion, AUserWithAnInstanceHasASocketNoOtherUserCanFill)
   struct stat st {};
   EXPECT_NE(stat(own.c_str(), &st), 0) << "a socket for a user with no instance";
   ASSERT_EQ(agent.call(create_request(81, 30, kBob))->status, ReplyStatus::kOk);
-  ASSERT_TRUE(eventually([&] { return stat(own.c_str(), &st) == 0; })) << own;
+  // The agent binds it as root, then sets its mode and owner: the file is
+  // there, root's, for a moment before it is Bob's (nobody can connect to it
+  // before the agent listens).
+  ASSERT_TRUE(eventually([&] { return stat(own.c_str(), &st) == 0 && st.st_uid == kBob; }))
+      << own << " is not Bob's";
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, kBob);
