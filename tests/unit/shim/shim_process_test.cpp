@@ -5,12 +5,10 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "core/protocol/unix_address.h"
 
 namespace egpu::shim::testing {
 namespace {
@@ -169,10 +168,9 @@ TEST_F(ShimProcess, AStalledAgentCostsCuInitOneTimeoutNotOnePerGpu) {
   const std::string path = dir + "/agent.sock";
   const int listener = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   ASSERT_GE(listener, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const auto addr = protocol::UnixAddress::of(path);
+  ASSERT_TRUE(addr.ok()) << addr.error();
+  ASSERT_EQ(bind(listener, addr->get(), addr->size()), 0);
   ASSERT_EQ(listen(listener, 16), 0);  // the kernel accepts; nobody reads
   auto env = base_env();
   env.insert(env.end(), {"EGPU_JOB_ID=4242", "EGPU_STEP_ID=0", "EGPU_GPU_INDICES=0,1,2,3",
